@@ -1,0 +1,37 @@
+# ptopofl build, test and benchmark targets. Every target works on a fresh
+# clone with only Go (and apt for the benchmark reference tools).
+GO       ?= go
+BIN      := bin
+export GOTOOLCHAIN := local
+
+.PHONY: all build run test test-short bench bench-tda lint fmt clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+# run: the main job on the embedded default.
+run: build
+	./scripts/run.sh
+
+test: build
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 25m ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./tda/... ./aggregation/... ./eval/... ./learn/...
+
+# bench-tda times bin/tda against Debian's ripser on the same clouds.
+bench-tda: build
+	./scripts/bench-tda.sh
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf $(BIN)
