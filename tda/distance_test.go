@@ -1,6 +1,7 @@
 package tda
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -417,4 +418,44 @@ func closeRel(got, want float64) bool {
 		return got == want || (math.IsNaN(got) && math.IsNaN(want))
 	}
 	return math.Abs(got-want) <= distTol*math.Max(1, math.Abs(want))
+}
+
+func ExampleWasserstein() {
+	// The H1 bar of the unit square against a slightly shorter one: matching
+	// them costs max(|1−1|, |√2−1.4|) ≈ 0.0142; sending both to the diagonal
+	// would cost about 0.207 and 0.2.
+	a := []Pair{{0, 1}, {0, math.Inf(1)}}
+	b := []Pair{{0, 1}, {0, math.Inf(1)}, {1, math.Sqrt2}}
+	c := []Pair{{0, 1}, {0, math.Inf(1)}, {1, 1.4}}
+	fmt.Printf("W2(a, b) = %.6f\n", Wasserstein(a, b, 2))
+	fmt.Printf("W2(b, c) = %.6f\n", Wasserstein(b, c, 2))
+	fmt.Printf("bottleneck(b, c) = %.6f\n", Bottleneck(b, c))
+	// Output:
+	// W2(a, b) = 0.207107
+	// W2(b, c) = 0.014214
+	// bottleneck(b, c) = 0.014214
+}
+
+func BenchmarkWasserstein(b *testing.B) {
+	for _, n := range []int{50, 200} {
+		rng := rand.New(rand.NewPCG(7, uint64(n)))
+		x, y := randomDiagram(rng, n), randomDiagram(rng, n)
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				Wasserstein(x, y, 2)
+			}
+		})
+	}
+}
+
+func BenchmarkBottleneck(b *testing.B) {
+	for _, n := range []int{50, 200} {
+		rng := rand.New(rand.NewPCG(8, uint64(n)))
+		x, y := randomDiagram(rng, n), randomDiagram(rng, n)
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				Bottleneck(x, y)
+			}
+		})
+	}
 }
