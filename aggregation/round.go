@@ -1,0 +1,267 @@
+package aggregation
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/tda"
+)
+
+// SiteDistance selects how pTopoFL measures the distance between two sites.
+type SiteDistance string
+
+const (
+	// DescriptorDistance is the Euclidean distance between l2-normalised
+	// 48-number descriptors (paper §3.3, Step 1; the reference).
+	DescriptorDistance SiteDistance = "descriptor"
+	// WassersteinDistance is the p-Wasserstein distance between the sites'
+	// persistence diagrams (paper Eq. 3), the metric §1 and the convergence
+	// proof weight sites by.
+	WassersteinDistance SiteDistance = "wasserstein"
+)
+
+// Config holds every server-side hyper-parameter.
+type Config struct {
+	// M is pTopoFL's number of clusters (paper Table 4: 2 for Scenarios A/B);
+	// 0 chooses M in [2, MaxAutoClusters] by silhouette.
+	M               int
+	MaxAutoClusters int
+	// Beta is the inter-cluster blending coefficient β of Eq. (7) (paper
+	// Table 4: 0.3).
+	Beta float64
+	// Tau is the anomaly z-score threshold τ (paper Table 4: 2.0 for the
+	// comparison, 1.8 for robustness): a site is flagged when z_k > Tau.
+	Tau float64
+	// FlagTrustBelow, if positive, replaces the z-score rule: a site is
+	// flagged when its trust is below this value. The reference's `flagged`
+	// is trust < 0.5 (its τ is unused); the paper preset sets 0.5.
+	FlagTrustBelow float64
+	// TrustMin and TrustMax clip the trust weight (reference: 0.05, 1).
+	TrustMin, TrustMax float64
+	// DriftThreshold re-clusters a site whose drift Δ_k (Eq. 9, on
+	// normalised descriptors) exceeds it; 0 disables re-clustering.
+	DriftThreshold float64
+	// Distance selects the site distance; WassersteinP is p and
+	// Temperature is λ of the weights exp(−λ·W_p) for WassersteinDistance.
+	Distance     SiteDistance
+	WassersteinP float64
+	Temperature  float64
+	// TrimFraction is the fraction trimmed from each end by TrimmedMean,
+	// KrumF the number of Byzantine sites Krum tolerates.
+	TrimFraction float64
+	KrumF        int
+}
+
+// DefaultConfig returns the paper's server-side hyper-parameters (Table 4)
+// with the reference's trust clip, descriptor distance, flags by τ, and
+// drift re-clustering above 0.1 (a tenth of the unit-descriptor scale; the
+// paper gives no value).
+func DefaultConfig() Config {
+	return Config{
+		M: 2, MaxAutoClusters: 10, Beta: 0.3, Tau: 2.0,
+		TrustMin: 0.05, TrustMax: 1,
+		DriftThreshold: 0.1,
+		Distance:       DescriptorDistance, WassersteinP: 2, Temperature: 1,
+		TrimFraction: 0.1, KrumF: 1,
+	}
+}
+
+// SiteResult is what one site sends the server in a round.
+type SiteResult struct {
+	// Params is the site's local model.
+	Params []float64
+	// Control is SCAFFOLD's control-variate message (learn.SiteOutput.Control).
+	Control []float64
+	// N is the site's number of training rows.
+	N int
+	// Descriptor is the site's 48-number topological descriptor (pTopoFL).
+	Descriptor []float64
+	// H0 and H1 are the site's finite persistence pairs, needed only for
+	// WassersteinDistance.
+	H0, H1 []tda.Pair
+}
+
+// ServerState is what the server keeps between rounds.
+type ServerState struct {
+	// Round is the last aggregated round (0 before the first).
+	Round int
+	// Global is the global model of FedAvg-style methods.
+	Global []float64
+	// Control is SCAFFOLD's server control variate c.
+	Control []float64
+	// Labels are pTopoFL's cluster ids per site, fixed in the first round
+	// and changed only by drift re-clustering.
+	Labels []int
+	// Reference holds each site's normalised descriptor of the first round,
+	// and DriftSum Σ_r ‖φ̂_k^(r) − φ̂_k^(1)‖, for the drift of Eq. (9).
+	Reference [][]float64
+	DriftSum  []float64
+}
+
+// RoundInput is everything AggregateRound reads.
+type RoundInput struct {
+	Method learn.Method
+	// Round is the 1-based round being aggregated.
+	Round  int
+	Sites  []SiteResult
+	State  ServerState
+	Config Config
+}
+
+// RoundOutput is what AggregateRound returns.
+type RoundOutput struct {
+	// Models holds the model pushed to each site. Sites of one cluster (or
+	// all sites, for a global model) share the same backing slice.
+	Models [][]float64
+	// Control is SCAFFOLD's new server control variate, pushed to every site.
+	Control []float64
+	// ClusterModels are pTopoFL's blended cluster models θ*_c, by cluster id.
+	ClusterModels [][]float64
+	// Labels, Trust, ZScores, Flagged and Drift are pTopoFL's per-site
+	// cluster ids, trust weights t_k, anomaly z-scores z_k, flags and drift
+	// Δ_k; nil for other methods.
+	Labels  []int
+	Trust   []float64
+	ZScores []float64
+	Flagged []bool
+	Drift   []float64
+	// Reclustered lists the sites moved by drift re-clustering this round.
+	Reclustered []int
+	State       ServerState
+}
+
+// AggregateRound runs the server side of one round of in.Method. It returns
+// an error, never panics, for input a site or user can get wrong: no sites,
+// models of different lengths, non-finite values, missing descriptors, or
+// a state that does not match the sites.
+func AggregateRound(in RoundInput) (RoundOutput, error) {
+	out, err := aggregateRound(in)
+	if err != nil {
+		return RoundOutput{}, fmt.Errorf("aggregate round %d (%s): %w", in.Round, in.Method, err)
+	}
+	return out, nil
+}
+
+func aggregateRound(in RoundInput) (RoundOutput, error) {
+	k := len(in.Sites)
+	if k == 0 {
+		return RoundOutput{}, fmt.Errorf("no sites")
+	}
+	np := len(in.Sites[0].Params)
+	for i, s := range in.Sites {
+		if err := finiteVector(s.Params, np); err != nil {
+			return RoundOutput{}, fmt.Errorf("site %d model: %w", i, err)
+		}
+		if s.N <= 0 {
+			return RoundOutput{}, fmt.Errorf("site %d has n = %d, want a positive row count", i, s.N)
+		}
+	}
+	models := make([][]float64, k)
+	for i, s := range in.Sites {
+		models[i] = s.Params
+	}
+	state := in.State
+	state.Round = in.Round
+	out := RoundOutput{}
+	var global []float64
+	var err error
+	switch in.Method {
+	case learn.PTopoFL:
+		return aggregatePTopoFL(in)
+	case learn.LocalOnly:
+		// The server is idle: each site keeps its own fit (the reference
+		// computes a FedAvg aggregate and never uses it).
+		out.Models = models
+		out.State = state
+		return out, nil
+	case learn.FedAvg, learn.FedProx, learn.PFedMe:
+		global = WeightedAverage(in.Sites)
+	case learn.SCAFFOLD:
+		global = WeightedAverage(in.Sites)
+		c, err := scaffoldControl(in.Sites, in.State.Control, np)
+		if err != nil {
+			return RoundOutput{}, err
+		}
+		state.Control = c
+		out.Control = c
+	case learn.Median:
+		global, err = CoordinateMedian(models)
+	case learn.TrimmedMean:
+		global, err = TrimmedMean(models, in.Config.TrimFraction)
+	case learn.Krum:
+		global, err = Krum(models, in.Config.KrumF)
+	default:
+		_, err = learn.ParseMethod(string(in.Method))
+	}
+	if err != nil {
+		return RoundOutput{}, err
+	}
+	state.Global = global
+	out.Models = make([][]float64, k)
+	for i := range out.Models {
+		out.Models[i] = global
+	}
+	out.State = state
+	return out, nil
+}
+
+// WeightedAverage returns FedAvg's aggregate Σ_k n_k θ_k / Σ_k n_k
+// (McMahan et al. 2017; the p_k = |D_k|/Σ|D_j| of paper Eq. 1). The site
+// models must have equal lengths.
+func WeightedAverage(sites []SiteResult) []float64 {
+	out := make([]float64, len(sites[0].Params))
+	total := 0.0
+	for _, s := range sites {
+		total += float64(s.N)
+	}
+	for _, s := range sites {
+		w := float64(s.N)
+		for j, v := range s.Params {
+			out[j] += w * v
+		}
+	}
+	for j := range out {
+		out[j] /= total
+	}
+	return out
+}
+
+// scaffoldControl returns SCAFFOLD's new server variate c + mean_k(m_k)
+// (Karimireddy et al. 2020, Algorithm 1, with all N sites sampled so
+// |S|/N = 1), where m_k is what site k sent: its change Δc_i, or under the
+// reference bug its full c_i (learn.SCAFFOLDConfig.ReferenceBug).
+func scaffoldControl(sites []SiteResult, prev []float64, np int) ([]float64, error) {
+	c := make([]float64, np)
+	if prev != nil {
+		if err := finiteVector(prev, np); err != nil {
+			return nil, fmt.Errorf("server control variate: %w", err)
+		}
+		copy(c, prev)
+	}
+	mean := make([]float64, np)
+	for i, s := range sites {
+		if err := finiteVector(s.Control, np); err != nil {
+			return nil, fmt.Errorf("site %d control variate: %w", i, err)
+		}
+		for j, v := range s.Control {
+			mean[j] += v
+		}
+	}
+	for j := range c {
+		c[j] += mean[j] / float64(len(sites))
+	}
+	return c, nil
+}
+
+func finiteVector(v []float64, n int) error {
+	if len(v) != n {
+		return fmt.Errorf("has %d values, want %d", len(v), n)
+	}
+	for j, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("value %d is %v", j, x)
+		}
+	}
+	return nil
+}

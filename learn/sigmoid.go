@@ -1,0 +1,48 @@
+package learn
+
+import "math"
+
+// LogitClip is the bound the reference applies to a logit before the
+// sigmoid when it scores a sample or takes a gradient-descent step: scores
+// are σ(clip(x·w+b, −30, 30)).
+const LogitClip = 30.0
+
+// Sigmoid returns the logistic function 1/(1+e^{−z}) of z clipped to
+// [−LogitClip, LogitClip]. This is the score of the reference's evaluation
+// and of its gradient-descent baselines; the clip keeps e^{−z} finite and the
+// score strictly inside (0, 1).
+func Sigmoid(z float64) float64 {
+	if z > LogitClip {
+		z = LogitClip
+	} else if z < -LogitClip {
+		z = -LogitClip
+	}
+	return 1 / (1 + math.Exp(-z))
+}
+
+// exactSigmoid returns 1/(1+e^{−z}) without clipping, evaluated so that
+// neither branch overflows. The L-BFGS objective uses it: clipping there
+// would make the loss flat far from the data and change the optimum.
+func exactSigmoid(z float64) float64 {
+	if z >= 0 {
+		return 1 / (1 + math.Exp(-z))
+	}
+	e := math.Exp(z)
+	return e / (1 + e)
+}
+
+// softplus returns log(1+e^z) without overflow or loss of precision for
+// large |z|.
+func softplus(z float64) float64 {
+	if z > 0 {
+		return z + math.Log1p(math.Exp(-z))
+	}
+	return math.Log1p(math.Exp(z))
+}
+
+// LogLoss returns the binary cross-entropy −y·log σ(z) − (1−y)·log(1−σ(z))
+// of a label y ∈ {0, 1} and a logit z, written as softplus(z) − y·z so that
+// it stays finite and accurate for any finite z.
+func LogLoss(y, z float64) float64 {
+	return softplus(z) - y*z
+}

@@ -1,0 +1,167 @@
+package simulate
+
+import (
+	"fmt"
+
+	"github.com/ptopofl/ptopofl/aggregation"
+	"github.com/ptopofl/ptopofl/eval"
+	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/tda"
+)
+
+// Site is one site's raw data and its topological summary.
+type Site struct {
+	Name          string
+	TrainX, TestX [][]float64
+	TrainY, TestY []float64
+	Descriptor    []float64
+	H0, H1        []tda.Pair // for aggregation.WassersteinDistance only
+	Init          []float64  // optional round-1 parameters (see learn.SiteInput.Init)
+}
+
+// RoundRecord is the outcome of one round.
+type RoundRecord struct {
+	Round            int
+	AUC, Acc         float64   // unweighted means over sites
+	SiteAUC, SiteAcc []float64 // per site
+	// pTopoFL's server outputs (nil for other methods).
+	Labels  []int
+	Trust   []float64
+	Flagged []bool
+	Drift   []float64
+}
+
+// Result is the outcome of a campaign.
+type Result struct {
+	Rounds             []RoundRecord
+	AUCCurve, AccCurve []float64
+	FinalAUC, FinalAcc float64
+	// ConvRound is the first round with AUC ≥ 0.95·final AUC.
+	ConvRound int
+	// SampleWeights are pTopoFL's per-site topology sample weights.
+	SampleWeights [][]float64
+}
+
+// PreparedSite is a site's standardised data: the scaler is fitted on the
+// raw training rows and applied to both splits (expected.json `semantics`).
+type PreparedSite struct {
+	Train, Test learn.Data
+	Scaler      learn.Scaler
+}
+
+// PrepareSite fits the site's StandardScaler and standardises its splits.
+func PrepareSite(s Site) (PreparedSite, error) {
+	sc, err := learn.FitStandardScaler(s.TrainX)
+	if err != nil {
+		return PreparedSite{}, fmt.Errorf("site %s: train: %w", s.Name, err)
+	}
+	tr, err := sc.Transform(s.TrainX)
+	if err != nil {
+		return PreparedSite{}, fmt.Errorf("site %s: train: %w", s.Name, err)
+	}
+	te, err := sc.Transform(s.TestX)
+	if err != nil {
+		return PreparedSite{}, fmt.Errorf("site %s: test: %w", s.Name, err)
+	}
+	p := PreparedSite{Train: learn.Data{X: tr, Y: s.TrainY}, Test: learn.Data{X: te, Y: s.TestY}, Scaler: sc}
+	if err := p.Train.Validate(); err != nil {
+		return PreparedSite{}, fmt.Errorf("site %s: train: %w", s.Name, err)
+	}
+	if err := p.Test.Validate(); err != nil {
+		return PreparedSite{}, fmt.Errorf("site %s: test: %w", s.Name, err)
+	}
+	return p, nil
+}
+
+// EvaluateSite returns a site's test ROC AUC and accuracy for params
+// (scores σ(x·w+b), logit clipped to [−30, 30]).
+func EvaluateSite(cfg learn.SiteConfig, params []float64, test learn.Data) (auc, acc float64, err error) {
+	m := cfg.Model(test.NumFeatures())
+	if len(params) != m.NumParams() {
+		return 0, 0, fmt.Errorf("evaluate: model has %d parameters, want %d", len(params), m.NumParams())
+	}
+	s := learn.Scores(m, params, test.X)
+	if auc, err = eval.ROCAUC(s, test.Y); err != nil {
+		return 0, 0, fmt.Errorf("evaluate: %w", err)
+	}
+	if acc, err = eval.Accuracy(s, test.Y); err != nil {
+		return 0, 0, fmt.Errorf("evaluate: %w", err)
+	}
+	return auc, acc, nil
+}
+
+// Run runs cfg.Rounds rounds of cfg.Method over sites. Each round: every
+// site runs learn.UpdateSite with what the server pushed last round; the
+// server runs aggregation.AggregateRound; every site is evaluated with
+// learn.EvaluationParams on its test split; the round metric is the
+// unweighted site mean.
+func Run(sites []Site, cfg Config) (Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return Result{}, err
+	}
+	if len(sites) == 0 {
+		return Result{}, fmt.Errorf("simulate: no sites")
+	}
+	k := len(sites)
+	prep := make([]PreparedSite, k)
+	for i, s := range sites {
+		p, err := PrepareSite(s)
+		if err != nil {
+			return Result{}, err
+		}
+		prep[i] = p
+	}
+	states := make([]learn.SiteState, k)
+	pushed := make([][]float64, k)
+	var control []float64
+	server := aggregation.ServerState{}
+	var res Result
+	for r := 1; r <= cfg.Rounds; r++ {
+		results := make([]aggregation.SiteResult, k)
+		for i, s := range sites {
+			out, err := learn.UpdateSite(learn.SiteInput{
+				Method: cfg.Method, Round: r, Seed: cfg.Seed + uint32(i), Init: s.Init,
+				Train: prep[i].Train, Descriptor: s.Descriptor,
+				Pushed: pushed[i], ServerControl: control,
+				State: states[i], Config: cfg.Site,
+			})
+			if err != nil {
+				return Result{}, fmt.Errorf("simulate: site %s: %w", s.Name, err)
+			}
+			states[i] = out.State
+			if r == 1 && out.SampleWeights != nil {
+				res.SampleWeights = append(res.SampleWeights, out.SampleWeights)
+			}
+			results[i] = aggregation.SiteResult{
+				Params: out.Params, Control: out.Control, N: out.N,
+				Descriptor: s.Descriptor, H0: s.H0, H1: s.H1,
+			}
+		}
+		agg, err := aggregation.AggregateRound(aggregation.RoundInput{
+			Method: cfg.Method, Round: r, Sites: results, State: server, Config: cfg.Server,
+		})
+		if err != nil {
+			return Result{}, fmt.Errorf("simulate: %w", err)
+		}
+		server = agg.State
+		control = agg.Control
+		pushed = agg.Models
+		rec := RoundRecord{Round: r, SiteAUC: make([]float64, k), SiteAcc: make([]float64, k),
+			Labels: agg.Labels, Trust: agg.Trust, Flagged: agg.Flagged, Drift: agg.Drift}
+		for i, s := range sites {
+			auc, acc, err := EvaluateSite(cfg.Site, learn.EvaluationParams(cfg.Method, pushed[i], states[i]), prep[i].Test)
+			if err != nil {
+				return Result{}, fmt.Errorf("simulate: site %s round %d: %w", s.Name, r, err)
+			}
+			rec.SiteAUC[i], rec.SiteAcc[i] = auc, acc
+		}
+		rec.AUC, rec.Acc = eval.SiteMean(rec.SiteAUC), eval.SiteMean(rec.SiteAcc)
+		res.Rounds = append(res.Rounds, rec)
+		res.AUCCurve = append(res.AUCCurve, rec.AUC)
+		res.AccCurve = append(res.AccCurve, rec.Acc)
+	}
+	res.FinalAUC = res.AUCCurve[len(res.AUCCurve)-1]
+	res.FinalAcc = res.AccCurve[len(res.AccCurve)-1]
+	res.ConvRound = eval.ConvergenceRound(res.AUCCurve)
+	return res, nil
+}
