@@ -122,6 +122,11 @@ type SiteInput struct {
 	Init []float64
 	// Train holds the site's standardised training rows (no weights).
 	Train Data
+	// TopologyX holds the rows pTopoFL's sample weights are computed from:
+	// the site's raw training rows, which TopologySampleWeights
+	// standardises itself as the reference does. Nil uses Train.X, whose
+	// re-standardisation differs from the reference's weights by ~1e-9.
+	TopologyX [][]float64
 	// Descriptor is the site's 48-number topological descriptor (pTopoFL).
 	Descriptor []float64
 	// Pushed is the model the server sent after the previous round (nil in
@@ -329,7 +334,14 @@ func updatePFedMe(m Model, in SiteInput) SiteOutput {
 // weights, L-BFGS warm-started from the site's cluster model (cold in round
 // 1).
 func updatePTopoFL(m Model, in SiteInput) (SiteOutput, error) {
-	w, err := TopologySampleWeights(in.Train.X, in.Descriptor, in.Config.TopologyWeights)
+	x := in.TopologyX
+	if x == nil {
+		x = in.Train.X
+	}
+	if len(x) != len(in.Train.X) {
+		return SiteOutput{}, fmt.Errorf("topology rows: %d rows, training data has %d", len(x), len(in.Train.X))
+	}
+	w, err := TopologySampleWeights(x, in.Descriptor, in.Config.TopologyWeights)
 	if err != nil {
 		return SiteOutput{}, err
 	}

@@ -208,7 +208,7 @@ func TestParityLBFGSMethods(t *testing.T) {
 					}
 				}
 				t.Logf("%s %s: sample weights max |Δ| %.3g", scenario, tc.golden, worst)
-				if worst > 1e-9 {
+				if worst > 1e-12 {
 					t.Errorf("%s %d (%s): sample weights differ by up to %v", scenario, i, tc.golden, worst)
 				}
 			}

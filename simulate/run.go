@@ -121,7 +121,7 @@ func Run(sites []Site, cfg Config) (Result, error) {
 		for i, s := range sites {
 			out, err := learn.UpdateSite(learn.SiteInput{
 				Method: cfg.Method, Round: r, Seed: cfg.Seed + uint32(i), Init: s.Init,
-				Train: prep[i].Train, Descriptor: s.Descriptor,
+				Train: prep[i].Train, TopologyX: s.TrainX, Descriptor: s.Descriptor,
 				Pushed: pushed[i], ServerControl: control,
 				State: states[i], Config: cfg.Site,
 			})
