@@ -109,7 +109,7 @@ func ReadCSV(path string, opt CSVOptions) (*Table, error) {
 // Every error is a *ParseError.
 func Read(r io.Reader, name string, opt CSVOptions) (*Table, error) {
 	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = -1 // ragged rows are reported here, with a column
+	cr.FieldsPerRecord = -1    // ragged rows are reported here, with a column
 	cr.TrimLeadingSpace = true // so that `1, "2"` is a quoted field
 	fail := func(line, col int, format string, args ...any) (*Table, error) {
 		return nil, &ParseError{File: name, Line: line, Column: col, Msg: fmt.Sprintf(format, args...)}
