@@ -3,6 +3,7 @@ package aggregation
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -47,11 +48,13 @@ func CoordinateMedian(models [][]float64) ([]float64, error) {
 		for k, m := range models {
 			col[k] = m[j]
 		}
-		sort.Float64s(col)
+		// Selection instead of a full sort keeps the median O(n) per
+		// coordinate; selectSmallest leaves col[:n/2] ≤ col[n/2].
+		selectSmallest(col, n/2)
 		if n%2 == 1 {
 			out[j] = col[n/2]
 		} else {
-			out[j] = (col[n/2-1] + col[n/2]) / 2
+			out[j] = (slices.Max(col[:n/2]) + col[n/2]) / 2
 		}
 	}
 	return out, nil
@@ -83,7 +86,12 @@ func TrimmedMean(models [][]float64, trim float64) ([]float64, error) {
 		for i, m := range models {
 			col[i] = m[j]
 		}
-		sort.Float64s(col)
+		// Two selections leave the k smallest in col[:k] and the k largest
+		// in col[n-k:], so the kept values are col[k:n-k] in some order.
+		if k > 0 {
+			selectSmallest(col, k)
+			selectSmallest(col[k:], n-2*k-1)
+		}
 		s := 0.0
 		for _, v := range col[k : n-k] {
 			s += v
@@ -91,6 +99,49 @@ func TrimmedMean(models [][]float64, trim float64) ([]float64, error) {
 		out[j] = s / float64(n-2*k)
 	}
 	return out, nil
+}
+
+// selectSmallest reorders v so that v[k] holds the value it would hold if v
+// were sorted, every element before it is ≤ v[k] and every element after is
+// ≥ v[k] (Hoare's selection with a median-of-three pivot). It needs
+// 0 ≤ k < len(v) and values that are not NaN.
+func selectSmallest(v []float64, k int) {
+	lo, hi := 0, len(v)-1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if v[mid] < v[lo] {
+			v[mid], v[lo] = v[lo], v[mid]
+		}
+		if v[hi] < v[lo] {
+			v[hi], v[lo] = v[lo], v[hi]
+		}
+		if v[hi] < v[mid] {
+			v[hi], v[mid] = v[mid], v[hi]
+		}
+		pivot := v[mid]
+		i, j := lo, hi
+		for i <= j {
+			for v[i] < pivot {
+				i++
+			}
+			for v[j] > pivot {
+				j--
+			}
+			if i <= j {
+				v[i], v[j] = v[j], v[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return
+		}
+	}
 }
 
 // KrumScores returns the Krum score of every model (P. Blanchard,

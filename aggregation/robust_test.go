@@ -291,3 +291,30 @@ func BenchmarkKrum(b *testing.B) {
 		}
 	}
 }
+
+// TestSelectSmallest compares the selection against a full sort on inputs
+// with many ties, every rank k.
+func TestSelectSmallest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := 0; trial < 20; trial++ {
+		n := 1 + rng.IntN(60)
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = float64(rng.IntN(5))
+		}
+		sorted := append([]float64(nil), v...)
+		sort.Float64s(sorted)
+		for k := 0; k < n; k++ {
+			w := append([]float64(nil), v...)
+			selectSmallest(w, k)
+			if w[k] != sorted[k] {
+				t.Fatalf("trial %d k=%d: got %v, want %v", trial, k, w[k], sorted[k])
+			}
+			for i := range w {
+				if (i < k && w[i] > w[k]) || (i > k && w[i] < w[k]) {
+					t.Fatalf("trial %d k=%d: w[%d]=%v on the wrong side of %v", trial, k, i, w[i], w[k])
+				}
+			}
+		}
+	}
+}
