@@ -119,7 +119,8 @@ type Descriptor struct {
 // A site with one row has no pairs and a zero vector; with two rows it has
 // one H0 pair and no H1. ComputeDescriptor returns an error for no rows,
 // rows of different lengths or without features, NaN or infinite values,
-// an unknown variant, a negative NSub and out-of-range or repeated Rows.
+// an unknown variant, a negative NSub, out-of-range or repeated Rows, and
+// features so large that standardising them overflows.
 func ComputeDescriptor(x [][]float64, opt DescriptorOptions) (Descriptor, error) {
 	variant := opt.Variant
 	if variant == "" {
@@ -135,11 +136,15 @@ func ComputeDescriptor(x [][]float64, opt DescriptorOptions) (Descriptor, error)
 	if err != nil {
 		return Descriptor{}, fmt.Errorf("tda: descriptor: %w", err)
 	}
-	dm, err := EuclideanDistances(standardise(x, rows))
+	z, err := standardise(x, rows)
 	if err != nil {
-		// validateRows has ruled out every input EuclideanDistances rejects,
-		// but standardising huge values can still overflow to ±Inf.
-		return Descriptor{}, fmt.Errorf("tda: descriptor: standardised rows: %w", err)
+		return Descriptor{}, fmt.Errorf("tda: descriptor: %w", err)
+	}
+	// Every standardised value is finite and at most √n in magnitude, so
+	// the distances are finite too and EuclideanDistances cannot fail.
+	dm, err := EuclideanDistances(z)
+	if err != nil {
+		return Descriptor{}, fmt.Errorf("descriptor: %w", err)
 	}
 	d := Descriptor{Rows: rows, H0: kruskalH0(dm)}
 	switch variant {
@@ -235,8 +240,9 @@ func descriptorRows(n int, opt DescriptorOptions) ([]int, error) {
 // replaced by (x − mean)/(std + 1e-8), std the population standard
 // deviation. The sums run over the rows in order, which is how numpy
 // reduces a C-ordered array along axis 0, so the result matches
-// (X - X.mean(0)) / (X.std(0) + 1e-8) bit for bit.
-func standardise(x [][]float64, rows []int) [][]float64 {
+// (X - X.mean(0)) / (X.std(0) + 1e-8) bit for bit. It returns an error if a
+// column's values are so large that this overflows.
+func standardise(x [][]float64, rows []int) ([][]float64, error) {
 	n, d := len(rows), len(x[0])
 	mean := make([]float64, d)
 	for _, r := range rows {
@@ -263,10 +269,14 @@ func standardise(x [][]float64, rows []int) [][]float64 {
 	for i, r := range rows {
 		z[i] = flat[i*d : (i+1)*d : (i+1)*d]
 		for k, v := range x[r] {
-			z[i][k] = (v - mean[k]) / den[k]
+			s := (v - mean[k]) / den[k]
+			if math.IsNaN(s) || math.IsInf(s, 0) {
+				return nil, fmt.Errorf("feature %d overflows float64 when standardised (row %d); rescale it", k, r)
+			}
+			z[i][k] = s
 		}
 	}
-	return z
+	return z, nil
 }
 
 // kruskalH0 returns the n−1 pairs {0, w} of Kruskal's algorithm over all
@@ -327,12 +337,12 @@ func kruskalH0(dm *DistanceMatrix) []Pair {
 func triangleH1(dm *DistanceMatrix) []Pair {
 	n := dm.N()
 	full := make([]float64, n*n)
-	pos := make([]float64, 0, n*(n-1))
+	pos := make([]float64, 0, n*(n-1)/2)
 	for i := 0; i < n; i++ {
 		for j := 0; j < n; j++ {
 			w := dm.At(i, j)
 			full[i*n+j] = w
-			if w > 0 {
+			if j < i && w > 0 {
 				pos = append(pos, w)
 			}
 		}
@@ -341,27 +351,32 @@ func triangleH1(dm *DistanceMatrix) []Pair {
 	if n < 3 || len(pos) == 0 {
 		return kept
 	}
+	// The full matrix holds every positive distance twice, so its sorted
+	// positive entries are the sorted lower triangle with each value
+	// repeated: entry k of the former is entry k/2 of the latter.
 	slices.Sort(pos)
-	thr := percentileSorted(pos, triangleThresholdPercentile)
+	thr := percentileAt(2*len(pos), func(k int) float64 { return pos[k/2] }, triangleThresholdPercentile)
+	// floor is the persistence a new pair must beat once kept is full.
+	floor := math.Inf(-1)
 	for i := 0; i < n; i++ {
+		rowI := full[i*n : (i+1)*n]
 		for j := i + 1; j < n; j++ {
-			eij := full[i*n+j]
+			rowJ := full[j*n : (j+1)*n]
+			eij := rowI[j]
 			for k := j + 1; k < n; k++ {
-				e1, e2, e3 := eij, full[i*n+k], full[j*n+k]
-				// Sort the three lengths; only e2 and e3 are needed.
-				if e1 > e2 {
-					e1, e2 = e2, e1
-				}
-				if e2 > e3 {
-					e2, e3 = e3, e2
-				}
-				if e1 > e2 {
-					e2 = e1
-				}
-				if !(e2 < thr) || !(e3-e2 > triangleMinGap) {
+				// The middle and the longest of the three lengths, without
+				// branches (no NaN can occur, and every distance is ≥ +0).
+				a, b, c := eij, rowI[k], rowJ[k]
+				lo, hi := min(a, b), max(a, b)
+				e2, e3 := max(lo, min(hi, c)), max(hi, c)
+				gap := e3 - e2
+				if !(e2 < thr) || !(gap > triangleMinGap) || !(gap > floor) {
 					continue
 				}
 				keepTop(&kept, Pair{Birth: e2, Death: e3})
+				if len(kept) == triangleKeep {
+					floor = kept[triangleKeep-1].Death - kept[triangleKeep-1].Birth
+				}
 			}
 		}
 	}

@@ -473,7 +473,7 @@ func TestDescriptorErrors(t *testing.T) {
 		10: {good, DescriptorOptions{NSub: -1}, "NSub = -1 is negative"},
 		// Finite, but the column sum overflows, so the mean is +Inf and
 		// the standardised values are NaN.
-		11: {[][]float64{{math.MaxFloat64}, {math.MaxFloat64}}, DescriptorOptions{}, "standardised rows"},
+		11: {[][]float64{{math.MaxFloat64}, {math.MaxFloat64}}, DescriptorOptions{}, "feature 0 overflows"},
 	} {
 		_, err := ComputeDescriptor(tc.x, tc.opt)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -21,7 +21,12 @@ import "math"
 // non-empty and hold no NaN; the function panics on an empty v, because its
 // callers in this package check for that.
 func percentileSorted(v []float64, q float64) float64 {
-	n := len(v)
+	return percentileAt(len(v), func(k int) float64 { return v[k] }, q)
+}
+
+// percentileAt is percentileSorted of the n ascending values at(0), …,
+// at(n−1), for sorted sequences that are cheaper to index than to build.
+func percentileAt(n int, at func(int) float64, q float64) float64 {
 	if n == 0 {
 		panic("tda: percentile of no values")
 	}
@@ -30,13 +35,13 @@ func percentileSorted(v []float64, q float64) float64 {
 	i := int(fi)
 	if i >= n-1 {
 		// numpy clamps both neighbours to the last value here.
-		return v[n-1]
+		return at(n - 1)
 	}
 	if i < 0 {
-		return v[0]
+		return at(0)
 	}
 	g := h - fi
-	a, b := v[i], v[i+1]
+	a, b := at(i), at(i+1)
 	d := b - a
 	// The float64 conversions forbid fusing the product and the sum into
 	// an FMA, which numpy does not do either.
