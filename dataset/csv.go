@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"strconv"
@@ -88,11 +89,12 @@ func (e *ParseError) Unwrap() error { return e.Err }
 func ReadCSV(path string, opt CSVOptions) (*Table, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		msg := "cannot open file"
-		if errors.Is(err, os.ErrNotExist) {
-			msg = "no such file"
+		reason := err
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			reason = pathErr.Err // the path is already in the message
 		}
-		return nil, &ParseError{File: path, Msg: fmt.Sprintf("%s: %v", msg, err), Err: err}
+		return nil, &ParseError{File: path, Msg: fmt.Sprintf("cannot open: %v", reason), Err: err}
 	}
 	defer f.Close()
 	return Read(f, path, opt)

@@ -1,0 +1,111 @@
+// Command tda computes Vietoris–Rips persistence diagrams, pTopoFL
+// descriptors and distances between diagrams from files:
+//
+//	tda diagram [--dim 1] FILE.csv
+//	tda descriptor [--variant exact|triangle] [--rows 3,17,42 | --n-sub 80 --seed S] FILE.csv
+//	tda distance [--p 2|inf] [--dim 1] A.diag B.diag
+//
+// Output goes to stdout only when the whole command succeeds. Bad input or
+// flags print one message on stderr, naming the file, line and column where
+// they apply, and exit with status 2; a failure to write the output exits
+// with status 1.
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `usage:
+  tda diagram [--dim 1] FILE.csv
+  tda descriptor [--variant exact|triangle] [--rows 3,17,42 | --n-sub 80 --seed S] FILE.csv
+  tda distance [--p 2|inf] [--dim 1] A.diag B.diag
+
+Run "tda COMMAND -h" for the flags of a command.
+`
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitWrite = 1 // the output could not be written
+	exitInput = 2 // bad flags or input files
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// command is one sub-command: it parses its own arguments and writes its
+// complete output to out, which run copies to stdout only on success.
+type command func(args []string, out *bytes.Buffer, stderr io.Writer) error
+
+// run executes the command line args (without the program name) and returns
+// the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitInput
+	}
+	commands := map[string]command{
+		"diagram":    runDiagram,
+		"descriptor": runDescriptor,
+		"distance":   runDistance,
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+			fmt.Fprint(stderr, usage)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "tda: unknown command %q\n%s", args[0], usage)
+		return exitInput
+	}
+	var out bytes.Buffer
+	if err := cmd(args[1:], &out, stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "tda %s: %v\n", args[0], err)
+		return exitInput
+	}
+	if _, err := stdout.Write(out.Bytes()); err != nil {
+		fmt.Fprintf(stderr, "tda %s: write output: %v\n", args[0], err)
+		return exitWrite
+	}
+	return exitOK
+}
+
+// parseArgs parses flags that may come before, between or after the
+// positional arguments (a bare "--" ends the flags) and checks that exactly
+// want positional arguments remain. Flag errors are printed by fs itself.
+func parseArgs(fs *flag.FlagSet, args []string, want int, names string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("bad flags: %w", err)
+		}
+		rest := fs.Args()
+		// fs.Parse stops at the first positional argument or just after
+		// "--"; after "--" everything is positional.
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		if len(rest) == 0 {
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	if len(pos) != want {
+		return nil, fmt.Errorf("want %s, got %d argument(s) %q", names, len(pos), pos)
+	}
+	return pos, nil
+}
