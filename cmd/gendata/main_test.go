@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ptopofl/ptopofl/eval"
+)
+
+func TestRunWritesFederation(t *testing.T) {
+	for i, test := range []struct {
+		args  []string
+		files int
+		fed   func() (eval.Federation, error)
+	}{
+		{ // 0: paper healthcare, 8 sites × 2 files + manifest
+			args:  []string{"healthcare", "--seed", "3"},
+			files: 17,
+			fed:   func() (eval.Federation, error) { return eval.Healthcare(eval.DefaultHealthcareOptions(3)) },
+		},
+		{ // 1: benchmark with 4 sites
+			args:  []string{"benchmark", "--seed", "5", "--sites", "4"},
+			files: 9,
+			fed: func() (eval.Federation, error) {
+				o := eval.DefaultBenchmarkOptions(5)
+				o.Sites = 4
+				return eval.Benchmark(o)
+			},
+		},
+		{ // 2: healthcare with 4 sites and one adversarial
+			args:  []string{"healthcare", "--seed", "1", "--sites", "4", "--adversarial", "2"},
+			files: 9,
+			fed: func() (eval.Federation, error) {
+				o := eval.DefaultHealthcareOptions(1)
+				o.Sites, o.Adversarial = 4, []int{2}
+				return eval.Healthcare(o)
+			},
+		},
+	} {
+		dir, want := t.TempDir(), t.TempDir()
+		var stdout, stderr bytes.Buffer
+		if code := run(append(test.args, "--out", dir), &stdout, &stderr); code != exitOK {
+			t.Fatalf("case %d: exit %d, stderr %s", i, code, stderr.String())
+		}
+		fed, err := test.fed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := eval.WriteFederation(want, fed); err != nil {
+			t.Fatal(err)
+		}
+		entries, err := os.ReadDir(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != test.files {
+			t.Errorf("case %d: %d files, want %d", i, len(entries), test.files)
+		}
+		for _, e := range entries {
+			a, errA := os.ReadFile(filepath.Join(dir, e.Name()))
+			b, errB := os.ReadFile(filepath.Join(want, e.Name()))
+			if errA != nil || errB != nil || !bytes.Equal(a, b) {
+				t.Errorf("case %d: %s differs from eval's output (%v, %v)", i, e.Name(), errA, errB)
+			}
+		}
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	for i, test := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "usage"}, // 0
+		{[]string{"federate"}, `unknown command "federate"`},                                        // 1
+		{[]string{"healthcare"}, "--out DIR is required"},                                           // 2
+		{[]string{"benchmark", "--out", "x", "--sites", "-1"}, "--sites -1"},                        // 3
+		{[]string{"healthcare", "--out", "x", "--sites", "4"}, "pass --adversarial"},                // 4
+		{[]string{"healthcare", "--out", "x", "--adversarial", "one"}, `"one" is not a site index`}, // 5
+		{[]string{"benchmark", "--out", "x", "--seed", "-3"}, "invalid value"},                      // 6
+		{[]string{"benchmark", "--out", "x", "extra"}, `unexpected argument "extra"`},               // 7
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(test.args, &stdout, &stderr); code != exitInput {
+			t.Errorf("case %d: exit %d, want %d", i, code, exitInput)
+		}
+		if !strings.Contains(stderr.String(), test.want) {
+			t.Errorf("case %d: stderr %q, want it to contain %q", i, stderr.String(), test.want)
+		}
+	}
+}
