@@ -113,12 +113,12 @@ func checkPairs(t *testing.T, what string, got []Pair, want [][2]float64) {
 
 // checkVector compares a descriptor with the reference: counts exactly,
 // summaries within summaryTol. It returns how many summaries were
-// bit-identical.
-func checkVector(t *testing.T, what string, got, want []float64) (identical int) {
+// bit-identical and the largest absolute difference.
+func checkVector(t *testing.T, what string, got, want []float64) (identical int, maxDiff float64) {
 	t.Helper()
 	if len(got) != DescriptorLen || len(want) != DescriptorLen {
 		t.Errorf("%s: length %d, reference %d, want %d", what, len(got), len(want), DescriptorLen)
-		return 0
+		return 0, 0
 	}
 	for k := range want {
 		g, w := got[k], want[k]
@@ -131,18 +131,19 @@ func checkVector(t *testing.T, what string, got, want []float64) (identical int)
 		if g == w {
 			identical++
 		}
+		maxDiff = max(maxDiff, math.Abs(g-w))
 		if math.Abs(g-w) > summaryTol*math.Max(1, math.Abs(w)) {
 			t.Errorf("%s %s = %v, want %v within %g", what, descriptorEntryName(k), g, w, summaryTol)
 		}
 	}
-	return identical
+	return identical, maxDiff
 }
 
 // TestDescriptorGolden checks both variants against the paper's reference
 // output for all 18 clients of ../shared/golden/paper at seed 42.
 func TestDescriptorGolden(t *testing.T) {
 	for _, scenario := range []string{"healthcare", "benchmark"} {
-		identical := map[string]int{}
+		identical, maxDiff := map[string]int{}, map[string]float64{}
 		for _, c := range readPaperClients(t, scenario) {
 			x := readPaperTrain(t, scenario, c.Client)
 			if len(x) != c.NTrain {
@@ -171,11 +172,14 @@ func TestDescriptorGolden(t *testing.T) {
 				if d.TMax != tc.tMax {
 					t.Errorf("%s: TMax = %v, want %v", what, d.TMax, tc.tMax)
 				}
-				identical[tc.variant] += checkVector(t, what, d.Vector, tc.vector)
+				k, diff := checkVector(t, what, d.Vector, tc.vector)
+				identical[tc.variant] += k
+				maxDiff[tc.variant] = max(maxDiff[tc.variant], diff)
 			}
 		}
-		for v, k := range identical {
-			t.Logf("%s %s: %d summaries bit-identical to the reference", scenario, v, k)
+		for _, v := range []string{VariantTriangle, VariantExact} {
+			t.Logf("%s %s: %d summaries bit-identical to the reference, largest difference %.3g",
+				scenario, v, identical[v], maxDiff[v])
 		}
 	}
 }
@@ -387,6 +391,14 @@ func TestTriangleKeepsTies(t *testing.T) {
 		if p != d.H1[0] || !(p.Birth < p.Death) {
 			t.Errorf("H1[%d] = %v, want %v with birth < death", i, p, d.H1[0])
 		}
+	}
+	// The README's pitfall: the 7 deaths are 3 sides then 4 diagonals, so
+	// h = 6·0.95 = 5.7 lands between two diagonals and t_max is the
+	// diagonal exactly; the four pairs are alive at t_18 but not at
+	// t_19 = t_max, because death is excluded.
+	if d.TMax != d.H1[0].Death || d.Vector[bettiSteps+18] != 4 || d.Vector[bettiSteps+19] != 0 {
+		t.Errorf("TMax %v, bc1[18] %v, bc1[19] %v; want the diagonal %v, 4 and 0",
+			d.TMax, d.Vector[bettiSteps+18], d.Vector[bettiSteps+19], d.H1[0].Death)
 	}
 
 	// keepTop on its own: 25 pairs with persistence 1, 2, 1, 2, ...: the
