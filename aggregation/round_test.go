@@ -170,8 +170,8 @@ func TestWassersteinDistance(t *testing.T) {
 	// identical H1 diagrams add 0.
 	h1 := []tda.Pair{{Birth: 1, Death: 2}}
 	sites := []SiteResult{
-		{Params: []float64{0}, N: 1, Descriptor: desc(0, 0), H0: []tda.Pair{{0, 1}, {0, math.Inf(1)}}, H1: h1},
-		{Params: []float64{1}, N: 1, Descriptor: desc(0, 0), H0: []tda.Pair{{0, 3}}, H1: h1},
+		{Params: []float64{0}, N: 1, Descriptor: desc(0, 0), H0: []tda.Pair{{Birth: 0, Death: 1}, {Birth: 0, Death: math.Inf(1)}}, H1: h1},
+		{Params: []float64{1}, N: 1, Descriptor: desc(0, 0), H0: []tda.Pair{{Birth: 0, Death: 3}}, H1: h1},
 	}
 	d, err := WassersteinMatrix(sites, 2)
 	if err != nil {
