@@ -459,3 +459,30 @@ func BenchmarkBottleneck(b *testing.B) {
 		})
 	}
 }
+
+// TestDiagramDistancesLarger checks, on diagrams too large for brute force,
+// two consequences of the definitions: for a fixed matching the p-norm of
+// its costs does not increase with p, so W1 ≥ W2 ≥ W3 ≥ bottleneck; and
+// moving every point by at most δ (in L∞, staying above the diagonal) moves
+// the diagram by at most δ in the bottleneck distance.
+func TestDiagramDistancesLarger(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for trial := 0; trial < 20; trial++ {
+		a := randomDiagram(rng, 10+rng.IntN(20))
+		b := randomDiagram(rng, 10+rng.IntN(20))
+		w1, w2, w3, bn := Wasserstein(a, b, 1), Wasserstein(a, b, 2), Wasserstein(a, b, 3), Bottleneck(a, b)
+		if w1 < w2*(1-distTol) || w2 < w3*(1-distTol) || w3 < bn*(1-distTol) {
+			t.Fatalf("trial %d: W1 %v, W2 %v, W3 %v, bottleneck %v not non-increasing", trial, w1, w2, w3, bn)
+		}
+		const delta = 0.01
+		moved := make([]Pair, len(a))
+		for i, q := range a {
+			nb := q.Birth + delta*(2*rng.Float64()-1)
+			nd := math.Max(nb, q.Death+delta*(2*rng.Float64()-1))
+			moved[i] = Pair{nb, nd}
+		}
+		if d := Bottleneck(a, moved); d > delta {
+			t.Fatalf("trial %d: bottleneck after a move of at most %v is %v", trial, delta, d)
+		}
+	}
+}
