@@ -1,0 +1,168 @@
+package pipeline
+
+// Activity inputs and outputs. Each is a named struct so that fields can be
+// added without breaking running histories (a new field decodes as its zero
+// value from an old payload). They carry references and small numbers only.
+
+// SiteCall is what every site activity is told about the call. It is
+// embedded, so its fields appear at the top level of the JSON payload.
+type SiteCall struct {
+	Campaign        string          `json:"campaign"`
+	Round           int             `json:"round"` // 1-based
+	Site            string          `json:"site"`
+	SiteIndex       int             `json:"site_index"` // position in CampaignSpec.Sites; the paper preset seeds by it
+	Method          string          `json:"method"`
+	Preset          string          `json:"preset"`
+	Hyperparameters Hyperparameters `json:"hyperparameters"`
+	Bucket          string          `json:"bucket"`
+	CampaignSeed    uint64          `json:"campaign_seed"`
+	// Seed is DeriveSeed(CampaignSeed, Round, Site, purpose) with the
+	// activity's purpose (PurposeDescriptor, PurposeTrain; evaluation draws
+	// nothing and gets PurposeTrain's seed for reference only).
+	Seed uint64 `json:"seed"`
+}
+
+// ServerCall is what every server activity is told about the call.
+type ServerCall struct {
+	Campaign        string          `json:"campaign"`
+	Round           int             `json:"round"`
+	Method          string          `json:"method"`
+	Preset          string          `json:"preset"`
+	Hyperparameters Hyperparameters `json:"hyperparameters"`
+	Bucket          string          `json:"bucket"`
+	CampaignSeed    uint64          `json:"campaign_seed"`
+	Seed            uint64          `json:"seed"` // DeriveSeed(CampaignSeed, Round, "", purpose)
+	// Sites is the whole federation in spec order, so an activity can map a
+	// site to its index.
+	Sites []string `json:"sites"`
+}
+
+// ComputeDescriptorInput asks a site for the topological descriptor of its
+// training data. Runs on SiteTaskQueue(Site) as ActivityComputeDescriptor.
+type ComputeDescriptorInput struct {
+	SiteCall
+	// Rows, when not empty, are the training rows to use (exact
+	// reproduction); otherwise the activity subsamples NSub rows with Seed.
+	Rows []int `json:"rows,omitempty"`
+}
+
+// ComputeDescriptorOutput: the descriptor is written to
+// DescriptorKey(Campaign, Round, Site).
+type ComputeDescriptorOutput struct {
+	Descriptor ArtifactRef `json:"descriptor"`
+	NumTrain   int         `json:"n_train"`
+}
+
+// TrainLocalInput asks a site to train its local model for one round. Runs
+// on SiteTaskQueue(Site) as ActivityTrainLocal; it must heartbeat at least
+// every CampaignSpec.TrainHeartbeat.
+type TrainLocalInput struct {
+	SiteCall
+	// StartModel is the model the site received from the last aggregation;
+	// nil in round 1 or when the site had none (it starts from its own
+	// initialisation).
+	StartModel *ArtifactRef `json:"start_model,omitempty"`
+	// SiteState is the site's own state from its last training (pFedMe's
+	// personal model, SCAFFOLD's client control variate); nil at first.
+	SiteState *ArtifactRef `json:"site_state,omitempty"`
+	// ServerState is the method's server state (SCAFFOLD's server control
+	// variate); nil when the method has none.
+	ServerState *ArtifactRef `json:"server_state,omitempty"`
+	// Cluster is the site's cluster (pTopoFL), with Clustering the full
+	// clustering artifact; nil / zero for other methods.
+	Clustering *ArtifactRef `json:"clustering,omitempty"`
+	Cluster    *SiteCluster `json:"cluster,omitempty"`
+	Descriptor *ArtifactRef `json:"descriptor,omitempty"` // the site's latest descriptor, if any
+}
+
+// TrainLocalOutput: the local model is written to ModelKey(Campaign, Round, Site).
+type TrainLocalOutput struct {
+	Model     ArtifactRef  `json:"model"`
+	Control   *ArtifactRef `json:"control,omitempty"`    // control-variate update sent to the server (SCAFFOLD)
+	SiteState *ArtifactRef `json:"site_state,omitempty"` // new site state; nil keeps the previous one
+	NumTrain  int          `json:"n_train"`
+	Loss      float64      `json:"loss"`
+}
+
+// EvaluateInput asks a site to score the model it holds after this round's
+// aggregation on its test split. Runs on SiteTaskQueue(Site) as ActivityEvaluate.
+type EvaluateInput struct {
+	SiteCall
+	Model     ArtifactRef  `json:"model"`
+	SiteState *ArtifactRef `json:"site_state,omitempty"` // pFedMe evaluates its personal model
+}
+
+// EvaluateOutput is the site's score (sklearn definitions: ROC AUC with ties
+// averaged, 0.5 when the test split has one class; accuracy at score >= 0.5).
+type EvaluateOutput struct {
+	AUC      float64 `json:"auc"`
+	Accuracy float64 `json:"accuracy"`
+	NumTest  int     `json:"n_test"`
+}
+
+// ClusterSitesInput asks the server to cluster sites by descriptor, score
+// their trust and measure drift. Runs on ServerTaskQueue as ActivityClusterSites.
+type ClusterSitesInput struct {
+	ServerCall
+	// Descriptors is the latest descriptor of every site that has one,
+	// in spec order.
+	Descriptors []SiteArtifact `json:"descriptors"`
+	// Fresh lists the sites whose descriptor was computed in this round, in spec order.
+	Fresh []string `json:"fresh"`
+	// Previous is the previous clustering, nil the first time.
+	Previous *ArtifactRef `json:"previous,omitempty"`
+	// PreviousDescriptors are the descriptors the previous clustering used,
+	// for the drift check; in spec order.
+	PreviousDescriptors []SiteArtifact `json:"previous_descriptors,omitempty"`
+}
+
+// ClusterSitesOutput: the clustering artifact plus its small numbers.
+type ClusterSitesOutput struct {
+	Clustering ArtifactRef   `json:"clustering"`
+	Sites      []SiteCluster `json:"sites"` // one per clustered site, in spec order
+	// RecheckDescriptors asks the next round to recompute every site's
+	// descriptor (the drift check saw something it wants to confirm).
+	RecheckDescriptors bool `json:"recheck_descriptors"`
+}
+
+// SiteUpdate is one site's contribution to an aggregation.
+type SiteUpdate struct {
+	Site     string       `json:"site"`
+	Model    ArtifactRef  `json:"model"`
+	Control  *ArtifactRef `json:"control,omitempty"`
+	NumTrain int          `json:"n_train"`
+}
+
+// AggregateInput asks the server to combine this round's local models.
+// Runs on ServerTaskQueue as ActivityAggregate.
+type AggregateInput struct {
+	ServerCall
+	Updates     []SiteUpdate   `json:"updates"` // spec order; only sites that trained this round
+	Clustering  *ArtifactRef   `json:"clustering,omitempty"`
+	Clusters    []SiteCluster  `json:"clusters,omitempty"`
+	Descriptors []SiteArtifact `json:"descriptors,omitempty"`
+	ServerState *ArtifactRef   `json:"server_state,omitempty"`
+}
+
+// AggregateOutput: Models says which model each site now holds (it must
+// cover every site in Updates; it may cover others). Aggregates lists every
+// object written (AggregateKey), for the manifest.
+type AggregateOutput struct {
+	Models      []SiteArtifact  `json:"models"`
+	Aggregates  []NamedArtifact `json:"aggregates"`
+	ServerState *ArtifactRef    `json:"server_state,omitempty"`
+}
+
+// CommitRoundInput asks the server to write the round's manifest to
+// ManifestKey(Manifest.Campaign, Manifest.Round) in Bucket. The activity
+// writes the JSON encoding of Manifest as is (deterministic bytes) and must
+// be idempotent.
+type CommitRoundInput struct {
+	Bucket   string        `json:"bucket"`
+	Manifest RoundManifest `json:"manifest"`
+}
+
+// CommitRoundOutput: Manifest.SHA256 becomes the next round's PrevManifestSHA256.
+type CommitRoundOutput struct {
+	Manifest ArtifactRef `json:"manifest"`
+}

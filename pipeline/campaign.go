@@ -1,0 +1,110 @@
+package pipeline
+
+// Campaign states reported by the status query.
+const (
+	StateRunning  = "running"
+	StatePaused   = "paused"   // no new round starts until resume
+	StateStopping = "stopping" // the current round finishes, then the campaign ends
+	StateDone     = "done"     // every round committed
+	StateStopped  = "stopped"  // ended early by stop
+	StateFailed   = "failed"   // a round failed (below quorum): FailureReason
+)
+
+// CampaignWorkflowInput starts or continues a campaign. State is nil on the
+// first run and set by continue-as-new.
+type CampaignWorkflowInput struct {
+	Spec  CampaignSpec   `json:"spec"`
+	State *CampaignState `json:"state,omitempty"`
+}
+
+// CampaignState is everything a campaign carries from one run to the next
+// across continue-as-new: small, references only.
+type CampaignState struct {
+	NextRound   int        `json:"next_round"` // 1-based
+	Carry       RoundCarry `json:"carry"`
+	Paused      bool       `json:"paused"`
+	PauseReason string     `json:"pause_reason,omitempty"`
+	Stopping    bool       `json:"stopping"`
+	StopReason  string     `json:"stop_reason,omitempty"`
+	// Curves of the mean metrics, index r-1 for round r (a few numbers per
+	// round, so 200 rounds stay far below the payload limit).
+	AUCCurve     []float64     `json:"auc_curve"`
+	AccCurve     []float64     `json:"acc_curve"`
+	LastManifest *ArtifactRef  `json:"last_manifest,omitempty"`
+	LastMetrics  *RoundMetrics `json:"last_metrics,omitempty"`
+}
+
+// RoundCarry is what one round hands to the next: references to the state
+// of the method, never the state itself. Site lists are in spec order.
+type RoundCarry struct {
+	PrevManifestSHA256 string         `json:"prev_manifest_sha256"`
+	Descriptors        []SiteArtifact `json:"descriptors,omitempty"`         // latest per site
+	ClusterDescriptors []SiteArtifact `json:"cluster_descriptors,omitempty"` // the ones the clustering used
+	Clustering         *ArtifactRef   `json:"clustering,omitempty"`
+	Clusters           []SiteCluster  `json:"clusters,omitempty"`
+	Models             []SiteArtifact `json:"models,omitempty"`      // the model each site holds
+	SiteStates         []SiteArtifact `json:"site_states,omitempty"` // per-site method state
+	ServerState        *ArtifactRef   `json:"server_state,omitempty"`
+	RecheckDescriptors bool           `json:"recheck_descriptors"`
+}
+
+// CampaignWorkflowOutput is the result of a finished (done or stopped)
+// campaign: enough for `starter run --format json` without reading S3.
+type CampaignWorkflowOutput struct {
+	Campaign     string        `json:"campaign"`
+	Method       string        `json:"method"`
+	State        string        `json:"state"` // StateDone or StateStopped
+	RoundsDone   int           `json:"rounds_done"`
+	AUCCurve     []float64     `json:"auc_curve"`
+	AccCurve     []float64     `json:"acc_curve"`
+	Clusters     []SiteCluster `json:"clusters,omitempty"`
+	Flagged      []string      `json:"flagged,omitempty"`
+	LastManifest *ArtifactRef  `json:"last_manifest,omitempty"`
+	StopReason   string        `json:"stop_reason,omitempty"`
+}
+
+// CampaignStatus answers the status query and acknowledges every update.
+type CampaignStatus struct {
+	Campaign      string        `json:"campaign"`
+	State         string        `json:"state"`
+	RoundsDone    int           `json:"rounds_done"`
+	RoundsTotal   int           `json:"rounds_total"`
+	CurrentRound  int           `json:"current_round,omitempty"` // running round, 0 between rounds
+	LastMetrics   *RoundMetrics `json:"last_metrics,omitempty"`
+	LastManifest  *ArtifactRef  `json:"last_manifest,omitempty"`
+	LastDropped   []SiteDrop    `json:"last_dropped,omitempty"` // drops of the last finished round
+	PauseReason   string        `json:"pause_reason,omitempty"`
+	StopReason    string        `json:"stop_reason,omitempty"`
+	FailureReason string        `json:"failure_reason,omitempty"`
+}
+
+// ControlInput is the argument of the pause, resume and stop updates.
+type ControlInput struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// RoundWorkflowInput runs round Round of a campaign.
+type RoundWorkflowInput struct {
+	Spec  CampaignSpec `json:"spec"` // already defaulted and validated
+	Round int          `json:"round"`
+	Carry RoundCarry   `json:"carry"`
+}
+
+// RoundWorkflowOutput is a committed round.
+type RoundWorkflowOutput struct {
+	Manifest     ArtifactRef  `json:"manifest"`
+	Mean         RoundMetrics `json:"mean"`
+	Participants []string     `json:"participants"`
+	Dropped      []SiteDrop   `json:"dropped,omitempty"`
+	Carry        RoundCarry   `json:"carry"`
+}
+
+// QuorumFailure is the detail of a round's ErrTypeQuorumNotMet error: the
+// failed round's manifest, which says why.
+type QuorumFailure struct {
+	Round    int         `json:"round"`
+	Phase    string      `json:"phase"`
+	Reason   string      `json:"reason"`
+	Manifest ArtifactRef `json:"manifest"`
+	Dropped  []SiteDrop  `json:"dropped"`
+}

@@ -1,0 +1,98 @@
+package pipeline
+
+// ManifestSchema is the version of the RoundManifest layout.
+const ManifestSchema = 1
+
+// Round outcomes.
+const (
+	OutcomeCommitted = "committed"
+	OutcomeFailed    = "failed" // below quorum: FailureReason says why
+)
+
+// Fan-out phases of a round, in order.
+const (
+	PhaseDescriptor = "descriptor"
+	PhaseTrain      = "train"
+	PhaseEvaluate   = "evaluate"
+)
+
+// Drop reasons.
+const (
+	DropTimeout     = "timeout"       // no answer before the round deadline
+	DropBadSiteData = "bad_site_data" // the site's activity failed with ErrTypeBadSiteData
+	DropError       = "error"         // any other failure after the retry policy gave up
+	DropNoModel     = "no_model"      // the aggregation gave the site no model to evaluate
+)
+
+// SiteDrop records a site that left a round, the phase where it left and
+// why. Every site missing from Participants has one.
+type SiteDrop struct {
+	Site   string `json:"site"`
+	Phase  string `json:"phase"`
+	Reason string `json:"reason"`
+	Error  string `json:"error,omitempty"` // the activity's error text, if any
+}
+
+// SiteCluster is what clustering and the drift check say about a site.
+type SiteCluster struct {
+	Site    string  `json:"site"`
+	Cluster int     `json:"cluster"`
+	Trust   float64 `json:"trust"`
+	Flagged bool    `json:"flagged"`
+	Drift   float64 `json:"drift"` // descriptor distance from the site's previous descriptor (0 when none)
+}
+
+// SiteMetrics is one site's evaluation after a round.
+type SiteMetrics struct {
+	Site     string  `json:"site"`
+	AUC      float64 `json:"auc"`
+	Accuracy float64 `json:"accuracy"`
+	NumTrain int     `json:"n_train"`
+	NumTest  int     `json:"n_test"`
+}
+
+// RoundMetrics is the unweighted mean over the sites evaluated in a round
+// (the paper's auc_r / acc_r).
+type RoundMetrics struct {
+	Round    int     `json:"round"`
+	AUC      float64 `json:"auc"`
+	Accuracy float64 `json:"accuracy"`
+	Sites    int     `json:"sites"`
+}
+
+// SeedRecord is one derived seed used in a round.
+type SeedRecord struct {
+	Site    string `json:"site,omitempty"`
+	Purpose string `json:"purpose"`
+	Seed    uint64 `json:"seed"`
+}
+
+// RoundManifest is the audit record of one round (DESIGN §4), written by
+// CommitRound to ManifestKey. PrevManifestSHA256 chains it to the previous
+// round's manifest, so the history is tamper-evident. All per-site lists are in
+// spec order (CampaignSpec.Sites) so that the same round always yields the
+// same bytes.
+type RoundManifest struct {
+	Schema             int    `json:"schema"`
+	Campaign           string `json:"campaign"`
+	Round              int    `json:"round"`
+	Method             string `json:"method"`
+	Preset             string `json:"preset"`
+	Outcome            string `json:"outcome"`
+	FailureReason      string `json:"failure_reason,omitempty"`
+	SpecHash           string `json:"spec_hash"`
+	CodeVersion        string `json:"code_version,omitempty"`
+	PrevManifestSHA256 string `json:"prev_manifest_sha256"` // "" for round 1
+
+	Sites                 []string         `json:"sites"`        // the whole federation, in spec order
+	Participants          []string         `json:"participants"` // completed every phase, spec order
+	Dropped               []SiteDrop       `json:"dropped"`
+	DescriptorsRecomputed bool             `json:"descriptors_recomputed"`
+	Seeds                 []SeedRecord     `json:"seeds"`
+	Inputs                []ArtifactRecord `json:"inputs"`
+	Outputs               []ArtifactRecord `json:"outputs"`
+	Clusters              []SiteCluster    `json:"clusters"`
+	Flagged               []string         `json:"flagged"`
+	Metrics               []SiteMetrics    `json:"metrics"`
+	Mean                  RoundMetrics     `json:"mean"`
+}

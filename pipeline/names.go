@@ -1,0 +1,61 @@
+package pipeline
+
+import "fmt"
+
+// Task queues. The server worker polls ServerTaskQueue for workflows and
+// server activities; each site worker polls only its own SiteTaskQueue, so a
+// site's data never leaves the machine that owns it.
+const ServerTaskQueue = "ptopofl-server"
+
+// SiteTaskQueue returns the task queue the worker of site polls,
+// "ptopofl-site-<site>". Site names are validated by Site.Validate to be
+// safe in a task-queue name and an S3 key.
+func SiteTaskQueue(site string) string { return "ptopofl-site-" + site }
+
+// Workflow type names, registered by the server worker under these names so
+// that a rename of the Go function never breaks running histories.
+const (
+	CampaignWorkflowName = "CampaignWorkflow"
+	RoundWorkflowName    = "RoundWorkflow"
+)
+
+// Activity type names. Site activities run on SiteTaskQueue(site), server
+// activities on ServerTaskQueue. The workflows schedule them by name, so
+// they never import an implementation.
+const (
+	// Site activities.
+	ActivityComputeDescriptor = "ComputeDescriptor" // ComputeDescriptorInput → ComputeDescriptorOutput
+	ActivityTrainLocal        = "TrainLocal"        // TrainLocalInput → TrainLocalOutput
+	ActivityEvaluate          = "Evaluate"          // EvaluateInput → EvaluateOutput
+
+	// Server activities.
+	ActivityClusterSites = "ClusterSites" // ClusterSitesInput → ClusterSitesOutput (clustering, trust, drift)
+	ActivityAggregate    = "Aggregate"    // AggregateInput → AggregateOutput
+	ActivityCommitRound  = "CommitRound"  // CommitRoundInput → CommitRoundOutput
+)
+
+// Query and update names of CampaignWorkflow.
+const (
+	QueryStatus  = "status" // → CampaignStatus
+	UpdatePause  = "pause"  // ControlInput → CampaignStatus; rejected when already paused, stopping or done
+	UpdateResume = "resume" // ControlInput → CampaignStatus; rejected unless paused
+	UpdateStop   = "stop"   // ControlInput → CampaignStatus; rejected when already stopping or done
+)
+
+// Application error types. An activity that fails with ErrTypeBadSiteData
+// is not retried: the site's data is wrong and will stay wrong until a
+// person fixes it, so the round records the site as dropped with the
+// error's text and goes on if the quorum still holds.
+const (
+	ErrTypeBadSiteData  = "BadSiteData"
+	ErrTypeQuorumNotMet = "QuorumNotMet"
+	ErrTypeInvalidSpec  = "InvalidSpec"
+)
+
+// RoundWorkflowID is the workflow ID of round r of a campaign,
+// "<campaign>/round-0007": the round number is zero-padded to four digits,
+// the same as the round's folder in the store (RoundPrefix), so IDs and
+// keys sort in round order. Rounds above 9999 simply get more digits.
+func RoundWorkflowID(campaign string, round int) string {
+	return fmt.Sprintf("%s/round-%04d", campaign, round)
+}
