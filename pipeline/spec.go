@@ -229,9 +229,11 @@ type CampaignSpec struct {
 	// MinSites is the quorum: a fan-out phase with fewer successful sites
 	// fails the round, and with it the campaign.
 	MinSites int `json:"min_sites"`
-	// RoundDeadline bounds a whole round, measured from its start on the
-	// workflow clock: every site that has not answered a fan-out by then is
-	// dropped with reason "timeout".
+	// RoundDeadline bounds each site fan-out of a round (descriptors,
+	// training, evaluation), measured on the workflow clock from the
+	// fan-out's start: a site that has not answered by then is dropped from
+	// the round with reason "timeout" and its activity is cancelled. A round
+	// therefore takes at most about 3×RoundDeadline plus server time.
 	RoundDeadline time.Duration `json:"round_deadline"`
 	// SiteActivityTimeout is the StartToClose timeout of one attempt of a
 	// site activity; TrainHeartbeat is the heartbeat timeout of TrainLocal.

@@ -1,0 +1,269 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ptopofl/ptopofl/pipeline"
+)
+
+// CampaignWorkflow runs a federated campaign: one child RoundWorkflow per
+// round, with workflow ID pipeline.RoundWorkflowID (`<campaign>/round-0007`).
+//
+// Control. The "status" query returns a pipeline.CampaignStatus. "pause",
+// "resume" and "stop" are Updates rather than signals so that the CLI gets
+// an acknowledgement or a rejection (a validator rejects pause when already
+// paused, resume when not paused, stop when already stopping). All three act
+// at round boundaries: a running round always finishes and commits, so no
+// half-round is ever lost. A paused campaign waits before its next round;
+// a stop ends it (state "stopped") after the running round, or at once when
+// paused.
+//
+// Failure. A round below quorum commits a manifest saying why and fails;
+// the campaign then fails too with the same ErrTypeQuorumNotMet error (state
+// "failed"), since going on would hide a federation that no longer meets
+// the guarantee it was started with. Every round committed before stays.
+//
+// History size. The campaign continues as new after ContinueAsNewEvery
+// rounds, or earlier when the server suggests it, carrying only a
+// pipeline.CampaignState of references and a few numbers per round.
+func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (pipeline.CampaignWorkflowOutput, error) {
+	// Defaults are applied inside the workflow, not only by the starter, so a
+	// spec that reaches Temporal by another route is held to the same rules.
+	spec := in.Spec.WithDefaults()
+	if err := spec.Validate(); err != nil {
+		return pipeline.CampaignWorkflowOutput{}, temporal.NewNonRetryableApplicationError(
+			"invalid campaign spec: "+err.Error(), pipeline.ErrTypeInvalidSpec, nil)
+	}
+	c := &campaign{spec: spec, st: pipeline.CampaignState{NextRound: 1}}
+	if in.State != nil {
+		c.st = *in.State
+	}
+	if err := c.registerHandlers(ctx); err != nil {
+		return pipeline.CampaignWorkflowOutput{}, err
+	}
+
+	roundsThisRun := 0
+	for c.st.NextRound <= spec.Rounds {
+		// Pause acts between rounds; a stop also releases a paused campaign.
+		if err := workflow.Await(ctx, func() bool { return !c.st.Paused || c.st.Stopping }); err != nil {
+			return pipeline.CampaignWorkflowOutput{}, err
+		}
+		if c.st.Stopping {
+			break
+		}
+		if err := c.runRound(ctx); err != nil {
+			return pipeline.CampaignWorkflowOutput{}, err
+		}
+		roundsThisRun++
+		if c.st.Stopping || c.st.NextRound > spec.Rounds {
+			break
+		}
+		if roundsThisRun >= spec.ContinueAsNewEvery || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			// An update accepted in this run must finish here: its
+			// acknowledgement would be lost if the run closed under it.
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+				return pipeline.CampaignWorkflowOutput{}, err
+			}
+			// The original spec, not the defaulted one: defaults are
+			// re-applied by the next run, so both runs see the same spec.
+			return pipeline.CampaignWorkflowOutput{}, workflow.NewContinueAsNewError(ctx, CampaignWorkflow,
+				pipeline.CampaignWorkflowInput{Spec: in.Spec, State: &c.st})
+		}
+	}
+
+	c.finished = pipeline.StateDone
+	if c.st.NextRound <= spec.Rounds {
+		c.finished = pipeline.StateStopped
+	}
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return pipeline.CampaignWorkflowOutput{}, err
+	}
+	out := pipeline.CampaignWorkflowOutput{
+		Campaign:     spec.Campaign,
+		Method:       spec.Method,
+		State:        c.finished,
+		RoundsDone:   c.st.NextRound - 1,
+		AUCCurve:     c.st.AUCCurve,
+		AccCurve:     c.st.AccCurve,
+		Clusters:     c.st.Carry.Clusters,
+		LastManifest: c.st.LastManifest,
+		StopReason:   c.st.StopReason,
+	}
+	for _, cl := range c.st.Carry.Clusters {
+		if cl.Flagged {
+			out.Flagged = append(out.Flagged, cl.Site)
+		}
+	}
+	return out, nil
+}
+
+// campaign is the in-memory state of one run of CampaignWorkflow. Handlers
+// and the main loop share it without locks: the SDK runs workflow code one
+// coroutine at a time.
+type campaign struct {
+	spec          pipeline.CampaignSpec
+	st            pipeline.CampaignState
+	currentRound  int                 // running round, 0 between rounds
+	lastDropped   []pipeline.SiteDrop // drops of the last finished round
+	finished      string              // "" while running, then done/stopped/failed
+	failureReason string
+}
+
+func (c *campaign) runRound(ctx workflow.Context) error {
+	n := c.st.NextRound
+	c.currentRound = n
+	defer func() { c.currentRound = 0 }()
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		// A deterministic ID per round: a replayed or continued campaign finds
+		// its round again instead of starting a second one, and operators can
+		// find a round by name.
+		WorkflowID: pipeline.RoundWorkflowID(c.spec.Campaign, n),
+		TaskQueue:  pipeline.ServerTaskQueue,
+	})
+	var out pipeline.RoundWorkflowOutput
+	err := workflow.ExecuteChildWorkflow(cctx, RoundWorkflow, pipeline.RoundWorkflowInput{
+		Spec: c.spec, Round: n, Carry: c.st.Carry,
+	}).Get(ctx, &out)
+	if err != nil {
+		return c.fail(n, err)
+	}
+	c.st.Carry = out.Carry
+	c.st.NextRound = n + 1
+	c.st.AUCCurve = append(c.st.AUCCurve, out.Mean.AUC)
+	c.st.AccCurve = append(c.st.AccCurve, out.Mean.Accuracy)
+	manifest := out.Manifest
+	mean := out.Mean
+	c.st.LastManifest = &manifest
+	c.st.LastMetrics = &mean
+	c.lastDropped = out.Dropped
+	return nil
+}
+
+// fail ends the campaign after round n failed. A quorum failure keeps its
+// type and details, so the CLI can print the manifest that says why.
+func (c *campaign) fail(n int, err error) error {
+	c.finished = pipeline.StateFailed
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.Type() == pipeline.ErrTypeQuorumNotMet {
+		var qf pipeline.QuorumFailure
+		if appErr.HasDetails() && appErr.Details(&qf) == nil {
+			c.failureReason = qf.Reason
+			c.lastDropped = qf.Dropped
+			manifest := qf.Manifest
+			c.st.LastManifest = &manifest
+		} else {
+			c.failureReason = appErr.Message()
+		}
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("campaign %s stopped: %s", c.spec.Campaign, appErr.Message()),
+			pipeline.ErrTypeQuorumNotMet, nil, qf)
+	}
+	c.failureReason = err.Error()
+	return fmt.Errorf("campaign %s: round %d: %w", c.spec.Campaign, n, err)
+}
+
+func (c *campaign) status() pipeline.CampaignStatus {
+	s := pipeline.CampaignStatus{
+		Campaign:      c.spec.Campaign,
+		State:         pipeline.StateRunning,
+		RoundsDone:    c.st.NextRound - 1,
+		RoundsTotal:   c.spec.Rounds,
+		CurrentRound:  c.currentRound,
+		LastMetrics:   c.st.LastMetrics,
+		LastManifest:  c.st.LastManifest,
+		LastDropped:   c.lastDropped,
+		PauseReason:   c.st.PauseReason,
+		StopReason:    c.st.StopReason,
+		FailureReason: c.failureReason,
+	}
+	switch {
+	case c.finished != "":
+		s.State = c.finished
+	case c.st.Stopping:
+		s.State = pipeline.StateStopping
+	case c.st.Paused:
+		s.State = pipeline.StatePaused
+	}
+	return s
+}
+
+// registerHandlers installs the status query and the control updates.
+// Validators only read state: a validator that changed it would change
+// the workflow even for a rejected update, which is never written to the
+// history, and replay would diverge.
+func (c *campaign) registerHandlers(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, pipeline.QueryStatus, func() (pipeline.CampaignStatus, error) {
+		return c.status(), nil
+	}); err != nil {
+		return err
+	}
+	notOver := func() error {
+		if c.finished != "" {
+			return fmt.Errorf("campaign %s is %s", c.spec.Campaign, c.finished)
+		}
+		return nil
+	}
+	handlers := []struct {
+		name     string
+		validate func(pipeline.ControlInput) error
+		apply    func(pipeline.ControlInput)
+	}{
+		{
+			name: pipeline.UpdatePause,
+			validate: func(pipeline.ControlInput) error {
+				switch {
+				case c.st.Stopping:
+					return fmt.Errorf("campaign %s is stopping; pause is pointless", c.spec.Campaign)
+				case c.st.Paused:
+					return fmt.Errorf("campaign %s is already paused", c.spec.Campaign)
+				}
+				return nil
+			},
+			apply: func(in pipeline.ControlInput) { c.st.Paused, c.st.PauseReason = true, in.Reason },
+		},
+		{
+			name: pipeline.UpdateResume,
+			validate: func(pipeline.ControlInput) error {
+				if !c.st.Paused {
+					return fmt.Errorf("campaign %s is not paused", c.spec.Campaign)
+				}
+				return nil
+			},
+			apply: func(pipeline.ControlInput) { c.st.Paused, c.st.PauseReason = false, "" },
+		},
+		{
+			name: pipeline.UpdateStop,
+			validate: func(pipeline.ControlInput) error {
+				if c.st.Stopping {
+					return fmt.Errorf("campaign %s is already stopping", c.spec.Campaign)
+				}
+				return nil
+			},
+			apply: func(in pipeline.ControlInput) { c.st.Stopping, c.st.StopReason = true, in.Reason },
+		},
+	}
+	for _, h := range handlers {
+		h := h
+		err := workflow.SetUpdateHandlerWithOptions(ctx, h.name,
+			func(ctx workflow.Context, in pipeline.ControlInput) (pipeline.CampaignStatus, error) {
+				h.apply(in)
+				return c.status(), nil
+			},
+			workflow.UpdateHandlerOptions{
+				Validator: func(ctx workflow.Context, in pipeline.ControlInput) error {
+					if err := notOver(); err != nil {
+						return err
+					}
+					return h.validate(in)
+				},
+			})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,143 @@
+package workflows
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/ptopofl/ptopofl/pipeline"
+)
+
+// fakeFederation stands in for the site and server activities in workflow
+// tests. Its answers are pure functions of their inputs (like the real
+// activities, which write content-addressed or deterministic keys), so a
+// history produced with it replays against the same workflow code.
+type fakeFederation struct {
+	bucket string
+	bad    map[string]bool // sites whose training fails with BadSiteData
+
+	mu        sync.Mutex // the test environment runs activities on their own goroutines
+	manifests []pipeline.RoundManifest
+	calls     map[string]int
+}
+
+func newFakeFederation() *fakeFederation {
+	return &fakeFederation{bucket: "ptopofl", bad: map[string]bool{}, calls: map[string]int{}}
+}
+
+func (f *fakeFederation) count(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls[name]++
+}
+
+func (f *fakeFederation) callCount(name string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[name]
+}
+
+func (f *fakeFederation) committed() []pipeline.RoundManifest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]pipeline.RoundManifest(nil), f.manifests...)
+}
+
+func fakeRef(bucket, key string) pipeline.ArtifactRef {
+	sum := sha256.Sum256([]byte(key))
+	return pipeline.ArtifactRef{Bucket: bucket, Key: key, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(key))}
+}
+
+func (f *fakeFederation) ComputeDescriptor(ctx context.Context, in pipeline.ComputeDescriptorInput) (pipeline.ComputeDescriptorOutput, error) {
+	f.count(pipeline.ActivityComputeDescriptor)
+	return pipeline.ComputeDescriptorOutput{
+		Descriptor: fakeRef(in.Bucket, pipeline.DescriptorKey(in.Campaign, in.Round, in.Site)),
+		NumTrain:   100 + in.SiteIndex,
+	}, nil
+}
+
+func (f *fakeFederation) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pipeline.TrainLocalOutput, error) {
+	f.count(pipeline.ActivityTrainLocal)
+	if f.bad[in.Site] {
+		return pipeline.TrainLocalOutput{}, pipeline.NewBadSiteDataError(in.Site, in.Site+"_train.csv", 17, "expected 20 features, got 19")
+	}
+	return pipeline.TrainLocalOutput{
+		Model:    fakeRef(in.Bucket, pipeline.ModelKey(in.Campaign, in.Round, in.Site)),
+		NumTrain: 100 + in.SiteIndex,
+		Loss:     0.5,
+	}, nil
+}
+
+func (f *fakeFederation) Evaluate(ctx context.Context, in pipeline.EvaluateInput) (pipeline.EvaluateOutput, error) {
+	f.count(pipeline.ActivityEvaluate)
+	return pipeline.EvaluateOutput{
+		AUC:      0.75 + 0.01*float64(in.Round) + 0.001*float64(in.SiteIndex),
+		Accuracy: 0.70 + 0.01*float64(in.Round),
+		NumTest:  40,
+	}, nil
+}
+
+func (f *fakeFederation) ClusterSites(ctx context.Context, in pipeline.ClusterSitesInput) (pipeline.ClusterSitesOutput, error) {
+	f.count(pipeline.ActivityClusterSites)
+	out := pipeline.ClusterSitesOutput{Clustering: fakeRef(in.Bucket, pipeline.RoundPrefix(in.Campaign, in.Round)+"clustering.json")}
+	for i, d := range in.Descriptors {
+		out.Sites = append(out.Sites, pipeline.SiteCluster{Site: d.Site, Cluster: i % 2, Trust: 1, Flagged: i == 1})
+	}
+	return out, nil
+}
+
+func (f *fakeFederation) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pipeline.AggregateOutput, error) {
+	f.count(pipeline.ActivityAggregate)
+	var out pipeline.AggregateOutput
+	cluster := map[string]int{}
+	for _, c := range in.Clusters {
+		cluster[c.Site] = c.Cluster
+	}
+	for c := 0; c < 2; c++ {
+		name := fmt.Sprintf("cluster-%d", c)
+		out.Aggregates = append(out.Aggregates, pipeline.NamedArtifact{Name: name, Ref: fakeRef(in.Bucket, pipeline.AggregateKey(in.Campaign, in.Round, name))})
+	}
+	for _, u := range in.Updates {
+		out.Models = append(out.Models, pipeline.SiteArtifact{Site: u.Site, Ref: out.Aggregates[cluster[u.Site]].Ref})
+	}
+	return out, nil
+}
+
+func (f *fakeFederation) CommitRound(ctx context.Context, in pipeline.CommitRoundInput) (pipeline.CommitRoundOutput, error) {
+	f.count(pipeline.ActivityCommitRound)
+	b, err := json.Marshal(in.Manifest)
+	if err != nil {
+		return pipeline.CommitRoundOutput{}, err
+	}
+	f.mu.Lock()
+	f.manifests = append(f.manifests, in.Manifest)
+	f.mu.Unlock()
+	sum := sha256.Sum256(b)
+	return pipeline.CommitRoundOutput{Manifest: pipeline.ArtifactRef{
+		Bucket: in.Bucket, Key: pipeline.ManifestKey(in.Manifest.Campaign, in.Manifest.Round),
+		SHA256: hex.EncodeToString(sum[:]), Size: int64(len(b)),
+	}}, nil
+}
+
+// registerStubs registers placeholder activities under the pipeline names:
+// the workflows schedule activities by name, and the test environment only
+// mocks names it knows. Tests then mock each with env.OnActivity.
+func registerStubs(env *testsuite.TestWorkflowEnvironment) {
+	var f *fakeFederation // method values of a nil receiver: only their signatures matter
+	for name, fn := range map[string]any{
+		pipeline.ActivityComputeDescriptor: f.ComputeDescriptor,
+		pipeline.ActivityTrainLocal:        f.TrainLocal,
+		pipeline.ActivityEvaluate:          f.Evaluate,
+		pipeline.ActivityClusterSites:      f.ClusterSites,
+		pipeline.ActivityAggregate:         f.Aggregate,
+		pipeline.ActivityCommitRound:       f.CommitRound,
+	} {
+		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+	}
+}

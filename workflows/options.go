@@ -1,0 +1,60 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ptopofl/ptopofl/pipeline"
+)
+
+// serverActivityTimeout bounds one attempt of a server activity
+// (clustering, aggregation, commit): they read a few objects per site and do
+// little arithmetic.
+const serverActivityTimeout = 10 * time.Minute
+
+// siteRetryPolicy retries a site activity on transient failures (a worker
+// restarted, S3 briefly unreachable) with capped backoff, for as long as the
+// round deadline allows: the deadline, not an attempt count, decides when a
+// site is given up. Bad site data is not retried, because no retry can fix
+// it; the site is recorded as dropped with the error's text at once.
+var siteRetryPolicy = &temporal.RetryPolicy{
+	InitialInterval:        time.Second,
+	BackoffCoefficient:     2,
+	MaximumInterval:        time.Minute,
+	NonRetryableErrorTypes: []string{pipeline.ErrTypeBadSiteData},
+}
+
+// siteActivityOptions puts a site activity on the site's own queue, so only
+// that site's worker (and data) ever runs it. ScheduleToClose is the round
+// deadline: an attempt can never outlive the fan-out that waits for it.
+// Training heartbeats, so a site worker killed mid-training is noticed after
+// TrainHeartbeat rather than after the whole StartToClose timeout.
+func siteActivityOptions(spec pipeline.CampaignSpec, site string, heartbeat bool) workflow.ActivityOptions {
+	o := workflow.ActivityOptions{
+		TaskQueue:              pipeline.SiteTaskQueue(site),
+		ScheduleToCloseTimeout: spec.RoundDeadline,
+		StartToCloseTimeout:    spec.SiteActivityTimeout,
+		RetryPolicy:            siteRetryPolicy,
+	}
+	if heartbeat {
+		o.HeartbeatTimeout = spec.TrainHeartbeat
+	}
+	return o
+}
+
+// serverActivityOptions: server activities are idempotent (deterministic
+// keys), so they retry without limit on transient failures; a bug shows up
+// as a pending activity with a growing attempt count, not as a lost round.
+func serverActivityOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		TaskQueue:           pipeline.ServerTaskQueue,
+		StartToCloseTimeout: serverActivityTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    time.Minute,
+		},
+	}
+}

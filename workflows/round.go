@@ -1,0 +1,453 @@
+package workflows
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ptopofl/ptopofl/pipeline"
+)
+
+// RoundWorkflow runs one federated round (DESIGN §3):
+//
+//  1. descriptors fan-out, for methods that use descriptors, in round 1, when
+//     the previous drift check asked, every DriftCheckEvery rounds, and for
+//     any site that has no descriptor yet; then the ClusterSites server
+//     activity (clustering, trust, drift);
+//  2. local-training fan-out;
+//  3. the Aggregate server activity;
+//  4. evaluation fan-out with the model each site now holds;
+//  5. the CommitRound server activity, which writes the manifest.
+//
+// Each fan-out waits at most RoundDeadline for its sites. (One deadline for
+// the whole round would let a single hung site in training leave no time
+// for evaluation, failing every round it hangs in.) A site that fails or
+// misses the deadline in a phase leaves the round (it is recorded in the
+// manifest with phase, reason and error text) and is asked again next
+// round. After each fan-out, fewer than MinSites remaining sites fail the
+// round: the manifest is still committed, with outcome "failed" and the
+// reason, and the workflow fails with a non-retryable ErrTypeQuorumNotMet
+// error whose details are a pipeline.QuorumFailure.
+func RoundWorkflow(ctx workflow.Context, in pipeline.RoundWorkflowInput) (pipeline.RoundWorkflowOutput, error) {
+	r := newRound(ctx, in)
+
+	if pipeline.NeedsDescriptors(in.Spec.Method) {
+		if err := r.descriptors(ctx); err != nil {
+			return pipeline.RoundWorkflowOutput{}, err
+		}
+	}
+	updates, err := r.train(ctx)
+	if err != nil {
+		return pipeline.RoundWorkflowOutput{}, err
+	}
+	if err := r.aggregate(ctx, updates); err != nil {
+		return pipeline.RoundWorkflowOutput{}, err
+	}
+	if err := r.evaluate(ctx); err != nil {
+		return pipeline.RoundWorkflowOutput{}, err
+	}
+	ref, err := r.commit(ctx)
+	if err != nil {
+		return pipeline.RoundWorkflowOutput{}, err
+	}
+	r.carry.PrevManifestSHA256 = ref.SHA256
+	return pipeline.RoundWorkflowOutput{
+		Manifest:     ref,
+		Mean:         r.m.Mean,
+		Participants: r.m.Participants,
+		Dropped:      r.m.Dropped,
+		Carry:        r.carry,
+	}, nil
+}
+
+// round is the state of one RoundWorkflow execution. Lookups by site go
+// through maps; every walk goes through r.active or r.spec.Sites, which are
+// in spec order, never through a map.
+type round struct {
+	spec     pipeline.CampaignSpec
+	n        int // round number
+	carry    pipeline.RoundCarry
+	m        pipeline.RoundManifest
+	index    map[string]int // site → position in spec.Sites
+	active   []string       // sites still in the round, spec order
+	nTrain   map[string]int // site → training rows, from this round's training
+}
+
+func newRound(ctx workflow.Context, in pipeline.RoundWorkflowInput) *round {
+	spec := in.Spec
+	r := &round{
+		spec:   spec,
+		n:      in.Round,
+		carry:  in.Carry,
+		index:  make(map[string]int, len(spec.Sites)),
+		nTrain: make(map[string]int, len(spec.Sites)),
+		active: spec.SiteNames(),
+		m: pipeline.RoundManifest{
+			Schema:             pipeline.ManifestSchema,
+			Campaign:           spec.Campaign,
+			Round:              in.Round,
+			Method:             spec.Method,
+			Preset:             spec.Preset,
+			Outcome:            pipeline.OutcomeCommitted,
+			SpecHash:           spec.SpecHash(),
+			CodeVersion:        spec.CodeVersion,
+			PrevManifestSHA256: in.Carry.PrevManifestSHA256,
+			Sites:              spec.SiteNames(),
+			Dropped:            []pipeline.SiteDrop{},
+			Seeds:              []pipeline.SeedRecord{},
+			Inputs:             []pipeline.ArtifactRecord{},
+			Outputs:            []pipeline.ArtifactRecord{},
+			Metrics:            []pipeline.SiteMetrics{},
+			Flagged:            []string{},
+		},
+	}
+	for i, s := range spec.Sites {
+		r.index[s.Name] = i
+	}
+	return r
+}
+
+func (r *round) siteCall(site, purpose string) pipeline.SiteCall {
+	return pipeline.SiteCall{
+		Campaign: r.spec.Campaign, Round: r.n, Site: site, SiteIndex: r.index[site],
+		Method: r.spec.Method, Preset: r.spec.Preset, Hyperparameters: r.spec.Hyperparameters,
+		Bucket: r.spec.Bucket, CampaignSeed: r.spec.Seed,
+		Seed: pipeline.DeriveSeed(r.spec.Seed, r.n, site, purpose),
+	}
+}
+
+func (r *round) serverCall(purpose string) pipeline.ServerCall {
+	return pipeline.ServerCall{
+		Campaign: r.spec.Campaign, Round: r.n, Method: r.spec.Method, Preset: r.spec.Preset,
+		Hyperparameters: r.spec.Hyperparameters, Bucket: r.spec.Bucket, CampaignSeed: r.spec.Seed,
+		Seed:  pipeline.DeriveSeed(r.spec.Seed, r.n, "", purpose),
+		Sites: r.spec.SiteNames(),
+	}
+}
+
+func (r *round) seed(site, purpose string) {
+	r.m.Seeds = append(r.m.Seeds, pipeline.SeedRecord{
+		Site: site, Purpose: purpose, Seed: pipeline.DeriveSeed(r.spec.Seed, r.n, site, purpose),
+	})
+}
+
+func (r *round) input(role, site string, ref *pipeline.ArtifactRef) {
+	if ref != nil {
+		r.m.Inputs = append(r.m.Inputs, pipeline.ArtifactRecord{Role: role, Site: site, Ref: *ref})
+	}
+}
+
+func (r *round) output(role, site string, ref *pipeline.ArtifactRef) {
+	if ref != nil {
+		r.m.Outputs = append(r.m.Outputs, pipeline.ArtifactRecord{Role: role, Site: site, Ref: *ref})
+	}
+}
+
+// drop removes the dropped sites from the round and records why.
+func (r *round) drop(drops []pipeline.SiteDrop) {
+	if len(drops) == 0 {
+		return
+	}
+	gone := make(map[string]bool, len(drops))
+	for _, d := range drops {
+		gone[d.Site] = true
+	}
+	// Record drops in spec order so the manifest does not depend on which
+	// site happened to fail first.
+	for _, site := range r.active {
+		if !gone[site] {
+			continue
+		}
+		for _, d := range drops {
+			if d.Site == site {
+				r.m.Dropped = append(r.m.Dropped, d)
+			}
+		}
+	}
+	r.active = filter(r.active, func(s string) bool { return !gone[s] })
+}
+
+// quorum fails the round, after committing its manifest, when fewer than
+// MinSites sites remain after phase.
+func (r *round) quorum(ctx workflow.Context, phase string) error {
+	if len(r.active) >= r.spec.MinSites {
+		return nil
+	}
+	reason := fmt.Sprintf("round %d, %s phase: %d of %d sites remain, below the quorum min_sites=%d",
+		r.n, phase, len(r.active), len(r.spec.Sites), r.spec.MinSites)
+	r.m.Outcome = pipeline.OutcomeFailed
+	r.m.FailureReason = reason
+	ref, err := r.commit(ctx)
+	if err != nil {
+		return fmt.Errorf("%s; and committing the failed round's manifest: %w", reason, err)
+	}
+	return temporal.NewNonRetryableApplicationError(
+		reason+"; manifest "+ref.String(), pipeline.ErrTypeQuorumNotMet, nil,
+		pipeline.QuorumFailure{Round: r.n, Phase: phase, Reason: reason, Manifest: ref, Dropped: r.m.Dropped})
+}
+
+func (r *round) descriptors(ctx workflow.Context) error {
+	h := r.spec.Hyperparameters
+	have := siteRefs(r.carry.Descriptors)
+	recompute := r.n == 1 || r.carry.RecheckDescriptors ||
+		(h.DriftCheckEvery > 0 && (r.n-1)%h.DriftCheckEvery == 0)
+	need := filter(r.active, func(s string) bool { return recompute || have[s] == nil })
+	if len(need) == 0 {
+		// Nothing new: the round uses the previous clustering.
+		for _, d := range r.carry.ClusterDescriptors {
+			r.input(pipeline.RoleDescriptor, d.Site, &d.Ref)
+		}
+		r.input(pipeline.RoleClustering, "", r.carry.Clustering)
+		r.carry.RecheckDescriptors = false
+		return nil
+	}
+	r.m.DescriptorsRecomputed = true
+	res := fanOut[pipeline.ComputeDescriptorOutput](ctx, r.spec, fanOutRequest{
+		Phase: pipeline.PhaseDescriptor, Activity: pipeline.ActivityComputeDescriptor, Sites: need,
+		Input: func(site string) any {
+			return pipeline.ComputeDescriptorInput{
+				SiteCall: r.siteCall(site, pipeline.PurposeDescriptor),
+				Rows:     r.spec.DescriptorRows[site], // a lookup by key, not an iteration
+			}
+		},
+	})
+	r.drop(res.Drops)
+	var fresh []string
+	for _, site := range need {
+		r.seed(site, pipeline.PurposeDescriptor)
+		if out, ok := res.OK[site]; ok {
+			ref := out.Descriptor
+			have[site] = &ref
+			fresh = append(fresh, site)
+			r.output(pipeline.RoleDescriptor, site, &ref)
+		}
+	}
+	if err := r.quorum(ctx, pipeline.PhaseDescriptor); err != nil {
+		return err
+	}
+	r.carry.Descriptors = r.ordered(have)
+	for _, d := range r.carry.Descriptors {
+		if !contains(fresh, d.Site) {
+			r.input(pipeline.RoleDescriptor, d.Site, &d.Ref)
+		}
+	}
+	r.input(pipeline.RoleClustering, "", r.carry.Clustering)
+
+	r.seed("", pipeline.PurposeCluster)
+	var out pipeline.ClusterSitesOutput
+	actx := workflow.WithActivityOptions(ctx, serverActivityOptions())
+	err := workflow.ExecuteActivity(actx, pipeline.ActivityClusterSites, pipeline.ClusterSitesInput{
+		ServerCall:          r.serverCall(pipeline.PurposeCluster),
+		Descriptors:         r.carry.Descriptors,
+		Fresh:               fresh,
+		Previous:            r.carry.Clustering,
+		PreviousDescriptors: r.carry.ClusterDescriptors,
+	}).Get(ctx, &out)
+	if err != nil {
+		return fmt.Errorf("round %d: cluster sites: %w", r.n, err)
+	}
+	r.carry.Clustering = &out.Clustering
+	r.carry.Clusters = out.Sites
+	r.carry.ClusterDescriptors = r.carry.Descriptors
+	r.carry.RecheckDescriptors = out.RecheckDescriptors
+	r.output(pipeline.RoleClustering, "", &out.Clustering)
+	return nil
+}
+
+func (r *round) train(ctx workflow.Context) ([]pipeline.SiteUpdate, error) {
+	models := siteRefs(r.carry.Models)
+	states := siteRefs(r.carry.SiteStates)
+	descs := siteRefs(r.carry.Descriptors)
+	clusters := make(map[string]*pipeline.SiteCluster, len(r.carry.Clusters))
+	for i := range r.carry.Clusters {
+		clusters[r.carry.Clusters[i].Site] = &r.carry.Clusters[i]
+	}
+	res := fanOut[pipeline.TrainLocalOutput](ctx, r.spec, fanOutRequest{
+		Phase: pipeline.PhaseTrain, Activity: pipeline.ActivityTrainLocal, Sites: r.active, Heartbeat: true,
+		Input: func(site string) any {
+			return pipeline.TrainLocalInput{
+				SiteCall:    r.siteCall(site, pipeline.PurposeTrain),
+				StartModel:  models[site],
+				SiteState:   states[site],
+				ServerState: r.carry.ServerState,
+				Clustering:  r.carry.Clustering,
+				Cluster:     clusters[site],
+				Descriptor:  descs[site],
+			}
+		},
+	})
+	r.input(pipeline.RoleServerState, "", r.carry.ServerState)
+	for _, site := range r.active {
+		r.seed(site, pipeline.PurposeTrain)
+		r.input(pipeline.RoleStartModel, site, models[site])
+		r.input(pipeline.RoleSiteState, site, states[site])
+	}
+	r.drop(res.Drops)
+	var updates []pipeline.SiteUpdate
+	for _, site := range r.active {
+		out := res.OK[site]
+		r.output(pipeline.RoleLocalModel, site, &out.Model)
+		r.output(pipeline.RoleControl, site, out.Control)
+		r.output(pipeline.RoleSiteState, site, out.SiteState)
+		if out.SiteState != nil {
+			states[site] = out.SiteState
+		}
+		r.nTrain[site] = out.NumTrain
+		updates = append(updates, pipeline.SiteUpdate{
+			Site: site, Model: out.Model, Control: out.Control, NumTrain: out.NumTrain,
+		})
+	}
+	r.carry.SiteStates = r.ordered(states)
+	if err := r.quorum(ctx, pipeline.PhaseTrain); err != nil {
+		return nil, err
+	}
+	return updates, nil
+}
+
+func (r *round) aggregate(ctx workflow.Context, updates []pipeline.SiteUpdate) error {
+	r.seed("", pipeline.PurposeAggregate)
+	var out pipeline.AggregateOutput
+	actx := workflow.WithActivityOptions(ctx, serverActivityOptions())
+	err := workflow.ExecuteActivity(actx, pipeline.ActivityAggregate, pipeline.AggregateInput{
+		ServerCall:  r.serverCall(pipeline.PurposeAggregate),
+		Updates:     updates,
+		Clustering:  r.carry.Clustering,
+		Clusters:    r.carry.Clusters,
+		Descriptors: r.carry.Descriptors,
+		ServerState: r.carry.ServerState,
+	}).Get(ctx, &out)
+	if err != nil {
+		return fmt.Errorf("round %d: aggregate: %w", r.n, err)
+	}
+	for _, a := range out.Aggregates {
+		r.m.Outputs = append(r.m.Outputs, pipeline.ArtifactRecord{Role: pipeline.RoleAggregate, Name: a.Name, Ref: a.Ref})
+	}
+	r.output(pipeline.RoleServerState, "", out.ServerState)
+	if out.ServerState != nil {
+		r.carry.ServerState = out.ServerState
+	}
+	models := siteRefs(r.carry.Models)
+	for _, m := range out.Models {
+		ref := m.Ref
+		models[m.Site] = &ref
+	}
+	r.carry.Models = r.ordered(models)
+	for _, m := range r.carry.Models {
+		if contains(r.active, m.Site) {
+			r.output(pipeline.RoleSiteModel, m.Site, &m.Ref)
+		}
+	}
+	return nil
+}
+
+func (r *round) evaluate(ctx workflow.Context) error {
+	models := siteRefs(r.carry.Models)
+	states := siteRefs(r.carry.SiteStates)
+	var noModel []pipeline.SiteDrop
+	for _, site := range r.active {
+		if models[site] == nil {
+			noModel = append(noModel, pipeline.SiteDrop{
+				Site: site, Phase: pipeline.PhaseEvaluate, Reason: pipeline.DropNoModel,
+				Error: "the aggregation returned no model for this site",
+			})
+		}
+	}
+	r.drop(noModel)
+	res := fanOut[pipeline.EvaluateOutput](ctx, r.spec, fanOutRequest{
+		Phase: pipeline.PhaseEvaluate, Activity: pipeline.ActivityEvaluate, Sites: r.active,
+		Input: func(site string) any {
+			return pipeline.EvaluateInput{
+				SiteCall:  r.siteCall(site, pipeline.PurposeTrain),
+				Model:     *models[site],
+				SiteState: states[site],
+			}
+		},
+	})
+	r.drop(res.Drops)
+	if err := r.quorum(ctx, pipeline.PhaseEvaluate); err != nil {
+		return err
+	}
+	var sumAUC, sumAcc float64
+	for _, site := range r.active {
+		out := res.OK[site]
+		r.m.Metrics = append(r.m.Metrics, pipeline.SiteMetrics{
+			Site: site, AUC: out.AUC, Accuracy: out.Accuracy, NumTrain: r.nTrain[site], NumTest: out.NumTest,
+		})
+		sumAUC += out.AUC
+		sumAcc += out.Accuracy
+	}
+	n := len(r.active)
+	// The paper's auc_r / acc_r: unweighted mean over evaluated sites, summed
+	// in spec order so the float result never depends on answer order.
+	r.m.Mean = pipeline.RoundMetrics{Round: r.n, AUC: sumAUC / float64(n), Accuracy: sumAcc / float64(n), Sites: n}
+	r.m.Participants = append([]string(nil), r.active...)
+	return nil
+}
+
+// commit writes the manifest through the CommitRound server activity.
+func (r *round) commit(ctx workflow.Context) (pipeline.ArtifactRef, error) {
+	if r.m.Participants == nil {
+		// A failed round: the sites still in it when it failed.
+		r.m.Participants = append([]string{}, r.active...)
+	}
+	r.m.Clusters = r.carry.Clusters
+	if r.m.Clusters == nil {
+		r.m.Clusters = []pipeline.SiteCluster{}
+	}
+	for _, c := range r.m.Clusters {
+		if c.Flagged {
+			r.m.Flagged = append(r.m.Flagged, c.Site)
+		}
+	}
+	var out pipeline.CommitRoundOutput
+	actx := workflow.WithActivityOptions(ctx, serverActivityOptions())
+	err := workflow.ExecuteActivity(actx, pipeline.ActivityCommitRound, pipeline.CommitRoundInput{
+		Bucket: r.spec.Bucket, Manifest: r.m,
+	}).Get(ctx, &out)
+	if err != nil {
+		return pipeline.ArtifactRef{}, fmt.Errorf("round %d: commit manifest: %w", r.n, err)
+	}
+	return out.Manifest, nil
+}
+
+// siteRefs indexes a site list by site, for lookups only.
+func siteRefs(list []pipeline.SiteArtifact) map[string]*pipeline.ArtifactRef {
+	m := make(map[string]*pipeline.ArtifactRef, len(list))
+	for i := range list {
+		ref := list[i].Ref
+		m[list[i].Site] = &ref
+	}
+	return m
+}
+
+// ordered turns a site-indexed map back into a list in spec order: the map
+// is read by key along spec.Sites, never ranged over.
+func (r *round) ordered(m map[string]*pipeline.ArtifactRef) []pipeline.SiteArtifact {
+	var list []pipeline.SiteArtifact
+	for _, s := range r.spec.Sites {
+		if ref := m[s.Name]; ref != nil {
+			list = append(list, pipeline.SiteArtifact{Site: s.Name, Ref: *ref})
+		}
+	}
+	return list
+}
+
+func filter(list []string, keep func(string) bool) []string {
+	var out []string
+	for _, s := range list {
+		if keep(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
