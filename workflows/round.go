@@ -65,13 +65,13 @@ func RoundWorkflow(ctx workflow.Context, in pipeline.RoundWorkflowInput) (pipeli
 // through maps; every walk goes through r.active or r.spec.Sites, which are
 // in spec order, never through a map.
 type round struct {
-	spec     pipeline.CampaignSpec
-	n        int // round number
-	carry    pipeline.RoundCarry
-	m        pipeline.RoundManifest
-	index    map[string]int // site → position in spec.Sites
-	active   []string       // sites still in the round, spec order
-	nTrain   map[string]int // site → training rows, from this round's training
+	spec   pipeline.CampaignSpec
+	n      int // round number
+	carry  pipeline.RoundCarry
+	m      pipeline.RoundManifest
+	index  map[string]int // site → position in spec.Sites
+	active []string       // sites still in the round, spec order
+	nTrain map[string]int // site → training rows, from this round's training
 }
 
 func newRound(ctx workflow.Context, in pipeline.RoundWorkflowInput) *round {
