@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sort"
 	"time"
 )
 
@@ -344,7 +345,16 @@ func (s CampaignSpec) Validate() error {
 	if s.Bucket == "" {
 		return fmt.Errorf("bucket: required")
 	}
-	for site, rows := range s.DescriptorRows {
+	// Sorted keys: with two bad entries, ranging over the map would report
+	// either one, and the workflow's error would differ between replays.
+	rowSites := make([]string, 0, len(s.DescriptorRows))
+	//workflowcheck:ignore (the keys are sorted below)
+	for site := range s.DescriptorRows {
+		rowSites = append(rowSites, site)
+	}
+	sort.Strings(rowSites)
+	for _, site := range rowSites {
+		rows := s.DescriptorRows[site]
 		if !seen[site] {
 			return fmt.Errorf("descriptor_rows[%q]: not one of the sites", site)
 		}
@@ -371,7 +381,10 @@ func (s CampaignSpec) SiteNames() []string {
 // encoding, and the hash, is canonical for a given spec and code version.
 // It is pure, so workflows may call it.
 func (s CampaignSpec) SpecHash() string {
-	b, err := json.Marshal(s)
+	// workflowcheck flags json.Marshal through its reflection caches and the
+	// runtime (allocation, GC); its output is deterministic: struct fields in
+	// declaration order, map keys sorted.
+	b, err := json.Marshal(s) //workflowcheck:ignore
 	if err != nil {
 		panic("pipeline: marshal spec: " + err.Error()) // only plain fields: cannot happen
 	}
