@@ -1,0 +1,222 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/store"
+)
+
+// Keys of the artifacts that pipeline/keys.go does not name. They live in
+// the round's folder, so a retry of the same round overwrites its own
+// earlier attempt and nothing else.
+
+func siteStateKey(campaign string, round int, site string) string {
+	return pipeline.RoundPrefix(campaign, round) + "state/" + site + ".parquet"
+}
+
+func controlKey(campaign string, round int, site string) string {
+	return pipeline.RoundPrefix(campaign, round) + "control/" + site + ".parquet"
+}
+
+func clusteringKey(campaign string, round int) string {
+	return pipeline.RoundPrefix(campaign, round) + "clustering.parquet"
+}
+
+func serverStateKey(campaign string, round int) string {
+	return pipeline.RoundPrefix(campaign, round) + "server-state.parquet"
+}
+
+// Record kinds and vector names of the artifacts this package defines.
+const (
+	kindSiteState   = "site_state"
+	kindControl     = "control"
+	kindClustering  = "clustering"
+	kindServerState = "server_state"
+
+	vecLocal     = "local"
+	vecControl   = store.VecControlVariate
+	vecPersonal  = store.VecPersonal
+	vecGlobal    = "global"
+	vecLabel     = "label"
+	vecTrust     = "trust"
+	vecZScore    = "z_score"
+	vecFlagged   = "flagged"
+	vecDrift     = "drift"
+	vecReference = "reference"
+	vecDriftSum  = "drift_sum"
+)
+
+func toPipeline(r store.ArtifactRef) pipeline.ArtifactRef {
+	return pipeline.ArtifactRef{Bucket: r.Bucket, Key: r.Key, SHA256: r.SHA256, Size: r.Size}
+}
+
+func toStore(r pipeline.ArtifactRef) store.ArtifactRef {
+	return store.ArtifactRef{Bucket: r.Bucket, Key: r.Key, SHA256: r.SHA256, Size: r.Size}
+}
+
+// putVectors writes records at key.
+func putVectors(ctx context.Context, st *store.Store, key string, recs []store.VectorRecord) (pipeline.ArtifactRef, error) {
+	b, err := store.EncodeVectors(recs)
+	if err != nil {
+		return pipeline.ArtifactRef{}, fmt.Errorf("encode %s: %w", key, err)
+	}
+	ref, err := st.Put(ctx, key, b)
+	if err != nil {
+		return pipeline.ArtifactRef{}, err
+	}
+	return toPipeline(ref), nil
+}
+
+// getVectors reads the records ref points at and checks their kind.
+func getVectors(ctx context.Context, st *store.Store, ref pipeline.ArtifactRef, kind string) ([]store.VectorRecord, error) {
+	b, err := st.Get(ctx, toStore(ref))
+	if err != nil {
+		return nil, err
+	}
+	recs, err := store.DecodeVectors(b)
+	if err != nil {
+		return nil, fmt.Errorf("decode %s: %w", ref.Key, err)
+	}
+	for _, r := range recs {
+		if r.Kind != kind {
+			return nil, fmt.Errorf("%s holds a %q record, want %q", ref.Key, r.Kind, kind)
+		}
+	}
+	return recs, nil
+}
+
+// getParams reads a model artifact's parameters.
+func getParams(ctx context.Context, st *store.Store, ref pipeline.ArtifactRef) ([]float64, error) {
+	b, err := st.Get(ctx, toStore(ref))
+	if err != nil {
+		return nil, err
+	}
+	m, err := store.DecodeModel(b)
+	if err != nil {
+		return nil, fmt.Errorf("decode %s: %w", ref.Key, err)
+	}
+	return m.Params, nil
+}
+
+// siteStateRecord is a site's learn.SiteState; nil fields are left out, so
+// they decode as nil again.
+func siteStateRecord(call pipeline.SiteCall, s learn.SiteState) store.VectorRecord {
+	v := map[string][]float64{}
+	if s.Local != nil {
+		v[vecLocal] = s.Local
+	}
+	if s.Control != nil {
+		v[vecControl] = s.Control
+	}
+	if s.Personal != nil {
+		v[vecPersonal] = s.Personal
+	}
+	return store.VectorRecord{Campaign: call.Campaign, Round: call.Round, Site: call.Site, Method: call.Method, Kind: kindSiteState, Vectors: v}
+}
+
+func getSiteState(ctx context.Context, st *store.Store, ref *pipeline.ArtifactRef) (learn.SiteState, error) {
+	if ref == nil {
+		return learn.SiteState{}, nil
+	}
+	recs, err := getVectors(ctx, st, *ref, kindSiteState)
+	if err != nil {
+		return learn.SiteState{}, err
+	}
+	if len(recs) != 1 {
+		return learn.SiteState{}, fmt.Errorf("%s holds %d site states, want 1", ref.Key, len(recs))
+	}
+	v := recs[0].Vectors
+	return learn.SiteState{Local: v[vecLocal], Control: v[vecControl], Personal: v[vecPersonal]}, nil
+}
+
+// serverState is the part of aggregation.ServerState that is not pTopoFL's
+// per-site clustering state (that travels in the clustering artifact).
+type serverState struct {
+	Global, Control []float64
+}
+
+func getServerState(ctx context.Context, st *store.Store, ref *pipeline.ArtifactRef) (serverState, error) {
+	if ref == nil {
+		return serverState{}, nil
+	}
+	recs, err := getVectors(ctx, st, *ref, kindServerState)
+	if err != nil {
+		return serverState{}, err
+	}
+	if len(recs) != 1 {
+		return serverState{}, fmt.Errorf("%s holds %d server states, want 1", ref.Key, len(recs))
+	}
+	return serverState{Global: recs[0].Vectors[vecGlobal], Control: recs[0].Vectors[vecControl]}, nil
+}
+
+// siteClustering is one site's row of a clustering artifact: what the
+// manifest shows (label, trust, z-score, flag, drift) and pTopoFL's
+// per-site server state after this clustering (label, reference
+// descriptor, drift sum).
+type siteClustering struct {
+	Site      string
+	Label     int
+	Trust     float64
+	ZScore    float64
+	Flagged   bool
+	Drift     float64
+	Reference []float64
+	DriftSum  float64
+}
+
+func clusteringRecords(call pipeline.ServerCall, rows []siteClustering) []store.VectorRecord {
+	recs := make([]store.VectorRecord, len(rows))
+	for i, r := range rows {
+		flag := 0.0
+		if r.Flagged {
+			flag = 1
+		}
+		recs[i] = store.VectorRecord{
+			Campaign: call.Campaign, Round: call.Round, Site: r.Site, Method: call.Method, Kind: kindClustering,
+			Vectors: map[string][]float64{
+				vecLabel: {float64(r.Label)}, vecTrust: {r.Trust}, vecZScore: {r.ZScore},
+				vecFlagged: {flag}, vecDrift: {r.Drift}, vecReference: r.Reference, vecDriftSum: {r.DriftSum},
+			},
+		}
+	}
+	return recs
+}
+
+// getClustering reads a clustering artifact, indexed by site.
+func getClustering(ctx context.Context, st *store.Store, ref *pipeline.ArtifactRef) (map[string]siteClustering, error) {
+	if ref == nil {
+		return nil, nil
+	}
+	recs, err := getVectors(ctx, st, *ref, kindClustering)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]siteClustering, len(recs))
+	one := func(r store.VectorRecord, name string) (float64, error) {
+		v := r.Vectors[name]
+		if len(v) != 1 {
+			return 0, fmt.Errorf("%s: site %s: %s has %d values, want 1", ref.Key, r.Site, name, len(v))
+		}
+		return v[0], nil
+	}
+	for _, r := range recs {
+		var c siteClustering
+		c.Site = r.Site
+		var label, flag float64
+		for _, f := range []struct {
+			name string
+			dst  *float64
+		}{{vecLabel, &label}, {vecTrust, &c.Trust}, {vecZScore, &c.ZScore}, {vecFlagged, &flag}, {vecDrift, &c.Drift}, {vecDriftSum, &c.DriftSum}} {
+			if *f.dst, err = one(r, f.name); err != nil {
+				return nil, err
+			}
+		}
+		c.Label, c.Flagged = int(label), flag != 0
+		c.Reference = r.Vectors[vecReference]
+		out[r.Site] = c
+	}
+	return out, nil
+}

@@ -1,0 +1,323 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ptopofl/ptopofl/aggregation"
+	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/store"
+	"github.com/ptopofl/ptopofl/tda"
+)
+
+// Server holds the server activities. They read only what sites sent
+// (descriptors, models, control variates), never site data.
+type Server struct {
+	store *store.Store
+}
+
+// NewServer returns the server activities writing to st.
+func NewServer(st *store.Store) *Server { return &Server{store: st} }
+
+// Register registers the server activities under their pipeline names.
+func (s *Server) Register(r interface {
+	RegisterActivityWithOptions(any, activity.RegisterOptions)
+}) {
+	r.RegisterActivityWithOptions(s.ClusterSites, activity.RegisterOptions{Name: pipeline.ActivityClusterSites})
+	r.RegisterActivityWithOptions(s.Aggregate, activity.RegisterOptions{Name: pipeline.ActivityAggregate})
+	r.RegisterActivityWithOptions(s.CommitRound, activity.RegisterOptions{Name: pipeline.ActivityCommitRound})
+}
+
+func (s *Server) checkBucket(bucket string) error {
+	if bucket != "" && bucket != s.store.Bucket() {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("campaign bucket %q, but this worker's store is bucket %q", bucket, s.store.Bucket()),
+			pipeline.ErrTypeInvalidSpec, nil)
+	}
+	return nil
+}
+
+func serverConfig(call pipeline.ServerCall) (aggregation.Config, learn.Method, error) {
+	cfg, err := Config(call.Method, call.Preset, call.Hyperparameters)
+	if err != nil {
+		return aggregation.Config{}, "", temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrTypeInvalidSpec, err)
+	}
+	return cfg.Server, cfg.Method, nil
+}
+
+// descriptorResult reads a site's descriptor artifact into the fields of an
+// aggregation.SiteResult that pTopoFL reads.
+func (s *Server) descriptorResult(ctx context.Context, ref pipeline.ArtifactRef) (aggregation.SiteResult, error) {
+	b, err := s.store.Get(ctx, toStore(ref))
+	if err != nil {
+		return aggregation.SiteResult{}, err
+	}
+	d, err := store.DecodeDescriptor(b)
+	if err != nil {
+		return aggregation.SiteResult{}, fmt.Errorf("decode %s: %w", ref.Key, err)
+	}
+	conv := func(ps []store.Pair) []tda.Pair {
+		out := make([]tda.Pair, len(ps))
+		for i, p := range ps {
+			out[i] = tda.Pair{Birth: p.Birth, Death: p.Death}
+		}
+		return out
+	}
+	return aggregation.SiteResult{Descriptor: d.Descriptor, H0: conv(d.H0), H1: conv(d.H1)}, nil
+}
+
+// ClusterSites runs pTopoFL's server-side topology step for the sites with
+// descriptors: clustering (in the first round, or drift re-clustering
+// later), trust, anomaly flags and drift. It is aggregation.AggregateRound
+// run on the descriptors alone (with placeholder models, which these
+// outputs do not depend on), so the clusters and trust it reports are
+// exactly those the aggregation then uses. The clustering artifact carries
+// pTopoFL's per-site server state (label, reference descriptor, drift sum)
+// to the next clustering and to Aggregate.
+func (s *Server) ClusterSites(ctx context.Context, in pipeline.ClusterSitesInput) (pipeline.ClusterSitesOutput, error) {
+	if err := s.checkBucket(in.Bucket); err != nil {
+		return pipeline.ClusterSitesOutput{}, err
+	}
+	cfg, _, err := serverConfig(in.ServerCall)
+	if err != nil {
+		return pipeline.ClusterSitesOutput{}, err
+	}
+	if len(in.Descriptors) == 0 {
+		return pipeline.ClusterSitesOutput{}, temporal.NewNonRetryableApplicationError("cluster sites: no descriptors", "NoDescriptors", nil)
+	}
+	wrap := func(err error) error { return fmt.Errorf("round %d: cluster sites: %w", in.Round, err) }
+	sites := make([]aggregation.SiteResult, len(in.Descriptors))
+	for i, d := range in.Descriptors {
+		r, err := s.descriptorResult(ctx, d.Ref)
+		if err != nil {
+			return pipeline.ClusterSitesOutput{}, wrap(err)
+		}
+		r.Params, r.N = []float64{0}, 1
+		sites[i] = r
+	}
+	prev, err := getClustering(ctx, s.store, in.Previous)
+	if err != nil {
+		return pipeline.ClusterSitesOutput{}, wrap(err)
+	}
+	state, ok := pTopoFLState(prev, in.Descriptors)
+	if !ok {
+		// A site without a previous clustering (the first round, or a
+		// site that joined later): cluster every site afresh.
+		state = aggregation.ServerState{}
+	}
+	out, err := aggregation.AggregateRound(aggregation.RoundInput{
+		Method: learn.PTopoFL, Round: in.Round, Sites: sites, State: state, Config: cfg,
+	})
+	if err != nil {
+		return pipeline.ClusterSitesOutput{}, temporal.NewNonRetryableApplicationError(wrap(err).Error(), "ClusteringFailed", err)
+	}
+	rows := make([]siteClustering, len(in.Descriptors))
+	res := pipeline.ClusterSitesOutput{Sites: make([]pipeline.SiteCluster, len(in.Descriptors))}
+	for i, d := range in.Descriptors {
+		rows[i] = siteClustering{
+			Site: d.Site, Label: out.Labels[i], Trust: out.Trust[i], ZScore: out.ZScores[i], Flagged: out.Flagged[i],
+			Drift: out.Drift[i], Reference: out.State.Reference[i], DriftSum: out.State.DriftSum[i],
+		}
+		res.Sites[i] = pipeline.SiteCluster{Site: d.Site, Cluster: out.Labels[i], Trust: out.Trust[i], Flagged: out.Flagged[i], Drift: out.Drift[i]}
+	}
+	ref, err := putVectors(ctx, s.store, clusteringKey(in.Campaign, in.Round), clusteringRecords(in.ServerCall, rows))
+	if err != nil {
+		return pipeline.ClusterSitesOutput{}, wrap(err)
+	}
+	res.Clustering = ref
+	// A site moved by drift is re-checked next round with fresh descriptors.
+	res.RecheckDescriptors = len(out.Reclustered) > 0
+	return res, nil
+}
+
+// pTopoFLState assembles aggregation's per-site pTopoFL state for sites,
+// in their order, from a clustering artifact; ok is false unless every
+// site has a row.
+func pTopoFLState(rows map[string]siteClustering, sites []pipeline.SiteArtifact) (aggregation.ServerState, bool) {
+	var st aggregation.ServerState
+	if len(rows) == 0 {
+		return st, false
+	}
+	for _, d := range sites {
+		r, found := rows[d.Site]
+		if !found || r.Reference == nil {
+			return aggregation.ServerState{}, false
+		}
+		st.Labels = append(st.Labels, r.Label)
+		st.Reference = append(st.Reference, r.Reference)
+		st.DriftSum = append(st.DriftSum, r.DriftSum)
+	}
+	return st, true
+}
+
+// Aggregate runs the method's server step (aggregation.AggregateRound) on
+// the round's local models and writes what each site receives: one
+// "global" model, one "cluster-<c>" model per pTopoFL cluster, or, for
+// local training, each site's own model under its name.
+//
+// For pTopoFL the clusters come from the round's clustering artifact and
+// are not changed here (drift re-clustering is ClusterSites' job), so the
+// manifest's clusters are the ones the models were built from.
+func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pipeline.AggregateOutput, error) {
+	if err := s.checkBucket(in.Bucket); err != nil {
+		return pipeline.AggregateOutput{}, err
+	}
+	cfg, method, err := serverConfig(in.ServerCall)
+	if err != nil {
+		return pipeline.AggregateOutput{}, err
+	}
+	wrap := func(err error) error { return fmt.Errorf("round %d: aggregate: %w", in.Round, err) }
+	if len(in.Updates) == 0 {
+		return pipeline.AggregateOutput{}, temporal.NewNonRetryableApplicationError(wrap(fmt.Errorf("no site updates")).Error(), "NoUpdates", nil)
+	}
+	descs := make(map[string]pipeline.ArtifactRef, len(in.Descriptors))
+	for _, d := range in.Descriptors {
+		descs[d.Site] = d.Ref
+	}
+	sites := make([]aggregation.SiteResult, len(in.Updates))
+	updated := make([]pipeline.SiteArtifact, len(in.Updates))
+	for i, u := range in.Updates {
+		var r aggregation.SiteResult
+		if method == learn.PTopoFL {
+			ref, ok := descs[u.Site]
+			if !ok {
+				return pipeline.AggregateOutput{}, temporal.NewNonRetryableApplicationError(
+					wrap(fmt.Errorf("site %s trained but has no descriptor", u.Site)).Error(), "MissingDescriptor", nil)
+			}
+			if r, err = s.descriptorResult(ctx, ref); err != nil {
+				return pipeline.AggregateOutput{}, wrap(err)
+			}
+		}
+		if r.Params, err = getParams(ctx, s.store, u.Model); err != nil {
+			return pipeline.AggregateOutput{}, wrap(err)
+		}
+		if u.Control != nil {
+			recs, err := getVectors(ctx, s.store, *u.Control, kindControl)
+			if err != nil {
+				return pipeline.AggregateOutput{}, wrap(err)
+			}
+			if len(recs) != 1 || recs[0].Vectors[vecControl] == nil {
+				return pipeline.AggregateOutput{}, wrap(fmt.Errorf("%s: no control variate", u.Control.Key))
+			}
+			r.Control = recs[0].Vectors[vecControl]
+		}
+		r.N = u.NumTrain
+		sites[i] = r
+		updated[i] = pipeline.SiteArtifact{Site: u.Site, Ref: u.Model}
+	}
+	server, err := getServerState(ctx, s.store, in.ServerState)
+	if err != nil {
+		return pipeline.AggregateOutput{}, wrap(err)
+	}
+	state := aggregation.ServerState{Round: in.Round - 1, Global: server.Global, Control: server.Control}
+	if method == learn.PTopoFL {
+		rows, err := getClustering(ctx, s.store, in.Clustering)
+		if err != nil {
+			return pipeline.AggregateOutput{}, wrap(err)
+		}
+		st, ok := pTopoFLState(rows, updated)
+		if !ok {
+			return pipeline.AggregateOutput{}, temporal.NewNonRetryableApplicationError(
+				wrap(fmt.Errorf("the clustering %v does not cover every site that trained", in.Clustering)).Error(), "MissingClustering", nil)
+		}
+		state.Labels, state.Reference, state.DriftSum = st.Labels, st.Reference, st.DriftSum
+		cfg.DriftThreshold = 0
+	}
+	out, err := aggregation.AggregateRound(aggregation.RoundInput{
+		Method: method, Round: in.Round, Sites: sites, State: state, Config: cfg,
+	})
+	if err != nil {
+		return pipeline.AggregateOutput{}, temporal.NewNonRetryableApplicationError(wrap(err).Error(), "AggregationFailed", err)
+	}
+
+	put := func(name string, params []float64) (pipeline.ArtifactRef, error) {
+		b, err := store.EncodeModel(store.ModelRecord{
+			Campaign: in.Campaign, Round: in.Round, Site: name, Method: in.Method, Kind: store.KindAggregate, Params: params,
+		})
+		if err != nil {
+			return pipeline.ArtifactRef{}, err
+		}
+		ref, err := s.store.Put(ctx, pipeline.AggregateKey(in.Campaign, in.Round, name), b)
+		return toPipeline(ref), err
+	}
+	res := pipeline.AggregateOutput{}
+	switch method {
+	case learn.PTopoFL:
+		refs := make(map[int]pipeline.ArtifactRef)
+		for c, m := range out.ClusterModels {
+			if m == nil {
+				continue
+			}
+			name := fmt.Sprintf("cluster-%d", c)
+			ref, err := put(name, m)
+			if err != nil {
+				return pipeline.AggregateOutput{}, wrap(err)
+			}
+			refs[c] = ref
+			res.Aggregates = append(res.Aggregates, pipeline.NamedArtifact{Name: name, Ref: ref})
+		}
+		for i, u := range in.Updates {
+			res.Models = append(res.Models, pipeline.SiteArtifact{Site: u.Site, Ref: refs[out.Labels[i]]})
+		}
+	case learn.LocalOnly:
+		for i, u := range in.Updates {
+			ref, err := put(u.Site, out.Models[i])
+			if err != nil {
+				return pipeline.AggregateOutput{}, wrap(err)
+			}
+			res.Aggregates = append(res.Aggregates, pipeline.NamedArtifact{Name: u.Site, Ref: ref})
+			res.Models = append(res.Models, pipeline.SiteArtifact{Site: u.Site, Ref: ref})
+		}
+	default:
+		ref, err := put("global", out.Models[0])
+		if err != nil {
+			return pipeline.AggregateOutput{}, wrap(err)
+		}
+		res.Aggregates = append(res.Aggregates, pipeline.NamedArtifact{Name: "global", Ref: ref})
+		for _, u := range in.Updates {
+			res.Models = append(res.Models, pipeline.SiteArtifact{Site: u.Site, Ref: ref})
+		}
+	}
+	if out.State.Global != nil || out.State.Control != nil {
+		v := map[string][]float64{}
+		if out.State.Global != nil {
+			v[vecGlobal] = out.State.Global
+		}
+		if out.State.Control != nil {
+			v[vecControl] = out.State.Control
+		}
+		ref, err := putVectors(ctx, s.store, serverStateKey(in.Campaign, in.Round), []store.VectorRecord{{
+			Campaign: in.Campaign, Round: in.Round, Method: in.Method, Kind: kindServerState, Vectors: v,
+		}})
+		if err != nil {
+			return pipeline.AggregateOutput{}, wrap(err)
+		}
+		res.ServerState = &ref
+	}
+	return res, nil
+}
+
+// CommitRound writes the round's manifest, as canonical JSON, to
+// ManifestKey. A retry with the same manifest is a no-op; a different
+// manifest at a committed key is refused, so committed history never
+// changes.
+func (s *Server) CommitRound(ctx context.Context, in pipeline.CommitRoundInput) (pipeline.CommitRoundOutput, error) {
+	if err := s.checkBucket(in.Bucket); err != nil {
+		return pipeline.CommitRoundOutput{}, err
+	}
+	m := in.Manifest
+	ref, err := s.store.PutJSONIfAbsentOrSame(ctx, pipeline.ManifestKey(m.Campaign, m.Round), m)
+	if errors.Is(err, store.ErrConflict) {
+		return pipeline.CommitRoundOutput{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("round %d: commit manifest: %v", m.Round, err), "ManifestConflict", err)
+	}
+	if err != nil {
+		return pipeline.CommitRoundOutput{}, fmt.Errorf("round %d: commit manifest: %w", m.Round, err)
+	}
+	return pipeline.CommitRoundOutput{Manifest: toPipeline(ref)}, nil
+}

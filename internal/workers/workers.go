@@ -1,0 +1,75 @@
+// Package workers wires the Temporal workers of ptopofl: the server worker
+// (workflows and server activities on pipeline.ServerTaskQueue) and one
+// site worker per site (site activities on pipeline.SiteTaskQueue(site)).
+// cmd/worker runs one of them per process; `starter run --local` runs the
+// server worker and every site's worker in process. Wiring only.
+package workers
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ptopofl/ptopofl/activities"
+	"github.com/ptopofl/ptopofl/dataset"
+	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/store"
+	"github.com/ptopofl/ptopofl/workflows"
+)
+
+// Options tunes a worker. The zero value uses the SDK's defaults.
+type Options struct {
+	// Worker is passed to worker.New as is.
+	Worker worker.Options
+	// Site configures how a site worker reads its data (label column,
+	// expected feature count); ignored by the server worker.
+	Site dataset.SiteOptions
+}
+
+// NewServer returns, not started, the server worker: CampaignWorkflow and
+// RoundWorkflow under their pipeline names, and the server activities, on
+// pipeline.ServerTaskQueue.
+func NewServer(c client.Client, st *store.Store, opts Options) worker.Worker {
+	w := worker.New(c, pipeline.ServerTaskQueue, opts.Worker)
+	w.RegisterWorkflowWithOptions(workflows.CampaignWorkflow, workflow.RegisterOptions{Name: pipeline.CampaignWorkflowName})
+	w.RegisterWorkflowWithOptions(workflows.RoundWorkflow, workflow.RegisterOptions{Name: pipeline.RoundWorkflowName})
+	activities.NewServer(st).Register(w)
+	return w
+}
+
+// StartServer starts the server worker; Stop it when done.
+func StartServer(c client.Client, st *store.Store, opts Options) (worker.Worker, error) {
+	w := NewServer(c, st, opts)
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("start server worker on %s: %w", pipeline.ServerTaskQueue, err)
+	}
+	return w, nil
+}
+
+// NewSite returns, not started, the worker of site: the site activities
+// reading dataDir, on pipeline.SiteTaskQueue(site).
+func NewSite(c client.Client, st *store.Store, site, dataDir string, opts Options) (worker.Worker, error) {
+	if err := (pipeline.Site{Name: site}).Validate(); err != nil {
+		return nil, fmt.Errorf("site worker: %w", err)
+	}
+	if dataDir == "" {
+		return nil, fmt.Errorf("site worker %s: no data directory", site)
+	}
+	w := worker.New(c, pipeline.SiteTaskQueue(site), opts.Worker)
+	activities.NewSite(site, dataDir, st, opts.Site).Register(w)
+	return w, nil
+}
+
+// StartSite starts the worker of site; Stop it when done.
+func StartSite(c client.Client, st *store.Store, site, dataDir string, opts Options) (worker.Worker, error) {
+	w, err := NewSite(c, st, site, dataDir, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("start site worker on %s: %w", pipeline.SiteTaskQueue(site), err)
+	}
+	return w, nil
+}
