@@ -1,0 +1,277 @@
+// Package s3local runs a real S3-compatible server (versitygw) inside the
+// current process, over a plain directory, bound to 127.0.0.1. It is the S3
+// half of the local stack (internal/devstack) and the server that the store
+// tests talk to.
+//
+// It is not a production S3: one root account, no TLS, no IAM. A real
+// deployment points the same binaries at an S3 endpoint instead.
+//
+// It does not import the Temporal server, so tests that need only S3 stay
+// light to build and link.
+//
+// Two process-wide effects follow from versitygw itself and cannot be avoided:
+//
+//   - Only one server may run per process (versitygw keeps package-level
+//     state); Start returns ErrAlreadyRunning for a second one.
+//   - versitygw's posix backend changes the process working directory to the
+//     data directory and resolves buckets relative to it. Resolve every
+//     relative path you need to absolute before calling Start. Stop restores
+//     the working directory that was current when Start was called.
+package s3local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/versity/versitygw/auth"
+	"github.com/versity/versitygw/backend/meta"
+	"github.com/versity/versitygw/backend/posix"
+	"github.com/versity/versitygw/embedgw"
+)
+
+// HealthPath is the unauthenticated path that answers 200 when the server is
+// up. A bucket with the same name would be masked, so do not name one
+// "healthz".
+const HealthPath = "/healthz"
+
+// Region is the only region the local server reports.
+const Region = "us-east-1"
+
+// DefaultReadyTimeout is how long Start waits for the health path to answer
+// when Config.ReadyTimeout is zero. Generous because a loaded 2-core machine
+// can take seconds to schedule a new listener.
+const DefaultReadyTimeout = 60 * time.Second
+
+// copyObjectThreshold is the largest source object CopyObject accepts. Set
+// explicitly: a zero threshold rejects every CopyObject in some versitygw
+// versions. 5 GiB is the S3 specification's limit.
+const copyObjectThreshold = 5 << 30
+
+// ErrAlreadyRunning is returned by Start when a server from this package is
+// already running in the process.
+var ErrAlreadyRunning = errors.New("s3local: a server is already running in this process (versitygw supports one per process)")
+
+// running guards the one-server-per-process rule of versitygw, so a second
+// Start fails before touching the directory or the working directory.
+var running atomic.Bool
+
+// Config says where the server keeps its data and how clients reach it.
+type Config struct {
+	// Dir holds one sub-directory per bucket, one file per object. It is
+	// created if missing. Required.
+	Dir string
+	// Addr is the host:port to listen on. Empty means 127.0.0.1 on a free
+	// port. A host other than 127.0.0.1/localhost is allowed but exposes
+	// the server beyond this machine.
+	Addr string
+	// AccessKey and SecretKey are the root account's credentials. Required.
+	AccessKey string
+	SecretKey string
+	// ReadyTimeout bounds the wait for the health path. Zero means
+	// DefaultReadyTimeout.
+	ReadyTimeout time.Duration
+}
+
+// Server is a running embedded S3 server.
+type Server struct {
+	addr     string
+	dir      string
+	metaNote string
+	prevWD   string
+	cancel   context.CancelFunc
+	done     chan error
+	stopped  atomic.Bool
+}
+
+// Start starts the server and returns once its health path answers 200, or
+// with an error when it does not within the ready timeout. ctx bounds only
+// the start-up; the server runs until Stop.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("s3local: Config.Dir is empty")
+	}
+	if cfg.AccessKey == "" || cfg.SecretKey == "" {
+		return nil, errors.New("s3local: Config.AccessKey and Config.SecretKey are required")
+	}
+	if !running.CompareAndSwap(false, true) {
+		return nil, ErrAlreadyRunning
+	}
+	s, err := start(ctx, cfg)
+	if err != nil {
+		running.Store(false)
+		return nil, err
+	}
+	return s, nil
+}
+
+func start(ctx context.Context, cfg Config) (*Server, error) {
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("s3local: data dir %q: %w", cfg.Dir, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("s3local: create data dir: %w", err)
+	}
+	addr := cfg.Addr
+	if addr == "" {
+		port, err := FreePort()
+		if err != nil {
+			return nil, fmt.Errorf("s3local: %w", err)
+		}
+		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return nil, fmt.Errorf("s3local: listen address %q: %w", addr, err)
+	}
+	// Fail early and clearly on a busy port: versitygw would report it only
+	// through RunVersityGW's return value, after the readiness wait began.
+	if l, err := net.Listen("tcp", addr); err != nil {
+		return nil, fmt.Errorf("s3local: listen on %s: %w", addr, err)
+	} else {
+		l.Close()
+	}
+
+	// Object metadata (ETag, content type, checksums) lives in extended
+	// attributes when the filesystem supports user xattrs (ext4, xfs, btrfs,
+	// tmpfs on recent kernels: everything seen on our machines). Otherwise
+	// fall back to a sidecar directory next to the data directory; it must
+	// not be inside it, or it would show up as a bucket.
+	var ms meta.MetadataStorer = meta.XattrMeta{}
+	opts := posix.PosixOpts{CopyObjectThreshold: copyObjectThreshold}
+	metaNote := "xattr"
+	if xerr := (meta.XattrMeta{}).Test(dir); xerr != nil {
+		sidecar := filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+"-s3meta")
+		if err := os.MkdirAll(sidecar, 0o755); err != nil {
+			return nil, fmt.Errorf("s3local: no xattr support (%v) and cannot create sidecar dir: %w", xerr, err)
+		}
+		sc, err := meta.NewSideCar(sidecar)
+		if err != nil {
+			return nil, fmt.Errorf("s3local: no xattr support (%v); sidecar metadata: %w", xerr, err)
+		}
+		ms = sc
+		opts.SideCarDir = sidecar
+		metaNote = "sidecar " + sidecar
+	}
+
+	prevWD, err := os.Getwd()
+	if err != nil {
+		prevWD = ""
+	}
+	be, err := posix.New(dir, ms, opts) // changes the working directory to dir
+	if err != nil {
+		return nil, fmt.Errorf("s3local: posix backend on %s: %w", dir, err)
+	}
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	s := &Server{addr: addr, dir: dir, metaNote: metaNote, prevWD: prevWD, cancel: cancel, done: make(chan error, 1)}
+	gwcfg := &embedgw.Config{
+		RootUserAccess:    cfg.AccessKey,
+		RootUserSecret:    cfg.SecretKey,
+		Region:            Region,
+		Ports:             []string{addr},
+		MaxConnections:    1024,
+		MaxRequests:       512,
+		MultipartMaxParts: 10000,
+		HealthPath:        HealthPath,
+		Quiet:             true,
+		// The same single-account IAM versitygw would build itself, passed in
+		// so that it does not announce it on stdout: commands such as
+		// cmd/devstack promise one JSON line there.
+		IAMService: auth.NewIAMServiceSingle(auth.Account{Access: cfg.AccessKey, Secret: cfg.SecretKey, Role: auth.RoleAdmin}),
+	}
+	go func() { s.done <- embedgw.RunVersityGW(runCtx, be, gwcfg) }()
+
+	timeout := cfg.ReadyTimeout
+	if timeout <= 0 {
+		timeout = DefaultReadyTimeout
+	}
+	if err := s.waitReady(ctx, timeout); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	hc := &http.Client{Timeout: 2 * time.Second}
+	url := s.URL() + HealthPath
+	var last error
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := hc.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("GET %s: status %d", url, resp.StatusCode)
+		}
+		last = err
+		select {
+		case err := <-s.done:
+			s.done <- err // let Stop see it too
+			return fmt.Errorf("s3local: server exited during start-up: %v", err)
+		case <-ctx.Done():
+			return fmt.Errorf("s3local: not ready at %s after %v: %v", url, timeout, last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Addr is the host:port the server listens on, e.g. "127.0.0.1:41234".
+func (s *Server) Addr() string { return s.addr }
+
+// URL is the endpoint URL for S3 clients, e.g. "http://127.0.0.1:41234".
+func (s *Server) URL() string { return "http://" + s.addr }
+
+// Dir is the absolute data directory.
+func (s *Server) Dir() string { return s.dir }
+
+// MetadataStore says where object metadata is kept: "xattr" or
+// "sidecar <dir>" when the filesystem lacks user extended attributes.
+func (s *Server) MetadataStore() string { return s.metaNote }
+
+// Stop shuts the server down, waits for it to finish, and restores the
+// working directory of the process. It is safe to call more than once.
+func (s *Server) Stop() error {
+	if !s.stopped.CompareAndSwap(false, true) {
+		return nil
+	}
+	s.cancel()
+	var err error
+	select {
+	case err = <-s.done:
+	case <-time.After(30 * time.Second):
+		err = errors.New("s3local: server did not stop within 30s")
+	}
+	if s.prevWD != "" {
+		_ = os.Chdir(s.prevWD)
+	}
+	running.Store(false)
+	if errors.Is(err, context.Canceled) || errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// FreePort asks the kernel for a free TCP port on 127.0.0.1. Another process
+// can take it before it is used; callers that cannot tolerate that should
+// pass fixed ports.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

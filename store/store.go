@@ -1,0 +1,410 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// Region is the region used for SigV4 signing unless Config.Region says otherwise.
+const Region = "us-east-1"
+
+// Environment variables that hold S3 credentials for the commands. Credentials
+// are never taken from flags, so they do not show in process listings.
+const (
+	EnvAccessKey = "PTOPOFL_S3_ACCESS_KEY"
+	EnvSecretKey = "PTOPOFL_S3_SECRET_KEY"
+)
+
+// shaMetaKey is the user-metadata key holding the sha256 of an object, so
+// that a listing or a Stat can tell content apart without downloading it.
+const shaMetaKey = "Ptopofl-Sha256"
+
+// ErrConflict is wrapped by PutIfAbsentOrSame when different content is
+// already committed at the key.
+var ErrConflict = errors.New("different content already committed at this key")
+
+// ErrIntegrity is wrapped by Get and the typed readers when the fetched bytes
+// do not match the ref's size or sha256.
+var ErrIntegrity = errors.New("content does not match its reference")
+
+// ErrNotFound is wrapped when the key does not exist.
+var ErrNotFound = errors.New("no such object")
+
+// ArtifactRef names one immutable artifact: where it is and what its bytes
+// hash to. It is what workflow payloads carry instead of the data.
+type ArtifactRef struct {
+	Bucket string `json:"bucket"`
+	Key    string `json:"key"`
+	SHA256 string `json:"sha256"` // lower-case hex
+	Size   int64  `json:"size"`
+}
+
+// String is "s3://bucket/key@sha256:abcdef012345" (sha shortened), for logs.
+func (r ArtifactRef) String() string {
+	sha := r.SHA256
+	if len(sha) > 12 {
+		sha = sha[:12]
+	}
+	return fmt.Sprintf("s3://%s/%s@sha256:%s", r.Bucket, r.Key, sha)
+}
+
+// Config says how to reach the object store.
+type Config struct {
+	// Endpoint is "host:port" or a URL "http://host:port" / "https://host:port".
+	// A URL's scheme decides TLS and overrides Secure.
+	Endpoint string
+	// Bucket is the one bucket of the deployment. Required.
+	Bucket string
+	// AccessKey and SecretKey sign every request (SigV4). Use
+	// CredentialsFromEnv in commands.
+	AccessKey string
+	SecretKey string
+	// Region for signing; empty means us-east-1.
+	Region string
+	// Secure enables TLS for a host:port endpoint.
+	Secure bool
+	// CAFile is a PEM bundle of extra roots to trust for TLS (a private CA).
+	CAFile string
+	// InsecureSkipVerify disables TLS certificate checks. Only for testing.
+	InsecureSkipVerify bool
+}
+
+// CredentialsFromEnv reads PTOPOFL_S3_ACCESS_KEY and PTOPOFL_S3_SECRET_KEY.
+func CredentialsFromEnv() (accessKey, secretKey string, err error) {
+	accessKey, secretKey = os.Getenv(EnvAccessKey), os.Getenv(EnvSecretKey)
+	var missing []string
+	if accessKey == "" {
+		missing = append(missing, EnvAccessKey)
+	}
+	if secretKey == "" {
+		missing = append(missing, EnvSecretKey)
+	}
+	if len(missing) > 0 {
+		return "", "", fmt.Errorf("S3 credentials: set %s in the environment (for the local stack, source the credentials env file it wrote)", strings.Join(missing, " and "))
+	}
+	return accessKey, secretKey, nil
+}
+
+// Store reads and writes the artifacts of one bucket.
+type Store struct {
+	client *minio.Client
+	bucket string
+	region string
+}
+
+// New returns a Store for cfg. It does not contact the server; EnsureBucket does.
+func New(cfg Config) (*Store, error) {
+	if cfg.Bucket == "" {
+		return nil, errors.New("store: Config.Bucket is empty")
+	}
+	if cfg.AccessKey == "" || cfg.SecretKey == "" {
+		return nil, errors.New("store: S3 access key and secret key are required")
+	}
+	host, secure, err := parseEndpoint(cfg.Endpoint, cfg.Secure)
+	if err != nil {
+		return nil, err
+	}
+	region := cfg.Region
+	if region == "" {
+		region = Region
+	}
+	opts := &minio.Options{
+		Creds:        credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, ""),
+		Secure:       secure,
+		Region:       region,
+		BucketLookup: minio.BucketLookupPath,
+	}
+	if secure && (cfg.CAFile != "" || cfg.InsecureSkipVerify) {
+		tr, err := minio.DefaultTransport(true)
+		if err != nil {
+			return nil, fmt.Errorf("store: TLS transport: %w", err)
+		}
+		tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.InsecureSkipVerify}
+		if cfg.CAFile != "" {
+			pem, err := os.ReadFile(cfg.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("store: read CA file: %w", err)
+			}
+			pool, err := x509.SystemCertPool()
+			if err != nil || pool == nil {
+				pool = x509.NewCertPool()
+			}
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("store: CA file %s holds no PEM certificate", cfg.CAFile)
+			}
+			tc.RootCAs = pool
+		}
+		tr.TLSClientConfig = tc
+		opts.Transport = tr
+	}
+	c, err := minio.New(host, opts)
+	if err != nil {
+		return nil, fmt.Errorf("store: S3 client for %s: %w", cfg.Endpoint, err)
+	}
+	return &Store{client: c, bucket: cfg.Bucket, region: region}, nil
+}
+
+func parseEndpoint(endpoint string, secure bool) (host string, tlsOn bool, err error) {
+	if endpoint == "" {
+		return "", false, errors.New("store: Config.Endpoint is empty")
+	}
+	if !strings.Contains(endpoint, "://") {
+		return endpoint, secure, nil
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return "", false, fmt.Errorf("store: endpoint %q: %w", endpoint, err)
+	}
+	switch u.Scheme {
+	case "http":
+		tlsOn = false
+	case "https":
+		tlsOn = true
+	default:
+		return "", false, fmt.Errorf("store: endpoint %q: scheme must be http or https", endpoint)
+	}
+	if u.Path != "" && u.Path != "/" {
+		return "", false, fmt.Errorf("store: endpoint %q: must not have a path", endpoint)
+	}
+	return u.Host, tlsOn, nil
+}
+
+// Bucket is the bucket this Store writes to.
+func (s *Store) Bucket() string { return s.bucket }
+
+// EnsureBucket creates the bucket unless it exists. Safe to call concurrently
+// from several processes.
+func (s *Store) EnsureBucket(ctx context.Context) error {
+	ok, err := s.client.BucketExists(ctx, s.bucket)
+	if err != nil {
+		return fmt.Errorf("store: check bucket %s: %w", s.bucket, err)
+	}
+	if ok {
+		return nil
+	}
+	err = s.client.MakeBucket(ctx, s.bucket, minio.MakeBucketOptions{Region: s.region})
+	if err != nil {
+		code := minio.ToErrorResponse(err).Code
+		if code == "BucketAlreadyOwnedByYou" || code == "BucketAlreadyExists" {
+			return nil
+		}
+		return fmt.Errorf("store: create bucket %s: %w", s.bucket, err)
+	}
+	return nil
+}
+
+// Ref returns the ref data would have at key, without writing anything.
+func (s *Store) Ref(key string, data []byte) ArtifactRef {
+	sum := sha256.Sum256(data)
+	return ArtifactRef{Bucket: s.bucket, Key: key, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(data))}
+}
+
+// Put writes data at key and returns its ref. Writing the same bytes again is
+// harmless; writing different bytes replaces the object (use
+// PutIfAbsentOrSame where that must not happen).
+func (s *Store) Put(ctx context.Context, key string, data []byte) (ArtifactRef, error) {
+	ref := s.Ref(key, data)
+	if err := s.put(ctx, ref, data, false); err != nil {
+		return ArtifactRef{}, err
+	}
+	return ref, nil
+}
+
+func (s *Store) put(ctx context.Context, ref ArtifactRef, data []byte, ifAbsent bool) error {
+	opts := minio.PutObjectOptions{
+		ContentType:  contentType(ref.Key),
+		UserMetadata: map[string]string{shaMetaKey: ref.SHA256},
+		// The server checks the MD5 of the body it received.
+		SendContentMd5: true,
+	}
+	if ifAbsent {
+		opts.SetMatchETagExcept("*")
+	}
+	_, err := s.client.PutObject(ctx, s.bucket, ref.Key, bytes.NewReader(data), int64(len(data)), opts)
+	if err != nil {
+		return fmt.Errorf("store: put %s: %w", ref.Key, err)
+	}
+	return nil
+}
+
+// PutIfAbsentOrSame writes data at key unless the key already holds an
+// object. If it holds exactly these bytes it returns the ref as if it had
+// written them (a retried activity); if it holds different bytes it returns
+// an error wrapping ErrConflict and changes nothing. Use it for manifests and
+// anything else that is committed once.
+//
+// The check is atomic on servers that honour If-None-Match on PUT (versitygw,
+// MinIO, AWS S3); elsewhere a concurrent writer can race between the check and
+// the write.
+func (s *Store) PutIfAbsentOrSame(ctx context.Context, key string, data []byte) (ArtifactRef, error) {
+	ref := s.Ref(key, data)
+	err := s.put(ctx, ref, data, true)
+	if err == nil {
+		return ref, nil
+	}
+	code := minio.ToErrorResponse(errors.Unwrap(err)).Code
+	if code != "PreconditionFailed" && code != "ConditionalRequestConflict" {
+		return ArtifactRef{}, err
+	}
+	existing, _, gerr := s.GetKey(ctx, key)
+	if gerr != nil {
+		return ArtifactRef{}, fmt.Errorf("store: %s exists; reading it to compare: %w", key, gerr)
+	}
+	if existing.SHA256 != ref.SHA256 {
+		return ArtifactRef{}, fmt.Errorf("store: %s: %w (committed sha256 %s, new %s)", key, ErrConflict, existing.SHA256, ref.SHA256)
+	}
+	return ref, nil
+}
+
+// Get fetches the object ref names and checks its size and sha256.
+func (s *Store) Get(ctx context.Context, ref ArtifactRef) ([]byte, error) {
+	if ref.Bucket != "" && ref.Bucket != s.bucket {
+		return nil, fmt.Errorf("store: %s is in bucket %s, this store reads bucket %s", ref.Key, ref.Bucket, s.bucket)
+	}
+	got, data, err := s.GetKey(ctx, ref.Key)
+	if err != nil {
+		return nil, err
+	}
+	if got.Size != ref.Size || got.SHA256 != ref.SHA256 {
+		return nil, fmt.Errorf("store: %s: %w: expected sha256 %s (%d bytes), got %s (%d bytes)",
+			ref.Key, ErrIntegrity, ref.SHA256, ref.Size, got.SHA256, got.Size)
+	}
+	return data, nil
+}
+
+// GetKey fetches whatever is at key and returns its ref (computed from the
+// bytes fetched) and the bytes. Use Get when you hold a ref.
+func (s *Store) GetKey(ctx context.Context, key string) (ArtifactRef, []byte, error) {
+	obj, err := s.client.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		return ArtifactRef{}, nil, s.readErr(key, err)
+	}
+	defer obj.Close()
+	data, err := io.ReadAll(obj)
+	if err != nil {
+		return ArtifactRef{}, nil, s.readErr(key, err)
+	}
+	return s.Ref(key, data), data, nil
+}
+
+func (s *Store) readErr(key string, err error) error {
+	resp := minio.ToErrorResponse(err)
+	if resp.StatusCode == http.StatusNotFound || resp.Code == "NoSuchKey" {
+		return fmt.Errorf("store: get %s/%s: %w", s.bucket, key, ErrNotFound)
+	}
+	return fmt.Errorf("store: get %s/%s: %w", s.bucket, key, err)
+}
+
+// Exists reports whether an object is at key.
+func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
+	_, err := s.client.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{})
+	if err == nil {
+		return true, nil
+	}
+	resp := minio.ToErrorResponse(err)
+	if resp.StatusCode == http.StatusNotFound || resp.Code == "NoSuchKey" {
+		return false, nil
+	}
+	return false, fmt.Errorf("store: stat %s: %w", key, err)
+}
+
+// List returns the keys under prefix, sorted.
+func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
+	var keys []string
+	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if obj.Err != nil {
+			return nil, fmt.Errorf("store: list %s: %w", prefix, obj.Err)
+		}
+		keys = append(keys, obj.Key)
+	}
+	// S3 lists in key order already; sorting again guards against servers
+	// that do not, since callers rely on the order.
+	slices.Sort(keys)
+	return keys, nil
+}
+
+// MarshalJSON is the canonical JSON encoding of v used by PutJSON: indented
+// for people reading manifests, ending in a newline, map keys sorted (by
+// encoding/json), so equal values always give equal bytes.
+func MarshalJSON(v any) ([]byte, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// PutJSON writes v as canonical JSON (MarshalJSON) at key.
+func (s *Store) PutJSON(ctx context.Context, key string, v any) (ArtifactRef, error) {
+	b, err := MarshalJSON(v)
+	if err != nil {
+		return ArtifactRef{}, fmt.Errorf("store: encode %s: %w", key, err)
+	}
+	return s.Put(ctx, key, b)
+}
+
+// PutJSONIfAbsentOrSame is PutIfAbsentOrSame for canonical JSON: the way to
+// commit a round manifest.
+func (s *Store) PutJSONIfAbsentOrSame(ctx context.Context, key string, v any) (ArtifactRef, error) {
+	b, err := MarshalJSON(v)
+	if err != nil {
+		return ArtifactRef{}, fmt.Errorf("store: encode %s: %w", key, err)
+	}
+	return s.PutIfAbsentOrSame(ctx, key, b)
+}
+
+// GetJSON fetches ref, verifies it, and decodes it into v. Unknown fields are
+// an error, so a manifest from a newer version is not silently misread.
+func (s *Store) GetJSON(ctx context.Context, ref ArtifactRef, v any) error {
+	b, err := s.Get(ctx, ref)
+	if err != nil {
+		return err
+	}
+	return decodeJSON(ref.Key, b, v)
+}
+
+// GetJSONKey fetches the JSON at key without a ref to check against (for
+// example the latest manifest found by listing) and returns the ref of what
+// it read.
+func (s *Store) GetJSONKey(ctx context.Context, key string, v any) (ArtifactRef, error) {
+	ref, b, err := s.GetKey(ctx, key)
+	if err != nil {
+		return ArtifactRef{}, err
+	}
+	return ref, decodeJSON(key, b, v)
+}
+
+func decodeJSON(key string, b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("store: decode %s: %w", key, err)
+	}
+	return nil
+}
+
+func contentType(key string) string {
+	switch {
+	case strings.HasSuffix(key, ".json"):
+		return "application/json"
+	case strings.HasSuffix(key, ".parquet"):
+		return "application/vnd.apache.parquet"
+	}
+	return "application/octet-stream"
+}

@@ -1,0 +1,147 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestPutGet(t *testing.T) {
+	ctx := context.Background()
+	d := testDescriptor()
+	d.Campaign = "putget"
+	ref, err := testStore.PutDescriptor(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref.Key != DescriptorKey("putget", 3, "site-a") || ref.Bucket != testStore.Bucket() || len(ref.SHA256) != 64 || ref.Size <= 0 {
+		t.Errorf("ref = %+v", ref)
+	}
+	got, err := testStore.GetDescriptor(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameBits(got.Descriptor, d.Descriptor) || got.Site != d.Site {
+		t.Errorf("got %+v", got)
+	}
+
+	// Identical bytes again: the same ref, no error.
+	again, err := testStore.PutDescriptor(ctx, d)
+	if err != nil || again != ref {
+		t.Errorf("second put: ref %+v err %v, want %+v nil", again, err, ref)
+	}
+
+	keys, err := testStore.List(ctx, RoundPrefix("putget", 3))
+	if err != nil || len(keys) != 1 || keys[0] != ref.Key {
+		t.Errorf("List = %v, %v", keys, err)
+	}
+	if ok, err := testStore.Exists(ctx, ref.Key); !ok || err != nil {
+		t.Errorf("Exists = %v, %v", ok, err)
+	}
+	if ok, err := testStore.Exists(ctx, "campaigns/none/spec.json"); ok || err != nil {
+		t.Errorf("Exists(missing) = %v, %v", ok, err)
+	}
+}
+
+func TestGetDetectsChangedContent(t *testing.T) {
+	ctx := context.Background()
+	key := ModelKey("tamper", 1, "s1")
+	ref, err := testStore.PutModel(ctx, ModelRecord{Campaign: "tamper", Round: 1, Site: "s1", Kind: KindModel, Params: []float64{1, 2, 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref.Key != key {
+		t.Fatalf("key %s, want %s", ref.Key, key)
+	}
+	// Overwrite the object behind the ref's back.
+	if _, err := testStore.PutModel(ctx, ModelRecord{Campaign: "tamper", Round: 1, Site: "s1", Kind: KindModel, Params: []float64{1, 2, 4}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = testStore.GetModel(ctx, ref)
+	if !errors.Is(err, ErrIntegrity) || !strings.Contains(err.Error(), key) {
+		t.Errorf("GetModel after tampering: err = %v, want ErrIntegrity naming %s", err, key)
+	}
+	// A ref with the right bytes but a wrong size is caught too.
+	_, b, _ := testStore.GetKey(ctx, key)
+	bad := testStore.Ref(key, b)
+	bad.Size++
+	if _, err := testStore.Get(ctx, bad); !errors.Is(err, ErrIntegrity) {
+		t.Errorf("Get with wrong size: err = %v", err)
+	}
+	if _, err := testStore.Get(ctx, ArtifactRef{Bucket: testStore.Bucket(), Key: "campaigns/tamper/nothing"}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get missing key: err = %v, want ErrNotFound", err)
+	}
+}
+
+type testManifest struct {
+	Campaign     string             `json:"campaign"`
+	Round        int                `json:"round"`
+	Participants []string           `json:"participants"`
+	Trust        map[string]float64 `json:"trust"`
+	Previous     string             `json:"previous_sha256"`
+}
+
+func TestPutIfAbsentOrSame(t *testing.T) {
+	ctx := context.Background()
+	key := ManifestKey("commit", 0)
+	m := testManifest{Campaign: "commit", Participants: []string{"a", "b"}, Trust: map[string]float64{"b": 0.25, "a": 0.75}}
+	ref, err := testStore.PutJSONIfAbsentOrSame(ctx, key, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A retried commit with the same content succeeds with the same ref.
+	again, err := testStore.PutJSONIfAbsentOrSame(ctx, key, m)
+	if err != nil || again != ref {
+		t.Errorf("retry: %+v %v, want %+v nil", again, err, ref)
+	}
+	// Different content is refused and the committed object is untouched.
+	m2 := m
+	m2.Participants = []string{"a"}
+	if _, err := testStore.PutJSONIfAbsentOrSame(ctx, key, m2); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), key) {
+		t.Errorf("conflicting commit: err = %v, want ErrConflict naming the key", err)
+	}
+	var got testManifest
+	if err := testStore.GetJSON(ctx, ref, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Participants) != 2 || got.Trust["a"] != 0.75 {
+		t.Errorf("committed manifest changed: %+v", got)
+	}
+	var byKey testManifest
+	if r, err := testStore.GetJSONKey(ctx, key, &byKey); err != nil || r != ref {
+		t.Errorf("GetJSONKey: %+v %v", r, err)
+	}
+	// Unknown fields are an error, not silently dropped.
+	var narrow struct{ Campaign string }
+	if err := testStore.GetJSON(ctx, ref, &narrow); err == nil {
+		t.Error("GetJSON into a narrower struct: nil error")
+	}
+}
+
+func TestCanonicalJSON(t *testing.T) {
+	a, _ := MarshalJSON(map[string]int{"b": 1, "a": 2})
+	b, _ := MarshalJSON(map[string]int{"a": 2, "b": 1})
+	if string(a) != string(b) || !strings.HasSuffix(string(a), "}\n") {
+		t.Errorf("MarshalJSON not canonical: %q vs %q", a, b)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for i, cfg := range []Config{
+		{Endpoint: "127.0.0.1:1", AccessKey: "a", SecretKey: "b"},                          // no bucket
+		{Endpoint: "127.0.0.1:1", Bucket: "b"},                                             // no credentials
+		{Endpoint: "ftp://127.0.0.1:1", Bucket: "b", AccessKey: "a", SecretKey: "b"},       // scheme
+		{Endpoint: "http://127.0.0.1:1/path", Bucket: "b", AccessKey: "a", SecretKey: "b"}, // path
+		{Bucket: "b", AccessKey: "a", SecretKey: "b"},                                      // no endpoint
+	} {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("%d: New(%+v) = nil error", i, cfg)
+		}
+	}
+	t.Setenv(EnvAccessKey, "")
+	t.Setenv(EnvSecretKey, "x")
+	if _, _, err := CredentialsFromEnv(); err == nil || !strings.Contains(err.Error(), EnvAccessKey) {
+		t.Errorf("CredentialsFromEnv: %v", err)
+	}
+}
