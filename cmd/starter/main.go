@@ -1,0 +1,157 @@
+// Command starter is the user's CLI for federated campaigns: it starts them,
+// follows them, steers them and reads back their audit record.
+//
+//	starter run     [--file CAMPAIGN.yaml | --method NAME ...] [--local --federation DIR]
+//	starter table   --local --federation DIR [--methods a,b,...]   several campaigns on one stack, one table
+//	starter status  CAMPAIGN
+//	starter watch   CAMPAIGN
+//	starter pause   CAMPAIGN [--reason TEXT]
+//	starter resume  CAMPAIGN
+//	starter stop    CAMPAIGN [--reason TEXT]
+//	starter history CAMPAIGN
+//	starter ls
+//
+// Every sub-command takes --format text|json and either --local (the
+// embedded stack over --data-dir, default ./.run/local) or --temporal
+// HOST:PORT --namespace NS --s3 URL --bucket B (or PTOPOFL_TEMPORAL,
+// PTOPOFL_NAMESPACE, PTOPOFL_S3, PTOPOFL_BUCKET); S3 credentials come only
+// from PTOPOFL_S3_ACCESS_KEY and PTOPOFL_S3_SECRET_KEY.
+//
+// starter is wiring and presentation only: the campaign logic lives in
+// workflows/, activities/ and the core packages.
+//
+// Exit statuses: 0 success, 1 a failure while running (including a rejected
+// update or a failed campaign), 2 bad input (flags, campaign file), found
+// before anything starts.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `usage: starter COMMAND [flags]
+
+commands:
+  run      start (or re-attach to) a campaign and wait for its result
+  table    run several methods as campaigns on one stack and print the results table
+  status   show a campaign's state
+  watch    print a progress line per round until the campaign ends
+  pause    pause a campaign before its next round
+  resume   resume a paused campaign
+  stop     stop a campaign after its running round
+  history  per-round table from the campaign's manifests in S3
+  ls       list campaigns
+
+Run "starter COMMAND -h" for the flags of a command.
+`
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitInput   = 2
+)
+
+// errInput marks errors the user caused with the command line or a campaign
+// file; they exit with status 2.
+var errInput = errors.New("invalid input")
+
+func inputErrorf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errInput, fmt.Sprintf(format, args...))
+}
+
+func main() {
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// command is one sub-command: it parses its own flags from args.
+type command func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+
+var commands = map[string]command{
+	"run":     runRun,
+	"table":   runTable,
+	"status":  runStatus,
+	"watch":   runWatch,
+	"pause":   runPause,
+	"resume":  runResume,
+	"stop":    runStop,
+	"history": runHistory,
+	"ls":      runLs,
+}
+
+// run executes the command line args (without the program name) and returns
+// the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitInput
+	}
+	name := args[0]
+	if name == "help" || name == "-h" || name == "--help" {
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "starter: unknown command %q\n%s", name, usage)
+		return exitInput
+	}
+	err := cmd(ctx, args[1:], stdout, stderr)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.Is(err, errInput):
+		fmt.Fprintf(stderr, "starter %s: %v\n", name, err)
+		return exitInput
+	default:
+		fmt.Fprintf(stderr, "starter %s: %v\n", name, err)
+		return exitFailure
+	}
+}
+
+// parseFlags parses args into fs, turning parse errors into input errors,
+// and returns the positional arguments. Flags may come before or after
+// positional arguments ("starter status c1 --format json").
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: %v", errInput, err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, nil
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+}
+
+// oneCampaignArg parses flags around the single CAMPAIGN argument.
+func oneCampaignArg(fs *flag.FlagSet, args []string) (string, error) {
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return "", err
+	}
+	if len(rest) == 0 {
+		return "", inputErrorf("CAMPAIGN argument required")
+	}
+	if len(rest) > 1 {
+		return "", inputErrorf("unexpected argument %q", rest[1])
+	}
+	return rest[0], nil
+}

@@ -1,0 +1,372 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ptopofl/ptopofl/eval"
+	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/simulate"
+)
+
+// campaignFile is the YAML campaign file. Unknown keys are errors, so a typo
+// is named instead of silently ignored. Durations are Go durations ("30m").
+//
+//	campaign: hc-ptopofl          # default: <method>-<hash of the spec and the federation>
+//	method: ptopofl
+//	preset: default               # or paper
+//	rounds: 15
+//	seed: 42
+//	sites: [site0, site1, site2]  # default with --local: every <site>_train.csv of federation
+//	federation: ./.run/federation # --local only: where the in-process site workers read
+//	min_sites: 2                  # quorum, default all sites
+//	round_deadline: 30m
+//	site_activity_timeout: 10m
+//	train_heartbeat: 1m
+//	continue_as_new_every: 10
+//	bucket: ptopofl
+//	descriptor_rows: {site0: [3, 17, 42]}
+//	hyperparameters: {beta: 0.3, clusters: 2}   # JSON names of pipeline.Hyperparameters
+type campaignFile struct {
+	Campaign            string           `yaml:"campaign"`
+	Method              string           `yaml:"method"`
+	Preset              string           `yaml:"preset"`
+	Rounds              *int             `yaml:"rounds"`
+	Seed                *uint64          `yaml:"seed"`
+	Sites               []string         `yaml:"sites"`
+	Federation          string           `yaml:"federation"`
+	MinSites            int              `yaml:"min_sites"`
+	RoundDeadline       string           `yaml:"round_deadline"`
+	SiteActivityTimeout string           `yaml:"site_activity_timeout"`
+	TrainHeartbeat      string           `yaml:"train_heartbeat"`
+	ContinueAsNewEvery  int              `yaml:"continue_as_new_every"`
+	Bucket              string           `yaml:"bucket"`
+	DescriptorRows      map[string][]int `yaml:"descriptor_rows"`
+	Hyperparameters     map[string]any   `yaml:"hyperparameters"`
+}
+
+// readCampaignFile decodes path strictly; errors name the file, the line
+// and the field.
+func readCampaignFile(path string) (campaignFile, error) {
+	var cf campaignFile
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return cf, inputErrorf("campaign file: %v", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cf); err != nil {
+		msg := strings.ReplaceAll(strings.TrimPrefix(err.Error(), "yaml: "), "\n ", "")
+		msg = strings.ReplaceAll(msg, "in type main.campaignFile", "")
+		return cf, inputErrorf("campaign file %s: %s", path, strings.TrimSpace(msg))
+	}
+	return cf, nil
+}
+
+// specOptions are the flag values that build or override a spec.
+type specOptions struct {
+	campaign       string
+	method         string
+	preset         string
+	rounds         int
+	seed           uint64
+	minSites       int
+	roundDeadline  time.Duration
+	bucket         string
+	descriptorRows string   // JSON file: site → row indices
+	set            []string // key=value hyper-parameter overrides
+	given          map[string]bool // flags the user set explicitly
+}
+
+// presetHyperparameters returns the method's hyper-parameters under preset,
+// taken from simulate.Preset so the pipeline runs what the in-memory
+// reference runs.
+func presetHyperparameters(preset, method string) (pipeline.Hyperparameters, error) {
+	h := pipeline.DefaultHyperparameters()
+	cfg, err := simulate.Preset(preset, learn.Method(method))
+	if err != nil {
+		return h, err
+	}
+	h.Clusters = cfg.Server.M
+	h.Beta = cfg.Server.Beta
+	h.AnomalyThreshold = cfg.Server.Tau
+	h.DriftThreshold = cfg.Server.DriftThreshold
+	h.NSub = cfg.NSub
+	h.Descriptor = cfg.Descriptor
+	h.C = cfg.Site.C
+	h.MaxIter = cfg.Site.LBFGS.MaxIter
+	h.Tol = cfg.Site.LBFGS.GradTol
+	h.TrimFraction = cfg.Server.TrimFraction
+	h.Byzantine = cfg.Server.KrumF
+	h.Mu = cfg.Site.FedProx.Mu
+	h.Lambda = cfg.Site.PFedMe.Lambda
+	h.LRPersonal = cfg.Site.PFedMe.LRPersonal
+	h.LROuter = cfg.Site.PFedMe.LROuter
+	switch learn.Method(method) {
+	case learn.SCAFFOLD:
+		h.LR, h.Steps = cfg.Site.SCAFFOLD.LR, cfg.Site.SCAFFOLD.Steps
+	case learn.PFedMe:
+		h.Steps = cfg.Site.PFedMe.Steps
+	default:
+		h.LR, h.Steps = cfg.Site.FedProx.LR, cfg.Site.FedProx.Steps
+	}
+	return h, nil
+}
+
+// applyHyperparameters decodes overrides (JSON names of
+// pipeline.Hyperparameters) over h; an unknown name is an error naming it.
+func applyHyperparameters(h *pipeline.Hyperparameters, overrides map[string]any, where string) error {
+	if len(overrides) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(overrides)
+	if err != nil {
+		return inputErrorf("%s: %v", where, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(h); err != nil {
+		return inputErrorf("%s: %v", where, strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return nil
+}
+
+// parseSet turns ["beta=0", "clusters=1"] into a map of typed values.
+func parseSet(kvs []string) (map[string]any, error) {
+	m := map[string]any{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, inputErrorf("--set %q: want NAME=VALUE", kv)
+		}
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			m[k] = f
+		} else {
+			m[k] = v
+		}
+	}
+	return m, nil
+}
+
+// buildSpec assembles the spec from the campaign file (if any), then the
+// flags the user set, then the federation's sites; applies defaults and
+// validates, so that nothing starts from a bad spec.
+func buildSpec(cf *campaignFile, o specOptions, fed *federation) (pipeline.CampaignSpec, error) {
+	var s pipeline.CampaignSpec
+	var overrides map[string]any
+	if cf != nil {
+		s.Campaign, s.Method, s.Preset = cf.Campaign, cf.Method, cf.Preset
+		s.Rounds, s.Seed = 15, 42
+		if cf.Rounds != nil {
+			s.Rounds = *cf.Rounds
+		}
+		if cf.Seed != nil {
+			s.Seed = *cf.Seed
+		}
+		for _, n := range cf.Sites {
+			s.Sites = append(s.Sites, pipeline.Site{Name: n})
+		}
+		s.MinSites, s.ContinueAsNewEvery, s.Bucket = cf.MinSites, cf.ContinueAsNewEvery, cf.Bucket
+		for _, d := range []struct {
+			field string
+			text  string
+			dst   *time.Duration
+		}{
+			{"round_deadline", cf.RoundDeadline, &s.RoundDeadline},
+			{"site_activity_timeout", cf.SiteActivityTimeout, &s.SiteActivityTimeout},
+			{"train_heartbeat", cf.TrainHeartbeat, &s.TrainHeartbeat},
+		} {
+			if d.text == "" {
+				continue
+			}
+			v, err := time.ParseDuration(d.text)
+			if err != nil {
+				return s, inputErrorf("campaign file: %s = %q: not a duration (e.g. 30m, 90s)", d.field, d.text)
+			}
+			*d.dst = v
+		}
+		s.DescriptorRows = cf.DescriptorRows
+		overrides = cf.Hyperparameters
+	} else {
+		s.Rounds, s.Seed = o.rounds, o.seed
+	}
+	// Flags the user set win over the file.
+	if o.given["campaign"] || cf == nil {
+		s.Campaign = o.campaign
+	}
+	if o.given["method"] || cf == nil {
+		s.Method = o.method
+	}
+	if o.given["preset"] || s.Preset == "" {
+		s.Preset = o.preset
+	}
+	if o.given["rounds"] {
+		s.Rounds = o.rounds
+	}
+	if o.given["seed"] {
+		s.Seed = o.seed
+	}
+	if o.given["min-sites"] || cf == nil {
+		if o.minSites != 0 {
+			s.MinSites = o.minSites
+		}
+	}
+	if o.roundDeadline != 0 {
+		s.RoundDeadline = o.roundDeadline
+	}
+	if s.Bucket == "" || o.given["bucket"] {
+		s.Bucket = o.bucket
+	}
+	if o.descriptorRows != "" {
+		b, err := os.ReadFile(o.descriptorRows)
+		if err != nil {
+			return s, inputErrorf("--descriptor-rows: %v", err)
+		}
+		var rows map[string][]int
+		if err := json.Unmarshal(b, &rows); err != nil {
+			return s, inputErrorf("--descriptor-rows %s: want a JSON object site → [row indices]: %v", o.descriptorRows, err)
+		}
+		s.DescriptorRows = rows
+	}
+	if len(s.Sites) == 0 && fed != nil {
+		for _, n := range fed.Sites {
+			s.Sites = append(s.Sites, pipeline.Site{Name: n})
+		}
+	}
+	if s.Method == "" {
+		return s, inputErrorf("method: required (--method NAME or method: in the campaign file); want one of %v", pipeline.Methods)
+	}
+	if s.Preset == "" {
+		s.Preset = pipeline.PresetDefault
+	}
+	h, err := presetHyperparameters(s.Preset, s.Method)
+	if err != nil {
+		// Validate below names the bad method or preset.
+		h = pipeline.DefaultHyperparameters()
+	}
+	if err := applyHyperparameters(&h, overrides, "campaign file: hyperparameters"); err != nil {
+		return s, err
+	}
+	flagSet, err := parseSet(o.set)
+	if err != nil {
+		return s, err
+	}
+	if err := applyHyperparameters(&h, flagSet, "--set"); err != nil {
+		return s, err
+	}
+	s.Hyperparameters = h
+	if s.Campaign == "" {
+		s.Campaign = defaultCampaignName(s, fed)
+	}
+	s.CodeVersion = codeVersion()
+	s = s.WithDefaults()
+	if err := s.Validate(); err != nil {
+		if cf != nil {
+			return s, inputErrorf("campaign file: %v", err)
+		}
+		return s, inputErrorf("%v", err)
+	}
+	return s, nil
+}
+
+// defaultCampaignName is "<method>-<12 hex>", a hash of the spec (without
+// the code version) and of the federation's files: running the same thing
+// again re-attaches to the same durable campaign instead of starting a
+// second one, and anything that changes the result changes the name.
+func defaultCampaignName(s pipeline.CampaignSpec, fed *federation) string {
+	s.CodeVersion = ""
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n", s.WithDefaults().SpecHash())
+	if fed != nil {
+		fmt.Fprintf(h, "%s\n", fed.Hash)
+	}
+	return s.Method + "-" + hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// federation is a directory of <site>_train.csv / <site>_test.csv files.
+type federation struct {
+	Dir   string
+	Sites []string // in federation.json order when present, else natural order
+	Hash  string   // sha256 over the site files' names and bytes
+}
+
+// discoverFederation finds the sites of dir. The order matters (the paper
+// preset seeds sites by position), so federation.json's order wins, and
+// otherwise "site2" sorts before "site10".
+func discoverFederation(dir string) (*federation, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, inputErrorf("--federation %s: %v", dir, err)
+	}
+	matches, err := filepath.Glob(filepath.Join(abs, "*_train.csv"))
+	if err != nil || len(matches) == 0 {
+		return nil, inputErrorf("--federation %s: no <site>_train.csv files", dir)
+	}
+	present := map[string]bool{}
+	var sites []string
+	for _, m := range matches {
+		name := strings.TrimSuffix(filepath.Base(m), "_train.csv")
+		present[name] = true
+		sites = append(sites, name)
+	}
+	var man eval.FederationManifest
+	if b, err := os.ReadFile(filepath.Join(abs, eval.ManifestFile)); err == nil && json.Unmarshal(b, &man) == nil && len(man.Sites) == len(sites) {
+		ordered := make([]string, 0, len(sites))
+		for _, s := range man.Sites {
+			if present[s.Name] {
+				ordered = append(ordered, s.Name)
+			}
+		}
+		if len(ordered) == len(sites) {
+			sites = ordered
+		} else {
+			sortNatural(sites)
+		}
+	} else {
+		sortNatural(sites)
+	}
+	h := sha256.New()
+	for _, s := range sites {
+		for _, suffix := range []string{"_train.csv", "_test.csv"} {
+			b, err := os.ReadFile(filepath.Join(abs, s+suffix))
+			if err != nil {
+				return nil, inputErrorf("--federation %s: site %s: %v", dir, s, err)
+			}
+			sum := sha256.Sum256(b)
+			fmt.Fprintf(h, "%s%s %x\n", s, suffix, sum)
+		}
+	}
+	return &federation{Dir: abs, Sites: sites, Hash: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// sortNatural sorts names so that embedded numbers compare by value.
+func sortNatural(names []string) {
+	split := func(s string) (string, int, bool) {
+		i := len(s)
+		for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
+			i--
+		}
+		n, err := strconv.Atoi(s[i:])
+		return s[:i], n, err == nil
+	}
+	sort.SliceStable(names, func(a, b int) bool {
+		pa, na, oka := split(names[a])
+		pb, nb, okb := split(names[b])
+		if oka && okb && pa == pb {
+			return na < nb
+		}
+		return names[a] < names[b]
+	})
+}

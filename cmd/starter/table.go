@@ -1,0 +1,205 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ptopofl/ptopofl/pipeline"
+)
+
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// tableEntry is one row of the table: a method, possibly with overrides.
+type tableEntry struct {
+	label  string
+	method string
+	set    []string
+}
+
+// parseVariant parses "LABEL:METHOD:name=v,name=v" (an ablation such as
+// "ptopofl_M1:ptopofl:clusters=1").
+func parseVariant(v string) (tableEntry, error) {
+	parts := strings.SplitN(v, ":", 3)
+	if len(parts) < 2 || parts[0] == "" || parts[1] == "" {
+		return tableEntry{}, inputErrorf("--variant %q: want LABEL:METHOD[:NAME=VALUE,...]", v)
+	}
+	e := tableEntry{label: parts[0], method: parts[1]}
+	if len(parts) == 3 && parts[2] != "" {
+		e.set = strings.Split(parts[2], ",")
+	}
+	return e, nil
+}
+
+// runTable runs several methods as campaigns on one stack (concurrently,
+// --parallel at a time) and prints the results table: `make run`.
+func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("table", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f campaignFlags
+	f.register(fs)
+	methods := fs.String("methods", "ptopofl,fedavg,fedprox,scaffold,pfedme,local,median,trimmed-mean,krum", "comma-separated methods, one campaign each")
+	var variants stringList
+	fs.Var(&variants, "variant", "extra row LABEL:METHOD:NAME=VALUE,... (e.g. ptopofl_M1:ptopofl:clusters=1; repeatable)")
+	parallel := fs.Int("parallel", 3, "campaigns running at once")
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if f.spec.campaign != "" {
+		return inputErrorf("--campaign: table names each campaign itself")
+	}
+	cf, fed, err := f.prepare(fs, rest)
+	if err != nil {
+		return err
+	}
+	if *parallel < 1 {
+		return inputErrorf("--parallel %d: want >= 1", *parallel)
+	}
+	var entries []tableEntry
+	for _, m := range strings.Split(*methods, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			entries = append(entries, tableEntry{label: m, method: m})
+		}
+	}
+	for _, v := range variants {
+		e, err := parseVariant(v)
+		if err != nil {
+			return err
+		}
+		entries = append(entries, e)
+	}
+	if len(entries) == 0 {
+		return inputErrorf("--methods: at least one method")
+	}
+	// Every spec is built and validated before the stack starts.
+	var built []campaignJob
+	for _, en := range entries {
+		o := f.spec
+		o.method, o.given = en.method, maps.Clone(f.spec.given)
+		o.given["method"] = true
+		o.set = append(slices.Clone(f.spec.set), en.set...)
+		spec, err := buildSpec(cf, o, fed)
+		if err != nil {
+			return fmt.Errorf("%s: %w", en.label, err)
+		}
+		if fed != nil {
+			if err := checkSitesInFederation(spec, fed); err != nil {
+				return err
+			}
+		}
+		built = append(built, campaignJob{label: en.label, spec: spec})
+	}
+	quiet := f.conn.format == "json"
+	var progressOut io.Writer
+	if !quiet {
+		progressOut = stderr
+	}
+	start := time.Now()
+	e, err := f.conn.connect(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	if f.conn.local {
+		stop, err := startLocalWorkers(ctx, e, fed, built[0].spec.Sites, progressOut)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+
+	results := make([]campaignResult, len(built))
+	errs := make([]error, len(built))
+	sem := make(chan struct{}, *parallel)
+	var wg sync.WaitGroup
+	var mu sync.Mutex // serialises progress lines
+	for i, job := range built {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			var pw io.Writer
+			if progressOut != nil {
+				pw = lockedWriter{w: progressOut, mu: &mu}
+			}
+			r, err := executeCampaign(ctx, e, job.spec, pw, false)
+			r.Label = job.label
+			results[i], errs[i] = r, err
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	var failed []string
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v", built[i].label, err))
+		}
+	}
+	if quiet {
+		if err := json.NewEncoder(stdout).Encode(map[string]any{"results": results, "wall_seconds": wall.Seconds()}); err != nil {
+			return err
+		}
+	} else {
+		printTable(stdout, results, errs)
+		fmt.Fprintf(stdout, "\n%d campaigns in %.1fs\n", len(results), wall.Seconds())
+		printWhere(stdout, e, "<campaign>", "")
+		fmt.Fprintln(stdout, "campaigns  "+campaignNames(results))
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d campaigns failed:\n  %s", len(failed), len(results), strings.Join(failed, "\n  "))
+	}
+	return nil
+}
+
+type campaignJob struct {
+	label string
+	spec  pipeline.CampaignSpec
+}
+
+func campaignNames(rs []campaignResult) string {
+	var names []string
+	for _, r := range rs {
+		if r.Campaign != "" {
+			names = append(names, r.Campaign)
+		}
+	}
+	return strings.Join(names, " ")
+}
+
+func printTable(w io.Writer, rs []campaignResult, errs []error) {
+	fmt.Fprintf(w, "%-16s %9s %9s %6s  %-12s %s\n", "method", "final AUC", "accuracy", "conv", "flagged", "campaign")
+	for i, r := range rs {
+		if errs[i] != nil {
+			fmt.Fprintf(w, "%-16s %9s %9s %6s  %-12s failed: %v\n", r.Label, "-", "-", "-", "-", errs[i])
+			continue
+		}
+		flagged := strings.Join(r.Flagged, ",")
+		if flagged == "" {
+			flagged = "-"
+		}
+		fmt.Fprintf(w, "%-16s %9.4f %9.4f %6d  %-12s %s\n", r.Label, r.FinalAUC, r.FinalAcc, r.ConvRound, flagged, r.Campaign)
+	}
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

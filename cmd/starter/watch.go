@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"time"
+
+	"github.com/ptopofl/ptopofl/pipeline"
+)
+
+// runWatch prints a progress line per committed round (rounds done/total,
+// metrics, elapsed, ETA) until the campaign ends; with --format json, one
+// JSON object per line.
+func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var conn connFlags
+	conn.register(fs)
+	every := fs.Duration("every", time.Second, "polling interval")
+	campaign, err := oneCampaignArg(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := conn.check(); err != nil {
+		return err
+	}
+	e, err := conn.connect(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	var text io.Writer
+	if conn.format != "json" {
+		text = stdout
+	}
+	p := newProgress(campaign, text)
+	enc := json.NewEncoder(stdout)
+	for {
+		st, err := campaignStatus(ctx, e.client, campaign)
+		if err != nil {
+			return err
+		}
+		if l, changed := p.update(st); changed && text == nil {
+			if err := enc.Encode(l); err != nil {
+				return err
+			}
+		}
+		switch st.State {
+		case pipeline.StateDone, pipeline.StateStopped, pipeline.StateFailed, "terminated", "canceled", "timed_out":
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(*every):
+		}
+	}
+}
