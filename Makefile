@@ -4,7 +4,7 @@ GO       ?= go
 BIN      := bin
 export GOTOOLCHAIN := local
 
-.PHONY: all build run test test-short bench bench-tda lint fmt clean
+.PHONY: all build run test bench bench-tda bench-pipeline lint fmt clean
 
 all: build
 
@@ -20,15 +20,23 @@ test: build
 	$(GO) test -count=1 -timeout 25m ./...
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./tda/... ./aggregation/... ./eval/... ./learn/...
+	$(GO) test -run '^$$' -bench . -benchmem ./tda/... ./aggregation/... ./eval/... ./learn/... ./simulate/...
 
 # bench-tda times bin/tda against Debian's ripser on the same clouds.
 bench-tda: build
 	./scripts/bench-tda.sh
 
+# bench-pipeline measures per-round orchestration overhead on the local
+# stack and the wall time of the paper table through the pipeline.
+bench-pipeline: build
+	./scripts/bench-pipeline.sh
+
+# lint: formatting, vet, and Temporal's workflowcheck (determinism of the
+# workflow code; the analyser is built from tools/workflowcheck's own module).
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	./tools/workflowcheck/run.sh ./workflows/...
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
