@@ -1,0 +1,92 @@
+// Command devstack runs the local stack (an embedded Temporal server and an
+// embedded S3 server, both on 127.0.0.1) as a separate process, for
+// multi-process set-ups such as the crash tests:
+//
+//	devstack --data DIR [--temporal-port P] [--s3-port Q] [--namespace NS] [--bucket B]
+//
+// Once both servers are ready it prints one JSON line with the endpoints to
+// stdout and writes the same to DIR/endpoints.json. The S3 credentials are in
+// DIR/credentials.env (PTOPOFL_S3_ACCESS_KEY, PTOPOFL_S3_SECRET_KEY), never on
+// stdout. It runs until SIGINT or SIGTERM, then stops both servers and exits 0.
+//
+// Starting again with the same DIR resumes: workflows, histories and objects
+// persist. Fixed ports can be reused right after a kill -9. A fixed
+// --temporal-port P also uses P+1..P+3 for Temporal's internal services.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/ptopofl/ptopofl/internal/devstack"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	fs := flag.NewFlagSet("devstack", flag.ContinueOnError)
+	data := fs.String("data", "", "data directory (required); created if missing, resumed if it exists")
+	temporalPort := fs.Int("temporal-port", 0, "Temporal frontend port on 127.0.0.1 (0: a free port); P+1..P+3 are used too")
+	s3Port := fs.Int("s3-port", 0, "S3 port on 127.0.0.1 (0: a free port)")
+	namespace := fs.String("namespace", devstack.DefaultNamespace, "Temporal namespace to create")
+	bucket := fs.String("bucket", devstack.DefaultBucket, "S3 bucket to create")
+	readyTimeout := fs.Duration("ready-timeout", devstack.DefaultReadyTimeout, "how long each server may take to become ready")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: devstack --data DIR [--temporal-port P] [--s3-port Q] [--namespace NS] [--bucket B]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return 2
+	}
+	if *data == "" || fs.NArg() != 0 {
+		fs.Usage()
+		return 2
+	}
+	// Absolute before starting: the embedded S3 server changes the working
+	// directory.
+	dir, err := filepath.Abs(*data)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "devstack: --data %s: %v\n", *data, err)
+		return 1
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	t0 := time.Now()
+	stack, err := devstack.Start(ctx, devstack.Config{
+		Dir: dir, TemporalPort: *temporalPort, S3Port: *s3Port,
+		Namespace: *namespace, Bucket: *bucket, ReadyTimeout: *readyTimeout,
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "devstack: %v\n", err)
+		return 1
+	}
+	line, err := json.Marshal(stack.Endpoints())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "devstack: %v\n", err)
+		stack.Stop()
+		return 1
+	}
+	fmt.Println(string(line))
+	fmt.Fprintf(os.Stderr, "devstack: ready in %v; Temporal %s, S3 %s; credentials in %s; stop with Ctrl-C or SIGTERM\n",
+		time.Since(t0).Round(time.Millisecond), stack.Endpoints().Temporal, stack.Endpoints().S3URL, stack.Endpoints().CredentialsFile)
+
+	<-ctx.Done()
+	stop() // a second signal now kills the process the default way
+	fmt.Fprintln(os.Stderr, "devstack: stopping")
+	if err := stack.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "devstack: stop: %v\n", err)
+		return 1
+	}
+	return 0
+}

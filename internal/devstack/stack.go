@@ -1,0 +1,284 @@
+package devstack
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ptopofl/ptopofl/internal/s3local"
+	"github.com/ptopofl/ptopofl/store"
+)
+
+// DefaultBucket is the bucket the Stack creates when Config.Bucket is empty.
+const DefaultBucket = "ptopofl"
+
+// Files and directories inside the Stack's data directory.
+const (
+	EndpointsFile   = "endpoints.json"  // Endpoints as JSON, rewritten at every start
+	CredentialsFile = "credentials.env" // PTOPOFL_S3_ACCESS_KEY=…, PTOPOFL_S3_SECRET_KEY=… (mode 0600)
+	TemporalDir     = "temporal"        // temporal.db, temporal.log
+	S3Dir           = "s3"              // one directory per bucket
+	lockFile        = "devstack.lock"
+)
+
+// Config configures the local stack.
+type Config struct {
+	// Dir holds everything: the Temporal database and log, the S3 objects,
+	// the credentials file and endpoints.json. Created if missing. Starting
+	// again on the same Dir resumes. Required.
+	Dir string
+	// TemporalPort is the Temporal frontend port; zero picks a free one. A
+	// fixed port also uses the three ports after it (see TemporalConfig.Port).
+	TemporalPort int
+	// S3Port is the S3 port; zero picks a free one.
+	S3Port int
+	// Namespace is pre-created in Temporal; empty means DefaultNamespace.
+	Namespace string
+	// Bucket is created in S3; empty means DefaultBucket.
+	Bucket string
+	// ReadyTimeout bounds each server's readiness wait; zero means
+	// DefaultReadyTimeout.
+	ReadyTimeout time.Duration
+}
+
+// Endpoints tell clients where the stack is. Credentials are not in it: they
+// are in the file named by CredentialsFile, for clients that take them from
+// the environment.
+type Endpoints struct {
+	Temporal        string `json:"temporal"`  // host:port
+	Namespace       string `json:"namespace"` //
+	S3URL           string `json:"s3_url"`    // http://127.0.0.1:port
+	S3Region        string `json:"s3_region"` //
+	Bucket          string `json:"bucket"`    //
+	CredentialsFile string `json:"credentials_env_file"`
+	DataDir         string `json:"data_dir"`
+	TemporalLog     string `json:"temporal_log"`
+	PID             int    `json:"pid"`
+}
+
+// Stack is a running local stack: Temporal and S3 over one data directory.
+type Stack struct {
+	temporal  *Temporal
+	s3        *s3local.Server
+	ep        Endpoints
+	accessKey string
+	secretKey string
+	lock      *os.File
+}
+
+// Start starts S3 and Temporal, creates the bucket and the namespace if
+// missing, writes Dir/endpoints.json, and returns once both answer their
+// readiness checks.
+//
+// The embedded S3 server changes the process working directory to Dir/s3
+// (see package s3local); Stop restores it. Only one Stack can run per
+// process, and only one process per Dir (a lock file enforces it; the lock
+// dies with the process, so a kill -9 does not leave it behind).
+func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("devstack: Config.Dir is empty")
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("devstack: data dir %q: %w", cfg.Dir, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("devstack: create data dir: %w", err)
+	}
+	ns := cfg.Namespace
+	if ns == "" {
+		ns = DefaultNamespace
+	}
+	bucket := cfg.Bucket
+	if bucket == "" {
+		bucket = DefaultBucket
+	}
+	if cfg.S3Port < 0 || cfg.S3Port > 65535 {
+		return nil, fmt.Errorf("devstack: S3 port %d out of range", cfg.S3Port)
+	}
+
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	s = &Stack{lock: lock}
+	defer func() {
+		if err != nil {
+			s.Stop()
+		}
+	}()
+
+	credPath := filepath.Join(dir, CredentialsFile)
+	s.accessKey, s.secretKey, err = loadOrCreateCredentials(credPath)
+	if err != nil {
+		return nil, err
+	}
+
+	s3Addr := ""
+	if cfg.S3Port != 0 {
+		s3Addr = net.JoinHostPort(loopback, strconv.Itoa(cfg.S3Port))
+	}
+	s.s3, err = s3local.Start(ctx, s3local.Config{
+		Dir: filepath.Join(dir, S3Dir), Addr: s3Addr,
+		AccessKey: s.accessKey, SecretKey: s.secretKey, ReadyTimeout: cfg.ReadyTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("devstack: %w", err)
+	}
+	st, err := store.New(s.StoreConfig(bucket))
+	if err != nil {
+		return nil, fmt.Errorf("devstack: %w", err)
+	}
+	if err := st.EnsureBucket(ctx); err != nil {
+		return nil, fmt.Errorf("devstack: %w", err)
+	}
+
+	s.temporal, err = StartTemporal(ctx, TemporalConfig{
+		Dir: filepath.Join(dir, TemporalDir), Port: cfg.TemporalPort,
+		Namespaces: []string{ns}, ReadyTimeout: cfg.ReadyTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	s.ep = Endpoints{
+		Temporal: s.temporal.HostPort(), Namespace: ns,
+		S3URL: s.s3.URL(), S3Region: s3local.Region, Bucket: bucket,
+		CredentialsFile: credPath, DataDir: dir, TemporalLog: s.temporal.LogPath(),
+		PID: os.Getpid(),
+	}
+	if err := writeFileAtomic(filepath.Join(dir, EndpointsFile), mustJSON(s.ep), 0o644); err != nil {
+		return nil, fmt.Errorf("devstack: write %s: %w", EndpointsFile, err)
+	}
+	return s, nil
+}
+
+// Endpoints says where the running stack is.
+func (s *Stack) Endpoints() Endpoints { return s.ep }
+
+// Credentials are the S3 root credentials, also in Endpoints().CredentialsFile.
+func (s *Stack) Credentials() (accessKey, secretKey string) { return s.accessKey, s.secretKey }
+
+// StoreConfig is a store.Config for bucket on this stack's S3 server, with
+// credentials filled in. An empty bucket means the stack's bucket.
+func (s *Stack) StoreConfig(bucket string) store.Config {
+	if bucket == "" {
+		bucket = s.ep.Bucket
+	}
+	return store.Config{Endpoint: s.s3.URL(), Bucket: bucket, AccessKey: s.accessKey, SecretKey: s.secretKey, Region: s3local.Region}
+}
+
+// Stop stops Temporal, then S3, and releases the data directory. Safe to call
+// more than once.
+func (s *Stack) Stop() error {
+	var errs []error
+	if s.temporal != nil {
+		errs = append(errs, s.temporal.Stop())
+	}
+	if s.s3 != nil {
+		errs = append(errs, s.s3.Stop())
+	}
+	if s.lock != nil {
+		errs = append(errs, s.lock.Close()) // closing releases the flock
+		s.lock = nil
+	}
+	return errors.Join(errs...)
+}
+
+func lockDir(dir string) (*os.File, error) {
+	path := filepath.Join(dir, lockFile)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("devstack: lock file: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("devstack: data dir %s is in use by another devstack (lock %s): %w", dir, path, err)
+	}
+	return f, nil
+}
+
+// loadOrCreateCredentials reuses the keys of a previous run so that clients
+// holding them keep working across restarts, and makes new random ones on
+// the first run. The keys are not part of any result, so crypto/rand is fine.
+func loadOrCreateCredentials(path string) (access, secret string, err error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+			switch {
+			case !ok:
+			case k == store.EnvAccessKey:
+				access = v
+			case k == store.EnvSecretKey:
+				secret = v
+			}
+		}
+		if access == "" || secret == "" {
+			return "", "", fmt.Errorf("devstack: %s lacks %s or %s; delete it to make new credentials", path, store.EnvAccessKey, store.EnvSecretKey)
+		}
+		return access, secret, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", "", fmt.Errorf("devstack: read credentials: %w", err)
+	}
+	access, secret = "ptopofl-"+randomHex(6), randomHex(20)
+	content := fmt.Sprintf("# S3 credentials of the local stack. Load with: set -a; . %s; set +a\n%s=%s\n%s=%s\n",
+		path, store.EnvAccessKey, access, store.EnvSecretKey, secret)
+	if err := writeFileAtomic(path, []byte(content), 0o600); err != nil {
+		return "", "", fmt.Errorf("devstack: write credentials: %w", err)
+	}
+	return access, secret, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic("devstack: crypto/rand: " + err.Error())
+	}
+	return hex.EncodeToString(b)
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		panic("devstack: " + err.Error())
+	}
+	return append(b, '\n')
+}
+
+// writeFileAtomic writes via a temporary file and a rename, so a reader (or
+// a kill -9 mid-write) never sees a half-written file.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
