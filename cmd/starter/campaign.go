@@ -7,8 +7,8 @@ import (
 	"io"
 	"time"
 
-	"go.temporal.io/api/serviceerror"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/ptopofl/ptopofl/eval"
@@ -103,13 +103,13 @@ func waitCampaign(ctx context.Context, c client.Client, run client.WorkflowRun, 
 			t := time.NewTicker(time.Second)
 			defer t.Stop()
 			for {
+				if st, err := queryStatus(ctx, c, spec.Campaign); err == nil {
+					p.update(st)
+				}
 				select {
 				case <-done:
 					return
 				case <-t.C:
-				}
-				if st, err := queryStatus(ctx, c, spec.Campaign); err == nil {
-					p.update(st)
 				}
 			}
 		}()

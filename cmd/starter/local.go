@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,26 +18,21 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ptopofl/ptopofl/internal/devstack"
-	"github.com/ptopofl/ptopofl/internal/s3local"
 	"github.com/ptopofl/ptopofl/store"
 )
 
-// Files of the local stack's data directory.
-const (
-	stackFile       = "stack.json"      // where the stack serving this directory listens, and its pid
-	credentialsFile = "credentials.env" // the S3 root account, mode 0600
-	portsFile       = "ports.json"      // the ports chosen at first start, re-used on every restart
-)
+// portsFile keeps the ports chosen at the first start of a data directory,
+// re-used on every restart so that the Temporal server comes back where its
+// SQLite file and the workers of other processes expect it.
+const portsFile = "starter-ports.json"
 
-// localStack describes a running local stack.
+// localStack describes the local stack this command uses.
 type localStack struct {
-	Dir       string `json:"dir"`
-	PID       int    `json:"pid"`
-	Temporal  string `json:"temporal"`
-	S3        string `json:"s3"`
-	Namespace string `json:"namespace"`
-	Bucket    string `json:"bucket"`
-	ownedHere bool
+	Dir       string
+	Temporal  string
+	S3        string
+	Namespace string
+	Bucket    string
 }
 
 type localPorts struct {
@@ -47,10 +40,9 @@ type localPorts struct {
 	S3       int `json:"s3"`
 }
 
-// connectLocal attaches to the stack another starter serves over dir, or
-// starts one in this process. Ports are chosen once and kept in
-// ports.json, so a restart finds the Temporal server where its SQLite file
-// says it was.
+// connectLocal attaches to the stack another process (a starter or
+// cmd/devstack) serves over the data directory, or starts one in this
+// process with internal/devstack.
 func connectLocal(ctx context.Context, c *connFlags, stderr io.Writer) (*env, error) {
 	dir, err := filepath.Abs(c.dataDir)
 	if err != nil {
@@ -59,50 +51,32 @@ func connectLocal(ctx context.Context, c *connFlags, stderr io.Writer) (*env, er
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("--data-dir: %w", err)
 	}
-	ak, sk, err := localCredentials(dir)
-	if err != nil {
-		return nil, err
-	}
-	if ls, ok := liveStack(ctx, dir); ok {
+	if ep, ok := liveStack(ctx, dir); ok {
+		ak, sk, err := readCredentials(ep.CredentialsFile)
+		if err != nil {
+			return nil, err
+		}
+		ls := &localStack{Dir: dir, Temporal: ep.Temporal, S3: ep.S3URL, Namespace: ep.Namespace, Bucket: ep.Bucket}
 		return dialLocal(ctx, ls, ak, sk, nil)
 	}
-
 	ports, err := loadOrPickPorts(dir)
 	if err != nil {
 		return nil, err
 	}
-	ns := devstack.DefaultNamespace
 	start := time.Now()
-	// s3local changes the working directory (versitygw resolves buckets
-	// relative to it); every path this process uses is absolute by now.
-	s3, err := s3local.Start(ctx, s3local.Config{
-		Dir: filepath.Join(dir, "s3"), Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports.S3)),
-		AccessKey: ak, SecretKey: sk,
-	})
+	// The embedded S3 server changes the working directory; every path this
+	// process uses is absolute by now (federation, campaign file).
+	stack, err := devstack.Start(ctx, devstack.Config{Dir: dir, TemporalPort: ports.Temporal, S3Port: ports.S3, Bucket: c.bucket})
 	if err != nil {
-		return nil, fmt.Errorf("local stack: S3: %w", err)
+		return nil, fmt.Errorf("local stack over %s: %w", dir, err)
 	}
-	tmp, err := devstack.StartTemporal(ctx, devstack.TemporalConfig{
-		Dir: filepath.Join(dir, "temporal"), Port: ports.Temporal, Namespaces: []string{ns},
-	})
-	if err != nil {
-		s3.Stop()
-		return nil, fmt.Errorf("local stack: Temporal: %w", err)
-	}
-	ls := &localStack{Dir: dir, PID: os.Getpid(), Temporal: tmp.HostPort(), S3: s3.URL(), Namespace: ns, Bucket: defaultBucket, ownedHere: true}
-	stop := func() {
-		os.Remove(filepath.Join(dir, stackFile))
-		tmp.Stop()
-		s3.Stop()
-	}
-	if err := writeJSONFile(filepath.Join(dir, stackFile), ls, 0o644); err != nil {
-		stop()
-		return nil, err
-	}
+	ep := stack.Endpoints()
+	ak, sk := stack.Credentials()
 	if c.format != "json" {
-		fmt.Fprintf(stderr, "local stack up in %.1fs: Temporal %s, S3 %s, data %s\n", time.Since(start).Seconds(), ls.Temporal, ls.S3, dir)
+		fmt.Fprintf(stderr, "local stack up in %.1fs: Temporal %s, S3 %s, data %s\n", time.Since(start).Seconds(), ep.Temporal, ep.S3URL, dir)
 	}
-	return dialLocal(ctx, ls, ak, sk, stop)
+	ls := &localStack{Dir: dir, Temporal: ep.Temporal, S3: ep.S3URL, Namespace: ep.Namespace, Bucket: ep.Bucket}
+	return dialLocal(ctx, ls, ak, sk, func() { stack.Stop() })
 }
 
 func dialLocal(ctx context.Context, ls *localStack, ak, sk string, stop func()) (*env, error) {
@@ -131,63 +105,46 @@ func dialLocal(ctx context.Context, ls *localStack, ak, sk string, stop func()) 
 	return e, nil
 }
 
-// liveStack returns the stack another process serves over dir, if its
-// process is alive and its Temporal answers.
-func liveStack(ctx context.Context, dir string) (*localStack, bool) {
-	var ls localStack
-	b, err := os.ReadFile(filepath.Join(dir, stackFile))
-	if err != nil || json.Unmarshal(b, &ls) != nil || ls.PID <= 0 || ls.PID == os.Getpid() {
-		return nil, false
+// liveStack returns the endpoints of the stack another process serves over
+// dir, if that process is alive and its Temporal answers.
+func liveStack(ctx context.Context, dir string) (devstack.Endpoints, bool) {
+	var ep devstack.Endpoints
+	b, err := os.ReadFile(filepath.Join(dir, devstack.EndpointsFile))
+	if err != nil || json.Unmarshal(b, &ep) != nil || ep.PID <= 0 || ep.PID == os.Getpid() {
+		return ep, false
 	}
-	if syscall.Kill(ls.PID, 0) != nil {
-		return nil, false // stale file of a killed starter
+	if syscall.Kill(ep.PID, 0) != nil {
+		return ep, false // left by a process that is gone
 	}
-	if devstack.WaitTemporal(ctx, ls.Temporal, ls.Namespace, 5*time.Second) != nil {
-		return nil, false
+	if devstack.WaitTemporal(ctx, ep.Temporal, ep.Namespace, 5*time.Second) != nil {
+		return ep, false
 	}
-	return &ls, true
+	return ep, true
 }
 
-// localCredentials returns the local S3 root account, creating it on first
-// use. The file is the only place it is written; `source` it to use the
-// stack from other tools.
-func localCredentials(dir string) (ak, sk string, err error) {
-	path := filepath.Join(dir, credentialsFile)
+// readCredentials reads the S3 root account from the stack's credentials
+// file (KEY=VALUE lines, optionally prefixed by "export ").
+func readCredentials(path string) (ak, sk string, err error) {
 	f, err := os.Open(path)
-	if err == nil {
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			k, v, _ := strings.Cut(strings.TrimPrefix(sc.Text(), "export "), "=")
-			switch k {
-			case store.EnvAccessKey:
-				ak = v
-			case store.EnvSecretKey:
-				sk = v
-			}
-		}
-		if ak == "" || sk == "" {
-			return "", "", fmt.Errorf("local stack: %s lacks %s or %s", path, store.EnvAccessKey, store.EnvSecretKey)
-		}
-		return ak, sk, nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
+	if err != nil {
 		return "", "", fmt.Errorf("local stack: %w", err)
 	}
-	ak, sk = "ptopofl"+randomHex(4), randomHex(20)
-	body := fmt.Sprintf("export %s=%s\nexport %s=%s\n", store.EnvAccessKey, ak, store.EnvSecretKey, sk)
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-		return "", "", fmt.Errorf("local stack: write %s: %w", path, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(sc.Text()), "export "), "=")
+		v = strings.Trim(v, `"'`)
+		switch k {
+		case store.EnvAccessKey:
+			ak = v
+		case store.EnvSecretKey:
+			sk = v
+		}
+	}
+	if ak == "" || sk == "" {
+		return "", "", fmt.Errorf("local stack: %s lacks %s or %s", path, store.EnvAccessKey, store.EnvSecretKey)
 	}
 	return ak, sk, nil
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic("starter: crypto/rand: " + err.Error())
-	}
-	return hex.EncodeToString(b)
 }
 
 func loadOrPickPorts(dir string) (localPorts, error) {

@@ -85,8 +85,8 @@ type specOptions struct {
 	minSites       int
 	roundDeadline  time.Duration
 	bucket         string
-	descriptorRows string   // JSON file: site → row indices
-	set            []string // key=value hyper-parameter overrides
+	descriptorRows string          // JSON file: site → row indices
+	set            []string        // key=value hyper-parameter overrides
 	given          map[string]bool // flags the user set explicitly
 }
 

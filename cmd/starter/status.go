@@ -46,7 +46,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "running    round %d\n", st.CurrentRound)
 	}
 	if st.LastMetrics != nil {
-		fmt.Fprintf(stdout, "last round %d: auc %.4f acc %.4f over %d sites\n", st.LastMetrics.Round, st.LastMetrics.AUC, st.LastMetrics.Accuracy, st.LastMetrics.Sites)
+		fmt.Fprintf(stdout, "last round %d: auc %.4f acc %.4f\n", st.LastMetrics.Round, st.LastMetrics.AUC, st.LastMetrics.Accuracy)
 	}
 	for _, d := range st.LastDropped {
 		fmt.Fprintf(stdout, "dropped    %s in %s: %s %s\n", d.Site, d.Phase, d.Reason, d.Error)
