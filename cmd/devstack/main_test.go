@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/ptopofl/ptopofl/internal/devstack"
+)
+
+// TestKillAndRestart runs the built binary, kills it with SIGKILL while a
+// workflow is open, restarts it on the same directory and ports, and checks
+// the workflow is still there; then stops it with SIGTERM and expects exit 0.
+func TestKillAndRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the devstack binary")
+	}
+	bin := filepath.Join(t.TempDir(), "devstack")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		t.Fatalf("go build: %v", err)
+	}
+	dir := filepath.Join(t.TempDir(), "stack")
+	tport, sport := freePortRun(t, 4), freePortRun(t, 1)
+	args := []string{"--data", dir, "--temporal-port", strconv.Itoa(tport), "--s3-port", strconv.Itoa(sport)}
+
+	cmd, ep, took := startDevstack(t, bin, args)
+	t.Logf("first start ready in %v: %+v", took, ep)
+	var onDisk devstack.Endpoints
+	if b, err := os.ReadFile(filepath.Join(dir, devstack.EndpointsFile)); err != nil || json.Unmarshal(b, &onDisk) != nil || onDisk != ep {
+		t.Errorf("endpoints.json %+v (err %v), stdout %+v", onDisk, err, ep)
+	}
+	if fi, err := os.Stat(ep.CredentialsFile); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("credentials file: %v %v", fi, err)
+	}
+
+	ctx := context.Background()
+	c, err := client.Dial(client.Options{HostPort: ep.Temporal, Namespace: ep.Namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "crash-check", TaskQueue: "nobody-polls"}, "NoSuchWorkflow")
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	cmd.Wait()
+
+	cmd, ep2, took := startDevstack(t, bin, args)
+	t.Logf("restart after kill -9 ready in %v", took)
+	if ep2.Temporal != ep.Temporal || ep2.S3URL != ep.S3URL {
+		t.Errorf("endpoints changed across restart: %+v vs %+v", ep2, ep)
+	}
+	c, err = client.Dial(client.Options{HostPort: ep2.Temporal, Namespace: ep2.Namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := c.DescribeWorkflowExecution(ctx, "crash-check", run.GetRunID())
+	c.Close()
+	if err != nil {
+		t.Fatalf("workflow after kill -9 and restart: %v", err)
+	}
+	if s := desc.WorkflowExecutionInfo.Status; s != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		t.Errorf("status %v, want RUNNING", s)
+	}
+
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("exit after SIGTERM: %v, want status 0", err)
+		}
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Error("no exit within 60s of SIGTERM")
+	}
+}
+
+func startDevstack(t *testing.T, bin string, args []string) (*exec.Cmd, devstack.Endpoints, time.Duration) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var ep devstack.Endpoints
+	select {
+	case line, ok := <-lines:
+		if !ok {
+			t.Fatal("devstack exited without printing its endpoints")
+		}
+		if err := json.Unmarshal([]byte(line), &ep); err != nil {
+			t.Fatalf("stdout line %q: %v", line, err)
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatal("devstack not ready within 3 minutes")
+	}
+	return cmd, ep, time.Since(t0)
+}
+
+func freePortRun(t *testing.T, n int) int {
+	t.Helper()
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		ok := p+n-1 <= 65535
+		for i := 1; ok && i < n; i++ {
+			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p+i)))
+			if err != nil {
+				ok = false
+				break
+			}
+			l.Close()
+		}
+		if ok {
+			return p
+		}
+	}
+	t.Fatalf("no run of %d free ports", n)
+	return 0
+}
