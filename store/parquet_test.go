@@ -194,3 +194,18 @@ func TestDecodeRejectsWrongSchema(t *testing.T) {
 		t.Error("DecodeMetrics(garbage) = nil error")
 	}
 }
+
+func BenchmarkEncodeDecodeDescriptor(b *testing.B) {
+	d := testDescriptor()
+	d.H0 = make([]Pair, 200)
+	d.H1 = make([]Pair, 50)
+	for b.Loop() {
+		buf, err := EncodeDescriptor(d)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := DecodeDescriptor(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/minio/minio-go/v7"
 )
 
 func TestPutGet(t *testing.T) {
@@ -143,5 +145,33 @@ func TestConfigErrors(t *testing.T) {
 	t.Setenv(EnvSecretKey, "x")
 	if _, _, err := CredentialsFromEnv(); err == nil || !strings.Contains(err.Error(), EnvAccessKey) {
 		t.Errorf("CredentialsFromEnv: %v", err)
+	}
+}
+
+// TestServerHonoursIfNoneMatch checks the premise of PutIfAbsentOrSame's
+// atomicity: the server refuses a conditional PUT over an existing object.
+func TestServerHonoursIfNoneMatch(t *testing.T) {
+	ctx := context.Background()
+	ref := testStore.Ref("campaigns/cond/x.json", []byte("{}"))
+	if err := testStore.put(ctx, ref, []byte("{}"), true); err != nil {
+		t.Fatal(err)
+	}
+	err := testStore.put(ctx, ref, []byte("{}"), true)
+	if code := minio.ToErrorResponse(errors.Unwrap(err)).Code; code != "PreconditionFailed" {
+		t.Errorf("second conditional put: err %v (code %q), want PreconditionFailed", err, code)
+	}
+}
+
+func BenchmarkPutGetModel(b *testing.B) {
+	ctx := context.Background()
+	m := ModelRecord{Campaign: "bench", Site: "s", Kind: KindModel, Params: make([]float64, 64)}
+	for b.Loop() {
+		ref, err := testStore.PutModel(ctx, m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := testStore.GetModel(ctx, ref); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
