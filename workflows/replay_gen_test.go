@@ -1,0 +1,126 @@
+//go:build genhistory
+
+package workflows
+
+// Regenerates the golden histories in testdata/ from a real run on the
+// embedded Temporal server of internal/devstack, with the fake federation as
+// activities on the real task queues (one worker per site queue):
+//
+//	go test -tags genhistory -run TestGenerateGoldenHistory ./workflows/
+//
+// Run it only when a deliberate, versioned change to the workflows makes the
+// old histories obsolete; otherwise TestReplayGoldenHistories must keep
+// passing against the histories already committed. The tag keeps the
+// Temporal server (a 200 MB link) out of the ordinary test binary.
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ptopofl/ptopofl/internal/devstack"
+	"github.com/ptopofl/ptopofl/pipeline"
+)
+
+func TestGenerateGoldenHistory(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	srv, err := devstack.StartTemporal(ctx, devstack.TemporalConfig{Dir: t.TempDir()})
+	require.NoError(t, err)
+	defer srv.Stop()
+	c, err := client.Dial(client.Options{HostPort: srv.HostPort(), Namespace: devstack.DefaultNamespace})
+	require.NoError(t, err)
+	defer c.Close()
+
+	spec := replaySpec()
+	fed := newFakeFederation()
+	fed.bad["c1"] = true // a dropped site in the history
+
+	server := worker.New(c, pipeline.ServerTaskQueue, worker.Options{})
+	server.RegisterWorkflowWithOptions(CampaignWorkflow, workflow.RegisterOptions{Name: pipeline.CampaignWorkflowName})
+	server.RegisterWorkflowWithOptions(RoundWorkflow, workflow.RegisterOptions{Name: pipeline.RoundWorkflowName})
+	server.RegisterActivityWithOptions(fed.ClusterSites, activity.RegisterOptions{Name: pipeline.ActivityClusterSites})
+	server.RegisterActivityWithOptions(fed.Aggregate, activity.RegisterOptions{Name: pipeline.ActivityAggregate})
+	server.RegisterActivityWithOptions(fed.CommitRound, activity.RegisterOptions{Name: pipeline.ActivityCommitRound})
+	require.NoError(t, server.Start())
+	defer server.Stop()
+	for _, site := range spec.SiteNames() {
+		w := worker.New(c, pipeline.SiteTaskQueue(site), worker.Options{})
+		w.RegisterActivityWithOptions(fed.ComputeDescriptor, activity.RegisterOptions{Name: pipeline.ActivityComputeDescriptor})
+		w.RegisterActivityWithOptions(fed.TrainLocal, activity.RegisterOptions{Name: pipeline.ActivityTrainLocal})
+		w.RegisterActivityWithOptions(fed.Evaluate, activity.RegisterOptions{Name: pipeline.ActivityEvaluate})
+		require.NoError(t, w.Start())
+		defer w.Stop()
+	}
+
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: spec.Campaign, TaskQueue: pipeline.ServerTaskQueue,
+	}, pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: spec})
+	require.NoError(t, err)
+
+	// Pause at once, check the status, then resume: the history then holds
+	// accepted updates and a paused wait.
+	update := func(name string) (pipeline.CampaignStatus, error) {
+		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+			WorkflowID: spec.Campaign, RunID: run.GetRunID(), UpdateName: name,
+			Args: []any{pipeline.ControlInput{Reason: "golden"}}, WaitForStage: client.WorkflowUpdateStageCompleted,
+		})
+		if err != nil {
+			return pipeline.CampaignStatus{}, err
+		}
+		var st pipeline.CampaignStatus
+		// A rejected update returns its error here, not from UpdateWorkflow.
+		return st, h.Get(ctx, &st)
+	}
+	st, err := update(pipeline.UpdatePause)
+	require.NoError(t, err)
+	require.Equal(t, pipeline.StatePaused, st.State)
+	_, err = update(pipeline.UpdatePause)
+	require.ErrorContains(t, err, "already paused")
+	require.Eventually(t, func() bool {
+		v, err := c.QueryWorkflow(ctx, spec.Campaign, run.GetRunID(), pipeline.QueryStatus)
+		if err != nil {
+			return false
+		}
+		var st pipeline.CampaignStatus
+		if err := v.Get(&st); err != nil {
+			return false
+		}
+		// Paused between rounds (before round 1 when the update reached the
+		// workflow with its first task).
+		return st.State == pipeline.StatePaused && st.CurrentRound == 0
+	}, time.Minute, 500*time.Millisecond)
+	_, err = update(pipeline.UpdateResume)
+	require.NoError(t, err)
+
+	var out pipeline.CampaignWorkflowOutput
+	require.NoError(t, run.Get(ctx, &out))
+	require.Equal(t, pipeline.StateDone, out.State)
+	require.Equal(t, spec.Rounds, out.RoundsDone)
+
+	write := func(id, runID, file string) {
+		it := c.GetWorkflowHistory(ctx, id, runID, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		var events historyEvents
+		for it.HasNext() {
+			e, err := it.Next()
+			require.NoError(t, err)
+			events = append(events, e)
+		}
+		b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(events.history())
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join("testdata", file), append(b, '\n'), 0o644))
+		t.Logf("wrote testdata/%s: %d events", file, len(events))
+	}
+	write(spec.Campaign, run.GetRunID(), campaignHistoryFile)
+	write(pipeline.RoundWorkflowID(spec.Campaign, 1), "", roundHistoryFile)
+}

@@ -1,0 +1,79 @@
+package workflows
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ptopofl/ptopofl/pipeline"
+)
+
+// Golden histories, recorded from a real run on the embedded Temporal server
+// (see replay_gen_test.go): a 2-round campaign on 3 sites where c1 fails
+// with BadSiteData every round, paused and resumed through updates; and the
+// history of its round 1.
+const (
+	campaignHistoryFile = "campaign_history.json"
+	roundHistoryFile    = "round_history.json"
+)
+
+// replaySpec is the campaign of the golden histories. Changing it changes
+// nothing in the replay (the input is read from the history); it is here so
+// the generator and the test agree on the workflow IDs.
+func replaySpec() pipeline.CampaignSpec {
+	return pipeline.CampaignSpec{
+		Campaign: "golden-replay", Method: pipeline.MethodPTopoFL, Rounds: 2, Seed: 42,
+		Sites:         []pipeline.Site{{Name: "c0"}, {Name: "c1"}, {Name: "c2"}},
+		MinSites:      2,
+		RoundDeadline: time.Minute, SiteActivityTimeout: 30 * time.Second,
+		Bucket: "ptopofl", CodeVersion: "golden",
+	}
+}
+
+type historyEvents []*historypb.HistoryEvent
+
+func (e historyEvents) history() *historypb.History { return &historypb.History{Events: e} }
+
+// TestReplayGoldenHistories replays recorded histories against the current
+// workflow code. A failure means a change to the workflows is not
+// replay-safe: running campaigns would break on upgrade. Make such changes
+// behind workflow.GetVersion, or regenerate the histories on purpose.
+func TestReplayGoldenHistories(t *testing.T) {
+	for _, tc := range []struct {
+		file       string
+		workflowID string
+	}{
+		{campaignHistoryFile, replaySpec().Campaign},
+		{roundHistoryFile, pipeline.RoundWorkflowID(replaySpec().Campaign, 1)},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			path := filepath.Join("testdata", tc.file)
+			f, err := os.Open(path)
+			if os.IsNotExist(err) {
+				t.Skipf("%s missing: generate it with go test -tags genhistory -run TestGenerateGoldenHistory ./workflows/", path)
+			}
+			require.NoError(t, err)
+			defer f.Close()
+			hist, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+			require.NoError(t, err)
+
+			r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{})
+			require.NoError(t, err)
+			r.RegisterWorkflowWithOptions(CampaignWorkflow, workflow.RegisterOptions{Name: pipeline.CampaignWorkflowName})
+			r.RegisterWorkflowWithOptions(RoundWorkflow, workflow.RegisterOptions{Name: pipeline.RoundWorkflowName})
+			// The original workflow ID: the replayer otherwise invents one, and
+			// any ID the code derives from it would not match the history.
+			err = r.ReplayWorkflowHistoryWithOptions(nil, hist, worker.ReplayWorkflowHistoryOptions{
+				OriginalExecution: workflow.Execution{ID: tc.workflowID},
+			})
+			require.NoError(t, err)
+		})
+	}
+}
