@@ -21,6 +21,10 @@ import (
 type fakeFederation struct {
 	bucket string
 	bad    map[string]bool // sites whose training fails with BadSiteData
+	// badDescriptor[site] = round: the site's descriptor fails in that round only.
+	badDescriptor map[string]int
+	// recheck[round]: ClusterSites asks the next round for fresh descriptors.
+	recheck map[int]bool
 
 	mu        sync.Mutex // the test environment runs activities on their own goroutines
 	manifests []pipeline.RoundManifest
@@ -28,7 +32,8 @@ type fakeFederation struct {
 }
 
 func newFakeFederation() *fakeFederation {
-	return &fakeFederation{bucket: "ptopofl", bad: map[string]bool{}, calls: map[string]int{}}
+	return &fakeFederation{bucket: "ptopofl", bad: map[string]bool{}, badDescriptor: map[string]int{},
+		recheck: map[int]bool{}, calls: map[string]int{}}
 }
 
 func (f *fakeFederation) count(name string) {
@@ -56,6 +61,9 @@ func fakeRef(bucket, key string) pipeline.ArtifactRef {
 
 func (f *fakeFederation) ComputeDescriptor(ctx context.Context, in pipeline.ComputeDescriptorInput) (pipeline.ComputeDescriptorOutput, error) {
 	f.count(pipeline.ActivityComputeDescriptor)
+	if r, ok := f.badDescriptor[in.Site]; ok && r == in.Round {
+		return pipeline.ComputeDescriptorOutput{}, pipeline.NewBadSiteDataError(in.Site, in.Site+"_train.csv", 0, "empty file")
+	}
 	return pipeline.ComputeDescriptorOutput{
 		Descriptor: fakeRef(in.Bucket, pipeline.DescriptorKey(in.Campaign, in.Round, in.Site)),
 		NumTrain:   100 + in.SiteIndex,
@@ -85,7 +93,10 @@ func (f *fakeFederation) Evaluate(ctx context.Context, in pipeline.EvaluateInput
 
 func (f *fakeFederation) ClusterSites(ctx context.Context, in pipeline.ClusterSitesInput) (pipeline.ClusterSitesOutput, error) {
 	f.count(pipeline.ActivityClusterSites)
-	out := pipeline.ClusterSitesOutput{Clustering: fakeRef(in.Bucket, pipeline.RoundPrefix(in.Campaign, in.Round)+"clustering.json")}
+	out := pipeline.ClusterSitesOutput{
+		Clustering:         fakeRef(in.Bucket, pipeline.RoundPrefix(in.Campaign, in.Round)+"clustering.json"),
+		RecheckDescriptors: f.recheck[in.Round],
+	}
 	for i, d := range in.Descriptors {
 		out.Sites = append(out.Sites, pipeline.SiteCluster{Site: d.Site, Cluster: i % 2, Trust: 1, Flagged: i == 1})
 	}

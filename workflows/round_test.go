@@ -1,0 +1,93 @@
+package workflows
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/converter"
+
+	"github.com/ptopofl/ptopofl/pipeline"
+)
+
+func (s *CampaignSuite) Test_DriftCheckAsksForFreshDescriptors() {
+	s.fed.recheck[1] = true // round 1's drift check wants to look again
+	s.mockAll()
+	_, err := s.run(pipeline.CampaignWorkflowInput{Spec: testSpec(3)})
+	s.Require().NoError(err)
+	s.Equal(6, s.fed.callCount(pipeline.ActivityComputeDescriptor), "rounds 1 and 2, three sites each")
+	s.Equal(2, s.fed.callCount(pipeline.ActivityClusterSites))
+	ms := s.fed.committed()
+	s.Equal([]bool{true, true, false}, []bool{ms[0].DescriptorsRecomputed, ms[1].DescriptorsRecomputed, ms[2].DescriptorsRecomputed})
+}
+
+func (s *CampaignSuite) Test_SiteWithoutDescriptorIsAskedAgainNextRound() {
+	s.fed.badDescriptor["c2"] = 1
+	s.mockAll()
+	_, err := s.run(pipeline.CampaignWorkflowInput{Spec: testSpec(3)})
+	s.Require().NoError(err)
+	ms := s.fed.committed()
+	s.Require().Len(ms, 3)
+	s.Equal([]pipeline.SiteDrop{{Site: "c2", Phase: pipeline.PhaseDescriptor, Reason: pipeline.DropBadSiteData,
+		Error: "site c2: c2_train.csv: empty file"}}, ms[0].Dropped)
+	s.Equal([]string{"c0", "c1"}, ms[0].Participants)
+	// Round 2 computes only c2's descriptor and re-clusters with all three.
+	s.Equal(4, s.fed.callCount(pipeline.ActivityComputeDescriptor))
+	s.Equal(2, s.fed.callCount(pipeline.ActivityClusterSites))
+	s.Equal([]string{"c0", "c1", "c2"}, ms[1].Participants)
+	s.Len(ms[1].Clusters, 3)
+	s.False(ms[2].DescriptorsRecomputed)
+}
+
+// Test_PayloadsStayFarBelowTheLimit: a payload over 2 MiB fails the
+// workflow. The largest payloads are the round's input (spec + carry), its
+// output and the manifest handed to CommitRound; at 200 sites, with every
+// per-site reference filled and 80 descriptor rows per site, each must stay
+// well under the limit.
+func (s *CampaignSuite) Test_PayloadsStayFarBelowTheLimit() {
+	const sites = 200
+	spec := testSpec(200)
+	spec.Sites = nil
+	spec.DescriptorRows = map[string][]int{}
+	var refs []pipeline.SiteArtifact
+	var clusters []pipeline.SiteCluster
+	m := pipeline.RoundManifest{Campaign: spec.Campaign, Round: 199}
+	for i := 0; i < sites; i++ {
+		name := fmt.Sprintf("hospital-%03d", i)
+		spec.Sites = append(spec.Sites, pipeline.Site{Name: name})
+		rows := make([]int, 80)
+		for j := range rows {
+			rows[j] = 1000 + j
+		}
+		spec.DescriptorRows[name] = rows
+		ref := fakeRef("ptopofl", pipeline.ModelKey(spec.Campaign, 199, name))
+		refs = append(refs, pipeline.SiteArtifact{Site: name, Ref: ref})
+		clusters = append(clusters, pipeline.SiteCluster{Site: name, Cluster: i % 3, Trust: 0.9, Drift: 0.1})
+		for _, role := range []string{pipeline.RoleDescriptor, pipeline.RoleStartModel, pipeline.RoleSiteState} {
+			m.Inputs = append(m.Inputs, pipeline.ArtifactRecord{Role: role, Site: name, Ref: ref})
+		}
+		for _, role := range []string{pipeline.RoleLocalModel, pipeline.RoleControl, pipeline.RoleSiteState, pipeline.RoleSiteModel} {
+			m.Outputs = append(m.Outputs, pipeline.ArtifactRecord{Role: role, Site: name, Ref: ref})
+		}
+		m.Seeds = append(m.Seeds, pipeline.SeedRecord{Site: name, Purpose: pipeline.PurposeTrain, Seed: 1 << 63})
+		m.Metrics = append(m.Metrics, pipeline.SiteMetrics{Site: name, AUC: 0.8123456789, Accuracy: 0.7123456789, NumTrain: 250, NumTest: 60})
+	}
+	carry := pipeline.RoundCarry{
+		Descriptors: refs, ClusterDescriptors: refs, Models: refs, SiteStates: refs, Clusters: clusters,
+	}
+	curve := make([]float64, 200)
+	for i := range curve {
+		curve[i] = 0.8123456789012345
+	}
+	dc := converter.GetDefaultDataConverter()
+	for name, v := range map[string]any{
+		"RoundWorkflowInput":    pipeline.RoundWorkflowInput{Spec: spec.WithDefaults(), Round: 199, Carry: carry},
+		"RoundWorkflowOutput":   pipeline.RoundWorkflowOutput{Carry: carry},
+		"CommitRoundInput":      pipeline.CommitRoundInput{Manifest: m},
+		"CampaignWorkflowInput": pipeline.CampaignWorkflowInput{Spec: spec, State: &pipeline.CampaignState{Carry: carry, AUCCurve: curve, AccCurve: curve}},
+	} {
+		p, err := dc.ToPayload(v)
+		s.Require().NoError(err)
+		size := len(p.GetData())
+		s.T().Logf("%s at %d sites: %d KiB", name, sites, size/1024)
+		s.Less(size, 512<<10, "%s must stay far below the 2 MiB payload limit", name)
+	}
+}
