@@ -1,0 +1,185 @@
+// Command worker runs one ptopofl Temporal worker: the server worker
+// (workflows and server activities) or one site's worker (that site's
+// activities, reading only its own data directory).
+//
+//	worker --role server --temporal HOST:PORT --namespace NS --s3 URL --bucket B
+//	worker --role site --site NAME --data PATH --temporal HOST:PORT --s3 URL --bucket B
+//
+// Every connection flag can come from the environment instead
+// (PTOPOFL_TEMPORAL, PTOPOFL_NAMESPACE, PTOPOFL_S3, PTOPOFL_BUCKET); S3
+// credentials come only from the environment (PTOPOFL_S3_ACCESS_KEY,
+// PTOPOFL_S3_SECRET_KEY), never from flags, so they stay out of process
+// listings. SIGINT or SIGTERM stops the worker cleanly: in-flight
+// activities finish or are retried elsewhere. Wiring only.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/ptopofl/ptopofl/dataset"
+	"github.com/ptopofl/ptopofl/internal/workers"
+	"github.com/ptopofl/ptopofl/store"
+)
+
+type config struct {
+	role, site, data, label           string
+	temporal, namespace               string
+	tlsCA, tlsCert, tlsKey, tlsServer string
+	s3, bucket, s3CA                  string
+	s3Insecure                        bool
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.role, "role", "", `"server" or "site"`)
+	fs.StringVar(&c.site, "site", "", "site name (role site)")
+	fs.StringVar(&c.data, "data", "", "the site's data directory: <site>_train.csv|parquet and <site>_test.* , or train.* and test.* (role site)")
+	fs.StringVar(&c.label, "label", dataset.DefaultLabelColumn, "name of the label column in the site's data")
+	fs.StringVar(&c.temporal, "temporal", envOr("PTOPOFL_TEMPORAL", "127.0.0.1:7233"), "Temporal frontend host:port (env PTOPOFL_TEMPORAL)")
+	fs.StringVar(&c.namespace, "namespace", envOr("PTOPOFL_NAMESPACE", "default"), "Temporal namespace (env PTOPOFL_NAMESPACE)")
+	fs.StringVar(&c.tlsCA, "temporal-tls-ca", os.Getenv("PTOPOFL_TEMPORAL_TLS_CA"), "PEM CA bundle to verify the Temporal frontend; enables TLS")
+	fs.StringVar(&c.tlsCert, "temporal-tls-cert", os.Getenv("PTOPOFL_TEMPORAL_TLS_CERT"), "PEM client certificate for mutual TLS; enables TLS")
+	fs.StringVar(&c.tlsKey, "temporal-tls-key", os.Getenv("PTOPOFL_TEMPORAL_TLS_KEY"), "PEM client key for mutual TLS")
+	fs.StringVar(&c.tlsServer, "temporal-tls-server-name", os.Getenv("PTOPOFL_TEMPORAL_TLS_SERVER_NAME"), "server name to verify, if not the host")
+	fs.StringVar(&c.s3, "s3", os.Getenv("PTOPOFL_S3"), "S3 endpoint URL, http(s)://host:port (env PTOPOFL_S3)")
+	fs.StringVar(&c.bucket, "bucket", envOr("PTOPOFL_BUCKET", "ptopofl"), "S3 bucket (env PTOPOFL_BUCKET)")
+	fs.StringVar(&c.s3CA, "s3-tls-ca", os.Getenv("PTOPOFL_S3_TLS_CA"), "PEM CA bundle to verify the S3 endpoint")
+	fs.BoolVar(&c.s3Insecure, "s3-tls-insecure", false, "do not verify the S3 endpoint's certificate (testing only)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	switch c.role {
+	case "server":
+	case "site":
+		if c.site == "" || c.data == "" {
+			return c, errors.New("--role site needs --site NAME and --data PATH")
+		}
+	default:
+		return c, fmt.Errorf("--role %q: want server or site", c.role)
+	}
+	if c.s3 == "" {
+		return c, errors.New("--s3 (or PTOPOFL_S3) is required")
+	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return c, errors.New("--temporal-tls-cert and --temporal-tls-key go together")
+	}
+	return c, nil
+}
+
+func temporalTLS(c config) (*tls.Config, error) {
+	if c.tlsCA == "" && c.tlsCert == "" {
+		return nil, nil
+	}
+	t := &tls.Config{ServerName: c.tlsServer, MinVersion: tls.VersionTLS12}
+	if c.tlsCA != "" {
+		pem, err := os.ReadFile(c.tlsCA)
+		if err != nil {
+			return nil, fmt.Errorf("temporal TLS CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("temporal TLS CA %s: no PEM certificates", c.tlsCA)
+		}
+		t.RootCAs = pool
+	}
+	if c.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
+		if err != nil {
+			return nil, fmt.Errorf("temporal TLS client certificate: %w", err)
+		}
+		t.Certificates = []tls.Certificate{cert}
+	}
+	return t, nil
+}
+
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	c, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	access, secret, err := store.CredentialsFromEnv()
+	if err != nil {
+		return err
+	}
+	st, err := store.New(store.Config{Endpoint: c.s3, Bucket: c.bucket, AccessKey: access, SecretKey: secret,
+		CAFile: c.s3CA, InsecureSkipVerify: c.s3Insecure})
+	if err != nil {
+		return err
+	}
+	if err := st.EnsureBucket(ctx); err != nil {
+		return err
+	}
+	tlsCfg, err := temporalTLS(c)
+	if err != nil {
+		return err
+	}
+	cl, err := client.DialContext(ctx, client.Options{HostPort: c.temporal, Namespace: c.namespace,
+		ConnectionOptions: client.ConnectionOptions{TLS: tlsCfg}})
+	if err != nil {
+		return fmt.Errorf("connect to Temporal at %s: %w", c.temporal, err)
+	}
+	defer cl.Close()
+
+	opts := workers.Options{Site: dataset.SiteOptions{LabelColumn: c.label}}
+	var w worker.Worker
+	if c.role == "server" {
+		w = workers.NewServer(cl, st, opts)
+	} else {
+		if w, err = workers.NewSite(cl, st, c.site, c.data, opts); err != nil {
+			return err
+		}
+	}
+	// Run returns when the channel closes: on SIGINT/SIGTERM (ctx) the
+	// worker stops polling and waits for in-flight activities up to its
+	// stop timeout.
+	stop := make(chan any)
+	go func() {
+		<-ctx.Done()
+		close(stop)
+	}()
+	fmt.Fprintf(stderr, "worker: role %s%s polling %s in namespace %s\n", c.role, siteNote(c), c.temporal, c.namespace)
+	return w.Run(stop)
+}
+
+func siteNote(c config) string {
+	if c.role == "site" {
+		return " (site " + c.site + ", data " + c.data + ")"
+	}
+	return ""
+}
+
+func main() {
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(1)
+	}
+}
