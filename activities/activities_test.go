@@ -1,0 +1,172 @@
+package activities_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/ptopofl/ptopofl/activities"
+	"github.com/ptopofl/ptopofl/dataset"
+	"github.com/ptopofl/ptopofl/internal/s3local"
+	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/store"
+)
+
+// testStore talks to a real S3 server (internal/s3local) on 127.0.0.1,
+// started once for the package in TestMain.
+var testStore *store.Store
+
+// golden is the healthcare federation simulate's tests read, made absolute
+// before s3local changes the working directory.
+var golden string
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		var err error
+		if golden, err = filepath.Abs("../simulate/testdata/paper/healthcare"); err != nil {
+			panic(err)
+		}
+		dir, err := os.MkdirTemp("", "activities-s3-")
+		if err != nil {
+			panic(err)
+		}
+		defer os.RemoveAll(dir)
+		const access, secret = "activities-test", "activities-test-secret-0123"
+		srv, err := s3local.Start(context.Background(), s3local.Config{Dir: dir, AccessKey: access, SecretKey: secret})
+		if err != nil {
+			panic(err)
+		}
+		defer srv.Stop()
+		if testStore, err = store.New(store.Config{Endpoint: srv.URL(), Bucket: "test", AccessKey: access, SecretKey: secret}); err != nil {
+			panic(err)
+		}
+		if err := testStore.EnsureBucket(context.Background()); err != nil {
+			panic(err)
+		}
+		return m.Run()
+	}())
+}
+
+func call(campaign, site string, round int) pipeline.SiteCall {
+	h := pipeline.DefaultHyperparameters()
+	h.Descriptor = pipeline.DescriptorTriangle
+	return pipeline.SiteCall{
+		Campaign: campaign, Round: round, Site: site, Method: pipeline.MethodFedAvg, Preset: pipeline.PresetPaper,
+		Hyperparameters: h, Bucket: testStore.Bucket(), CampaignSeed: 42,
+		Seed: pipeline.DeriveSeed(42, round, site, pipeline.PurposeTrain),
+	}
+}
+
+// TestSiteActivitiesIdempotent trains, evaluates and computes a descriptor
+// for a golden site twice and requires the same refs (same bytes at the
+// same deterministic keys).
+func TestSiteActivitiesIdempotent(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	site := activities.NewSite("client0", golden, testStore, dataset.SiteOptions{})
+	var refs [2][]pipeline.ArtifactRef
+	for i := range refs {
+		env := s.NewTestActivityEnvironment()
+		site.Register(env)
+		v, err := env.ExecuteActivity(pipeline.ActivityComputeDescriptor, pipeline.ComputeDescriptorInput{SiteCall: call("idem", "client0", 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d pipeline.ComputeDescriptorOutput
+		if err := v.Get(&d); err != nil {
+			t.Fatal(err)
+		}
+		v, err = env.ExecuteActivity(pipeline.ActivityTrainLocal, pipeline.TrainLocalInput{SiteCall: call("idem", "client0", 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tr pipeline.TrainLocalOutput
+		if err := v.Get(&tr); err != nil {
+			t.Fatal(err)
+		}
+		v, err = env.ExecuteActivity(pipeline.ActivityEvaluate, pipeline.EvaluateInput{SiteCall: call("idem", "client0", 1), Model: tr.Model, SiteState: tr.SiteState})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev pipeline.EvaluateOutput
+		if err := v.Get(&ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.NumTest != 32 || !(ev.AUC > 0.5) || tr.NumTrain != 130 || d.NumTrain != 130 {
+			t.Errorf("attempt %d: n_train %d/%d n_test %d AUC %v", i, d.NumTrain, tr.NumTrain, ev.NumTest, ev.AUC)
+		}
+		refs[i] = []pipeline.ArtifactRef{d.Descriptor, tr.Model, *tr.SiteState}
+	}
+	for j := range refs[0] {
+		if refs[0][j] != refs[1][j] {
+			t.Errorf("artifact %d: first %v, retry %v", j, refs[0][j], refs[1][j])
+		}
+		if !strings.HasPrefix(refs[0][j].Key, "campaigns/idem/round-0001/") {
+			t.Errorf("artifact %d at %s, outside the round's folder", j, refs[0][j].Key)
+		}
+	}
+}
+
+// TestBadSiteData: each class of bad data fails every site activity with a
+// non-retryable BadSiteData error naming the site, the file and the line.
+func TestBadSiteData(t *testing.T) {
+	const good = "x0,x1,y\n1.5,2.5,0\n0.5,1.0,1\n2.0,0.1,0\n"
+	for i, tc := range []struct {
+		name        string
+		train, test string
+		file        string // the file the error must name
+		line        int
+		msg         string
+	}{
+		{"wrong feature count", good, "x0,y\n1,0\n2,1\n", "test", 2, "feature columns"}, // 0: first data row
+		{"NaN", "x0,x1,y\n1,2,0\n3,NaN,1\n", good, "train", 3, "NaN"},
+		{"Inf", good, "x0,x1,y\n1,2,0\n3,4,1\n5,-Inf,0\n", "test", 4, "infinite"},
+		{"single class", "x0,x1,y\n1,2,1\n3,4,1\n5,6,1\n", good, "train", 2, "both classes"},
+		{"labels not 0/1", "x0,x1,y\n1,2,0\n3,4,2\n", good, "train", 3, "want 0 or 1"},
+		{"empty file", "", good, "train", 1, "empty file"}, // 5
+		{"header only", "x0,x1,y\n", good, "train", 2, "no data rows"},
+		{"missing label column", "x0,x1,x2\n1,2,0\n3,4,1\n", good, "train", 1, `no label column "y"`},
+		{"ragged row", "x0,x1,y\n1,2,0\n3,1\n", good, "train", 3, "cells"},
+	} {
+		dir := t.TempDir()
+		site := fmt.Sprintf("bad%d", i)
+		files := map[string]string{"train": filepath.Join(dir, site+"_train.csv"), "test": filepath.Join(dir, site+"_test.csv")}
+		if err := os.WriteFile(files["train"], []byte(tc.train), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(files["test"], []byte(tc.test), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var s testsuite.WorkflowTestSuite
+		env := s.NewTestActivityEnvironment()
+		activities.NewSite(site, dir, testStore, dataset.SiteOptions{}).Register(env)
+		c := call("bad", site, 1)
+		for _, act := range []struct {
+			name string
+			in   any
+		}{
+			{pipeline.ActivityComputeDescriptor, pipeline.ComputeDescriptorInput{SiteCall: c}},
+			{pipeline.ActivityTrainLocal, pipeline.TrainLocalInput{SiteCall: c}},
+			{pipeline.ActivityEvaluate, pipeline.EvaluateInput{SiteCall: c}},
+		} {
+			_, err := env.ExecuteActivity(act.name, act.in)
+			var ae *temporal.ApplicationError
+			if !errors.As(err, &ae) {
+				t.Errorf("%d (%s) %s: error %v, want an application error", i, tc.name, act.name, err)
+				continue
+			}
+			want := fmt.Sprintf("site %s: %s:%d: ", site, files[tc.file], tc.line)
+			if ae.Type() != pipeline.ErrTypeBadSiteData || !ae.NonRetryable() ||
+				!strings.Contains(ae.Error(), want) || !strings.Contains(ae.Error(), tc.msg) {
+				t.Errorf("%d (%s) %s: %q (type %s, non-retryable %v), want type %s, non-retryable, containing %q and %q",
+					i, tc.name, act.name, ae.Error(), ae.Type(), ae.NonRetryable(), pipeline.ErrTypeBadSiteData, want, tc.msg)
+			}
+		}
+	}
+}
