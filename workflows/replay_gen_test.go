@@ -26,7 +26,6 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/ptopofl/ptopofl/internal/devstack"
 	"github.com/ptopofl/ptopofl/pipeline"
@@ -47,8 +46,7 @@ func TestGenerateGoldenHistory(t *testing.T) {
 	fed.bad["c1"] = true // a dropped site in the history
 
 	server := worker.New(c, pipeline.ServerTaskQueue, worker.Options{})
-	server.RegisterWorkflowWithOptions(CampaignWorkflow, workflow.RegisterOptions{Name: pipeline.CampaignWorkflowName})
-	server.RegisterWorkflowWithOptions(RoundWorkflow, workflow.RegisterOptions{Name: pipeline.RoundWorkflowName})
+	Register(server)
 	server.RegisterActivityWithOptions(fed.ClusterSites, activity.RegisterOptions{Name: pipeline.ActivityClusterSites})
 	server.RegisterActivityWithOptions(fed.Aggregate, activity.RegisterOptions{Name: pipeline.ActivityAggregate})
 	server.RegisterActivityWithOptions(fed.CommitRound, activity.RegisterOptions{Name: pipeline.ActivityCommitRound})

@@ -66,8 +66,7 @@ func TestReplayGoldenHistories(t *testing.T) {
 
 			r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{})
 			require.NoError(t, err)
-			r.RegisterWorkflowWithOptions(CampaignWorkflow, workflow.RegisterOptions{Name: pipeline.CampaignWorkflowName})
-			r.RegisterWorkflowWithOptions(RoundWorkflow, workflow.RegisterOptions{Name: pipeline.RoundWorkflowName})
+			Register(r)
 			// The original workflow ID: the replayer otherwise invents one, and
 			// any ID the code derives from it would not match the history.
 			err = r.ReplayWorkflowHistoryWithOptions(nil, hist, worker.ReplayWorkflowHistoryOptions{
