@@ -91,3 +91,26 @@ func (s *CampaignSuite) Test_PayloadsStayFarBelowTheLimit() {
 		s.Less(size, 512<<10, "%s must stay far below the 2 MiB payload limit", name)
 	}
 }
+
+func (s *CampaignSuite) Test_MethodWithoutDescriptorsSkipsThem() {
+	spec := testSpec(2)
+	spec.Method = pipeline.MethodFedAvg
+	s.mockAll()
+	out, err := s.run(pipeline.CampaignWorkflowInput{Spec: spec})
+	s.Require().NoError(err)
+	s.Equal(2, out.RoundsDone)
+	s.Zero(s.fed.callCount(pipeline.ActivityComputeDescriptor))
+	s.Zero(s.fed.callCount(pipeline.ActivityClusterSites))
+	ms := s.fed.committed()
+	s.Require().Len(ms, 2)
+	s.Empty(ms[1].Clusters)
+	s.False(ms[0].DescriptorsRecomputed)
+	// Round 2 starts every site from the model the aggregation gave it.
+	var starts int
+	for _, in := range ms[1].Inputs {
+		if in.Role == pipeline.RoleStartModel {
+			starts++
+		}
+	}
+	s.Equal(3, starts)
+}
