@@ -10,7 +10,6 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/ptopofl/ptopofl/activities"
 	"github.com/ptopofl/ptopofl/dataset"
@@ -33,8 +32,7 @@ type Options struct {
 // pipeline.ServerTaskQueue.
 func NewServer(c client.Client, st *store.Store, opts Options) worker.Worker {
 	w := worker.New(c, pipeline.ServerTaskQueue, opts.Worker)
-	w.RegisterWorkflowWithOptions(workflows.CampaignWorkflow, workflow.RegisterOptions{Name: pipeline.CampaignWorkflowName})
-	w.RegisterWorkflowWithOptions(workflows.RoundWorkflow, workflow.RegisterOptions{Name: pipeline.RoundWorkflowName})
+	workflows.Register(w) // every workflow, under its pipeline name
 	activities.NewServer(st).Register(w)
 	return w
 }
