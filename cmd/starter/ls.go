@@ -21,6 +21,12 @@ type lsRow struct {
 	Status   string    `json:"status"`
 	Started  time.Time `json:"started"`
 	Closed   time.Time `json:"closed,omitzero"`
+	// Runs counts the campaign's runs (continue-as-new starts a new one);
+	// MaxHistoryEvents and MaxHistoryBytes are the largest of their
+	// histories, to compare with Temporal's limits (51,200 events, 50 MiB).
+	Runs             int   `json:"runs"`
+	MaxHistoryEvents int64 `json:"max_history_events"`
+	MaxHistoryBytes  int64 `json:"max_history_bytes"`
 }
 
 // runLs lists campaigns from Temporal's visibility store, newest first, one
@@ -45,7 +51,7 @@ func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer e.Close()
-	seen := map[string]bool{}
+	seen := map[string]int{} // campaign → index in rows
 	var rows []lsRow
 	var token []byte
 	for {
@@ -58,15 +64,26 @@ func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		for _, w := range resp.GetExecutions() {
 			id := w.GetExecution().GetWorkflowId()
-			if w.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW || seen[id] {
+			i, ok := seen[id]
+			if !ok {
+				i = len(rows)
+				seen[id] = i
+				rows = append(rows, lsRow{Campaign: id})
+			}
+			r := &rows[i]
+			r.Runs++
+			r.MaxHistoryEvents = max(r.MaxHistoryEvents, w.GetHistoryLength())
+			r.MaxHistoryBytes = max(r.MaxHistoryBytes, w.GetHistorySizeBytes())
+			if w.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW && r.Status != "" {
 				continue
 			}
-			seen[id] = true
-			r := lsRow{Campaign: id, Status: strings.ToLower(strings.TrimPrefix(w.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_")), Started: w.GetStartTime().AsTime()}
-			if w.GetCloseTime() != nil {
-				r.Closed = w.GetCloseTime().AsTime()
+			if r.Status == "" || r.Status == "continued_as_new" {
+				r.Status = strings.ToLower(strings.TrimPrefix(w.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))
+				r.Started = w.GetStartTime().AsTime()
+				if w.GetCloseTime() != nil {
+					r.Closed = w.GetCloseTime().AsTime()
+				}
 			}
-			rows = append(rows, r)
 		}
 		if token = resp.GetNextPageToken(); len(token) == 0 {
 			break
@@ -78,9 +95,9 @@ func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return json.NewEncoder(stdout).Encode(rows)
 	}
-	fmt.Fprintf(stdout, "%-40s %-11s %s\n", "campaign", "status", "started")
+	fmt.Fprintf(stdout, "%-40s %-11s %-19s %5s %s\n", "campaign", "status", "started", "runs", "largest history")
 	for _, r := range rows {
-		fmt.Fprintf(stdout, "%-40s %-11s %s\n", r.Campaign, r.Status, r.Started.Local().Format(time.DateTime))
+		fmt.Fprintf(stdout, "%-40s %-11s %-19s %5d %d events, %d KiB\n", r.Campaign, r.Status, r.Started.Local().Format(time.DateTime), r.Runs, r.MaxHistoryEvents, r.MaxHistoryBytes/1024)
 	}
 	return nil
 }

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# make bench-pipeline: speed of the durable pipeline on the local stack.
+#
+#  1. Per-round orchestration overhead with trivially cheap training: FedAvg
+#     on tiny sites (16 train / 8 test rows, 4 features) at 8, 50 and 200
+#     sites; per round = campaign wall time / rounds (stack start excluded).
+#  2. The paper's table through the pipeline, preset paper, on the golden
+#     seed-42 data (simulate/testdata/paper): 2 scenarios × 6 methods + the
+#     3 pTopoFL ablations, with the authors' descriptor rows; wall time of
+#     both `starter table` commands (stack start included, warm build), and
+#     the AUC of each row beside the authors' value.
+#  3. A 200-round campaign completes inside Temporal's history limits
+#     (continue-as-new), checked from the visibility store.
+#
+# Environment: BENCH_DIR (default .run/bench, wiped), BENCH_ROUNDS (10),
+# PARALLEL (9, campaigns of the table at once).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+BIN=${BIN:-bin}
+OUT=${BENCH_DIR:-.run/bench}
+ROUNDS=${BENCH_ROUNDS:-10}
+PARALLEL=${PARALLEL:-9}
+for b in starter; do
+	[ -x "$BIN/$b" ] || { echo "bench-pipeline: $BIN/$b missing; run 'make build'" >&2; exit 1; }
+done
+command -v python3 >/dev/null || { echo "bench-pipeline: python3 needed for the tiny federations and the table" >&2; exit 1; }
+rm -rf "$OUT"
+mkdir -p "$OUT"
+
+# tiny_federation DIR SITES: deterministic tiny sites, two separable classes.
+tiny_federation() {
+	python3 - "$1" "$2" <<'PY'
+import os, random, sys
+out, k = sys.argv[1], int(sys.argv[2])
+os.makedirs(out, exist_ok=True)
+rng = random.Random(1234)
+def rows(n):
+    lines = ["x0,x1,x2,x3,y"]
+    for i in range(n):
+        y = i % 2
+        xs = [rng.gauss(1.5 * y, 1.0) for _ in range(4)]
+        lines.append(",".join(repr(x) for x in xs) + f",{y}")
+    return "\n".join(lines) + "\n"
+for s in range(k):
+    for split, n in (("train", 16), ("test", 8)):
+        with open(os.path.join(out, f"site{s}_{split}.csv"), "w") as f:
+            f.write(rows(n))
+PY
+}
+
+echo "== 1. per-round orchestration overhead (fedavg, tiny sites, $ROUNDS rounds)"
+printf "%6s %8s %12s %12s\n" sites rounds wall_s per_round_ms
+for k in 8 50 200; do
+	fed="$OUT/tiny-$k"
+	tiny_federation "$fed" "$k"
+	json=$("$BIN/starter" run --local --data-dir "$OUT/stack-$k" --federation "$fed" \
+		--method fedavg --rounds "$ROUNDS" --seed 1 --format json)
+	python3 - "$k" "$ROUNDS" "$json" <<'PY'
+import json, sys
+k, rounds, r = int(sys.argv[1]), int(sys.argv[2]), json.loads(sys.argv[3])
+assert r["state"] == "done" and r["rounds_done"] == rounds, r
+print(f"{k:6d} {rounds:8d} {r['wall_seconds']:12.2f} {1000*r['wall_seconds']/rounds:12.1f}")
+PY
+done
+
+echo
+echo "== 2. paper table through the pipeline (preset paper, golden seed-42 data, 2 × (6 + 3) campaigns)"
+variants=(--variant "pTopoFL_M1:ptopofl:clusters=1" --variant "pTopoFL_beta0:ptopofl:beta=0" --variant "pTopoFL_beta1:ptopofl:beta=1")
+t0=$(date +%s.%N)
+for sc in healthcare benchmark; do
+	golden="simulate/testdata/paper/$sc"
+	python3 -c "
+import json, sys
+cl = json.load(open('$golden/clients.json'))
+json.dump({f\"client{c['client']}\": c['subsample_idx'] for c in cl}, open('$OUT/rows-$sc.json', 'w'))
+"
+	"$BIN/starter" table --local --data-dir "$OUT/stack-paper" --federation "$golden" \
+		--preset paper --rounds 15 --seed 42 --descriptor-rows "$OUT/rows-$sc.json" \
+		--methods ptopofl,fedprox,scaffold,pfedme,fedavg,local "${variants[@]}" \
+		--parallel "$PARALLEL" --format json >"$OUT/table-$sc.json"
+done
+t1=$(date +%s.%N)
+python3 - "$OUT" "$t0" "$t1" <<'PY'
+import json, sys
+out, t0, t1 = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+names = {"ptopofl": "pTopoFL", "fedprox": "FedProx", "scaffold": "SCAFFOLD", "pfedme": "pFedMe",
+         "fedavg": "FedAvg_true", "local": "LocalOnly"}
+print(f"{'scenario':11s} {'row':15s} {'AUC':>8s} {'authors':>8s} {'acc':>8s} {'conv':>5s} {'wall_s':>7s}")
+for sc in ("healthcare", "benchmark"):
+    got = json.load(open(f"{out}/table-{sc}.json"))
+    exp = json.load(open(f"simulate/testdata/paper/{sc}/expected.json"))["methods"]
+    for r in got["results"]:
+        key = names.get(r["label"], r["label"])
+        a = exp.get(key, {}).get("final_auc", float("nan"))
+        print(f"{sc:11s} {r['label']:15s} {r['final_auc']:8.4f} {a:8.4f} {r['final_acc']:8.4f} {r['conv_round']:5d} {r['wall_seconds']:7.2f}")
+    print(f"{sc:11s} table wall time {got['wall_seconds']:.2f} s")
+print(f"paper table, both scenarios, 18 campaigns: {t1 - t0:.2f} s wall (two starter processes, stack start included; target < 16 s)")
+PY
+
+echo
+echo "== 3. a 200-round campaign and Temporal's history limits"
+json=$("$BIN/starter" run --local --data-dir "$OUT/stack-8" --federation "$OUT/tiny-8" \
+	--method fedavg --rounds 200 --seed 2 --campaign long-200 --format json)
+ls=$("$BIN/starter" ls --local --data-dir "$OUT/stack-8" --format json)
+python3 - "$json" "$ls" <<'PY'
+import json, sys
+r, rows = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+row = next(x for x in rows if x["campaign"] == "long-200")
+assert r["state"] == "done" and r["rounds_done"] == 200, r
+print(f"200 rounds done in {r['wall_seconds']:.1f} s ({1000*r['wall_seconds']/200:.0f} ms/round); {row['runs']} runs (continue-as-new),")
+print(f"largest run history {row['max_history_events']} events / {row['max_history_bytes']/1024:.0f} KiB "
+      f"(suggested continue-as-new at 4,096 events / 4 MiB; hard limit 51,200 / 50 MiB)")
+assert row["max_history_events"] < 4096 and row["max_history_bytes"] < 4 << 20, "history too large"
+PY
