@@ -23,10 +23,11 @@ const (
 	envNamespace = "PTOPOFL_NAMESPACE"
 	envS3        = "PTOPOFL_S3"
 	envBucket    = "PTOPOFL_BUCKET"
-	envTLSCA     = "PTOPOFL_TLS_CA"
-	envTLSCert   = "PTOPOFL_TLS_CERT"
-	envTLSKey    = "PTOPOFL_TLS_KEY"
-	envS3CA      = "PTOPOFL_S3_CA"
+	envTLSCA     = "PTOPOFL_TEMPORAL_TLS_CA"
+	envTLSCert   = "PTOPOFL_TEMPORAL_TLS_CERT"
+	envTLSKey    = "PTOPOFL_TEMPORAL_TLS_KEY"
+	envTLSServer = "PTOPOFL_TEMPORAL_TLS_SERVER_NAME"
+	envS3CA      = "PTOPOFL_S3_TLS_CA"
 )
 
 // defaultBucket is the bucket of the local stack and the default elsewhere.
@@ -43,6 +44,7 @@ type connFlags struct {
 	tlsCA     string
 	tlsCert   string
 	tlsKey    string
+	tlsServer string
 	s3CA      string
 	format    string
 }
@@ -54,10 +56,11 @@ func (c *connFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.namespace, "namespace", envOr(envNamespace, "default"), "Temporal namespace (env "+envNamespace+")")
 	fs.StringVar(&c.s3, "s3", os.Getenv(envS3), "S3 endpoint URL, http:// or https:// (env "+envS3+")")
 	fs.StringVar(&c.bucket, "bucket", envOr(envBucket, defaultBucket), "S3 bucket (env "+envBucket+")")
-	fs.StringVar(&c.tlsCA, "tls-ca", os.Getenv(envTLSCA), "PEM CA bundle to verify Temporal (enables TLS; env "+envTLSCA+")")
-	fs.StringVar(&c.tlsCert, "tls-cert", os.Getenv(envTLSCert), "client certificate for Temporal mTLS (env "+envTLSCert+")")
-	fs.StringVar(&c.tlsKey, "tls-key", os.Getenv(envTLSKey), "client key for Temporal mTLS (env "+envTLSKey+")")
-	fs.StringVar(&c.s3CA, "s3-ca", os.Getenv(envS3CA), "PEM CA bundle to verify an https S3 endpoint (env "+envS3CA+")")
+	fs.StringVar(&c.tlsCA, "temporal-tls-ca", os.Getenv(envTLSCA), "PEM CA bundle to verify Temporal (enables TLS; env "+envTLSCA+")")
+	fs.StringVar(&c.tlsCert, "temporal-tls-cert", os.Getenv(envTLSCert), "client certificate for Temporal mTLS (env "+envTLSCert+")")
+	fs.StringVar(&c.tlsKey, "temporal-tls-key", os.Getenv(envTLSKey), "client key for Temporal mTLS (env "+envTLSKey+")")
+	fs.StringVar(&c.tlsServer, "temporal-tls-server-name", os.Getenv(envTLSServer), "server name to verify, if not the host (env "+envTLSServer+")")
+	fs.StringVar(&c.s3CA, "s3-tls-ca", os.Getenv(envS3CA), "PEM CA bundle to verify an https S3 endpoint (env "+envS3CA+")")
 	fs.StringVar(&c.format, "format", "text", "output format: text or json")
 }
 
@@ -86,7 +89,7 @@ func (c *connFlags) check() error {
 		return inputErrorf("--s3 URL (or %s) is required without --local", envS3)
 	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
-		return inputErrorf("--tls-cert and --tls-key go together")
+		return inputErrorf("--temporal-tls-cert and --temporal-tls-key go together")
 	}
 	return nil
 }
@@ -115,7 +118,7 @@ func (c *connFlags) connect(ctx context.Context, stderr io.Writer) (*env, error)
 		return connectLocal(ctx, c, stderr)
 	}
 	opts := client.Options{HostPort: c.temporal, Namespace: c.namespace, Logger: quietLogger()}
-	if c.tlsCA != "" || c.tlsCert != "" {
+	if c.tlsCA != "" || c.tlsCert != "" || c.tlsServer != "" {
 		tc, err := c.temporalTLS()
 		if err != nil {
 			return nil, err
@@ -142,22 +145,22 @@ func (c *connFlags) connect(ctx context.Context, stderr io.Writer) (*env, error)
 }
 
 func (c *connFlags) temporalTLS() (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.tlsServer}
 	if c.tlsCA != "" {
 		pem, err := os.ReadFile(c.tlsCA)
 		if err != nil {
-			return nil, inputErrorf("--tls-ca: %v", err)
+			return nil, inputErrorf("--temporal-tls-ca: %v", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, inputErrorf("--tls-ca %s: no PEM certificate", c.tlsCA)
+			return nil, inputErrorf("--temporal-tls-ca %s: no PEM certificate", c.tlsCA)
 		}
 		tc.RootCAs = pool
 	}
 	if c.tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
 		if err != nil {
-			return nil, inputErrorf("--tls-cert/--tls-key: %v", err)
+			return nil, inputErrorf("--temporal-tls-cert/--temporal-tls-key: %v", err)
 		}
 		tc.Certificates = []tls.Certificate{cert}
 	}

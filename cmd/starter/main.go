@@ -14,7 +14,8 @@
 // Every sub-command takes --format text|json and either --local (the
 // embedded stack over --data-dir, default ./.run/local) or --temporal
 // HOST:PORT --namespace NS --s3 URL --bucket B (or PTOPOFL_TEMPORAL,
-// PTOPOFL_NAMESPACE, PTOPOFL_S3, PTOPOFL_BUCKET); S3 credentials come only
+// PTOPOFL_NAMESPACE, PTOPOFL_S3, PTOPOFL_BUCKET; TLS with --temporal-tls-*, --s3-tls-ca
+// or PTOPOFL_TEMPORAL_TLS_*, PTOPOFL_S3_TLS_CA); S3 credentials come only
 // from PTOPOFL_S3_ACCESS_KEY and PTOPOFL_S3_SECRET_KEY.
 //
 // starter is wiring and presentation only: the campaign logic lives in
