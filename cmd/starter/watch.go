@@ -40,6 +40,9 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for {
 		st, err := campaignStatus(ctx, e.client, campaign)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
 			return err
 		}
 		if l, changed := p.update(st); changed && text == nil {
@@ -53,7 +56,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil // interrupted: leaving watch does not touch the campaign
 		case <-time.After(*every):
 		}
 	}
