@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -64,8 +65,12 @@ func (f *campaignFlags) prepare(fs *flag.FlagSet, rest []string) (*campaignFile,
 			return nil, nil, err
 		}
 		cf = &c
-		if f.federation == "" {
+		if f.federation == "" && c.Federation != "" {
+			// Relative to the campaign file, so the file works from any directory.
 			f.federation = c.Federation
+			if !filepath.IsAbs(f.federation) {
+				f.federation = filepath.Join(filepath.Dir(f.file), f.federation)
+			}
 		}
 	}
 	var fed *federation

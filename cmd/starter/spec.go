@@ -30,7 +30,7 @@ import (
 //	rounds: 15
 //	seed: 42
 //	sites: [site0, site1, site2]  # default with --local: every <site>_train.csv of federation
-//	federation: ./.run/federation # --local only: where the in-process site workers read
+//	federation: ../federation     # --local only: where the in-process site workers read (relative to this file)
 //	min_sites: 2                  # quorum, default all sites
 //	round_deadline: 30m
 //	site_activity_timeout: 10m
