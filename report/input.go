@@ -1,0 +1,162 @@
+package report
+
+import "github.com/ptopofl/ptopofl/eval"
+
+// Report is a rendered experiment report.
+type Report struct {
+	// Title is the report's heading.
+	Title string
+	// Markdown is the report as Markdown; it refers to figures by their
+	// asset names (e.g. "fig2_auc_curves.png"), to be written beside it.
+	Markdown []byte
+	// HTML is one self-contained page: inline CSS and figures embedded as
+	// data: URIs, with no external references.
+	HTML []byte
+	// Assets maps a file name to its bytes: every figure as ".png" and
+	// ".svg".
+	Assets map[string][]byte
+}
+
+// Run is the outcome of one campaign (one method, one seed).
+type Run struct {
+	// Seed identifies the run; runs of different methods with the same
+	// seed are paired in significance tests.
+	Seed int64
+	// AUC and Accuracy are the per-round global metrics; index i is
+	// round i+1. Either may be nil when the curve is not available.
+	AUC      []float64
+	Accuracy []float64
+	// FinalAUC and FinalAccuracy are the metrics after the last round.
+	FinalAUC      float64
+	FinalAccuracy float64
+	// ConvergenceRound is the first round reaching 95 % of the final AUC
+	// (the paper's Table 1); 0 means unknown.
+	ConvergenceRound int
+}
+
+// MethodRuns holds the runs of one method over seeds.
+type MethodRuns struct {
+	// Method is the method's name as shown, e.g. "ptopofl" or "fedavg".
+	Method string
+	Runs   []Run
+}
+
+// Table1Scenario holds every method's runs on one scenario.
+type Table1Scenario struct {
+	// Name is the scenario's name, e.g. "healthcare" or "benchmark".
+	Name    string
+	Methods []MethodRuns
+}
+
+// Table1Input is the input of Table1: the paper's comparison against the
+// baselines (§4.2, Table 1, Figs. 2 and 3).
+type Table1Input struct {
+	// Title overrides the report title when not empty.
+	Title string
+	// Reference is the method every other method is compared to; empty
+	// means "ptopofl".
+	Reference string
+	Scenarios []Table1Scenario
+}
+
+// MethodScores holds one method's final AUC over seeds.
+type MethodScores struct {
+	Method string
+	// FinalAUC has one entry per seed.
+	FinalAUC []float64
+}
+
+// DetectionCounts is the confusion count of the anomaly detector in one
+// run: sites flagged or not against sites adversarial or not.
+type DetectionCounts struct {
+	Seed int64
+	// TruePositives are adversarial sites flagged, FalseNegatives
+	// adversarial sites not flagged, FalsePositives honest sites flagged
+	// and TrueNegatives honest sites not flagged.
+	TruePositives, FalseNegatives, FalsePositives, TrueNegatives int
+}
+
+// AttackLevel holds the results at one fraction of adversarial sites.
+type AttackLevel struct {
+	// Fraction is the fraction of sites that are adversarial, in [0, 1]
+	// (the paper sweeps 0–0.5).
+	Fraction float64
+	// Methods holds each method's final AUC over seeds.
+	Methods []MethodScores
+	// Detection holds the detector's counts, one entry per seed; they are
+	// pooled over seeds for the detection and false-positive rates.
+	Detection []DetectionCounts
+}
+
+// AdversarialInput is the input of Adversarial: robustness under
+// label-flip attacks (§4.4, Fig. 4).
+type AdversarialInput struct {
+	Title  string
+	Levels []AttackLevel
+}
+
+// SiteTrace is one site's topological signature over rounds.
+type SiteTrace struct {
+	Site string
+	// Shifted reports whether the site's data really shift during the run
+	// (the continual scenario), from ShiftRound on (0 when unknown).
+	Shifted    bool
+	ShiftRound int
+	// H0Entropy, H1Entropy and Drift are aligned with
+	// StabilityInput.Rounds; NaN marks a missing value. Drift is Δ_k of
+	// Eq. (9) as of that round.
+	H0Entropy []float64
+	H1Entropy []float64
+	Drift     []float64
+	// Reclustered lists the rounds in which re-clustering fired for the
+	// site (in increasing order).
+	Reclustered []int
+}
+
+// StabilityInput is the input of Stability: stability of topological
+// signatures and the drift monitor (§4.5, Fig. 5, Eq. 9).
+type StabilityInput struct {
+	Title string
+	// Rounds are the round numbers the traces are sampled at.
+	Rounds []int
+	Sites  []SiteTrace
+	// DriftThreshold is the drift above which a site is flagged for
+	// re-clustering; 0 means none is drawn.
+	DriftThreshold float64
+}
+
+// PrivacyFederation is the privacy figures of one federation.
+type PrivacyFederation struct {
+	// Name labels the federation, e.g. "healthcare".
+	Name   string
+	Report eval.PrivacyReport
+}
+
+// PrivacyInput is the input of Privacy: reconstruction risk and the
+// mutual-information proxy (§3.6, §4.6, Fig. 6).
+type PrivacyInput struct {
+	Title       string
+	Federations []PrivacyFederation
+}
+
+// AblationVariant is one configuration of the ablation.
+type AblationVariant struct {
+	// Name is shown in tables and plots, e.g. "M=1", "β=0", "full",
+	// "automatic M".
+	Name string
+	// Description says what the variant removes or changes.
+	Description string
+	// FinalAUC has one entry per seed.
+	FinalAUC []float64
+	// Clusters optionally holds the number of clusters used per seed (for
+	// the automatic M); nil when not applicable.
+	Clusters []int
+}
+
+// AblationInput is the input of Ablation (§4.7, Fig. 7).
+type AblationInput struct {
+	Title string
+	// Scenario names the scenario the ablation ran on.
+	Scenario string
+	Variants []AblationVariant
+}
