@@ -128,8 +128,8 @@ func TestWilcoxonSignedRank(t *testing.T) {
 	}{
 		{ // 0: Darwin's Zea mays differences, scipy.stats.wilcoxon docs
 			// example: statistic 24.0, pvalue 0.041259765625 (exact).
-			d:     []float64{6, 8, 14, 16, 23, 24, 28, 29, 41, -48, 49, 56, 60, -67, 75},
-			n:     15, wPlus: 96, wMinus: 24, p: 0.041259765625, exact: true, tol: statsTol,
+			d: []float64{6, 8, 14, 16, 23, 24, 28, 29, 41, -48, 49, 56, 60, -67, 75},
+			n: 15, wPlus: 96, wMinus: 24, p: 0.041259765625, exact: true, tol: statsTol,
 		},
 		{ // 1: all positive, n = 5: p = 2/2^5, by hand
 			d: []float64{1, 2, 3, 4, 5}, n: 5, wPlus: 15, wMinus: 0, p: 0.0625, exact: true, tol: statsTol,
