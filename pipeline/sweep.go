@@ -1,0 +1,438 @@
+package pipeline
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Sweep workflow, activity, query and update names.
+const (
+	SweepWorkflowName = "SweepWorkflow"
+
+	// ActivityRecordSweep writes the sweep's spec and every campaign's
+	// spec.json before any campaign starts (RecordSweepInput → RecordSweepOutput).
+	ActivityRecordSweep = "RecordSweep"
+	// ActivityBuildSweepResults reads every campaign's manifests and writes
+	// results.parquet and curves.parquet (BuildSweepResultsInput → BuildSweepResultsOutput).
+	ActivityBuildSweepResults = "BuildSweepResults"
+)
+
+// Default sweep settings.
+const (
+	DefaultSweepConcurrency = 4
+	// DefaultSweepContinueAsNewEvery is how many campaigns one run of
+	// SweepWorkflow starts before it drains and continues as new.
+	DefaultSweepContinueAsNewEvery = 100
+)
+
+// SweepPrefix is "sweeps/<sweep>/".
+func SweepPrefix(sweep string) string { return "sweeps/" + sweep + "/" }
+
+// SweepSpecKey is "sweeps/<sweep>/spec.json".
+func SweepSpecKey(sweep string) string { return SweepPrefix(sweep) + "spec.json" }
+
+// SweepResultsKey is "sweeps/<sweep>/results.parquet": one row per campaign.
+func SweepResultsKey(sweep string) string { return SweepPrefix(sweep) + "results.parquet" }
+
+// SweepCurvesKey is "sweeps/<sweep>/curves.parquet": one row per campaign and round.
+func SweepCurvesKey(sweep string) string { return SweepPrefix(sweep) + "curves.parquet" }
+
+// SweepCampaignWorkflowID is the workflow ID of a sweep's child campaign,
+// "<sweep>/<campaign>". It is deterministic, so a replayed or continued
+// sweep finds its campaigns again instead of starting them twice.
+func SweepCampaignWorkflowID(sweep, campaign string) string { return sweep + "/" + campaign }
+
+// SweepMethod is one method of a sweep with its base hyper-parameters (the
+// starter resolves them from the preset, as `starter run` does, so the
+// workflow never needs the core's presets).
+type SweepMethod struct {
+	Method          string          `json:"method"`
+	Hyperparameters Hyperparameters `json:"hyperparameters"`
+}
+
+// ParamValue sets one hyper-parameter by its JSON name (see
+// Hyperparameters). Value holds numbers; Text holds "descriptor".
+type ParamValue struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Text  string  `json:"text,omitempty"`
+}
+
+// SweepSetting is one point of the hyper-parameter grid: a label (part of
+// the campaign name and of the results table) and the overrides it applies
+// over a method's base hyper-parameters. Methods, when not empty, limits the
+// setting to those methods (an ablation of β means nothing to FedAvg).
+type SweepSetting struct {
+	Label   string       `json:"label"`
+	Set     []ParamValue `json:"set,omitempty"`
+	Methods []string     `json:"methods,omitempty"`
+}
+
+// SweepFederation is one federation a sweep runs on: its sites (whose
+// workers must poll their queues) and its quorum.
+type SweepFederation struct {
+	Name     string `json:"name"`
+	Sites    []Site `json:"sites"`
+	MinSites int    `json:"min_sites,omitempty"` // 0: all sites
+	// DescriptorRows as in CampaignSpec; rarely used in sweeps.
+	DescriptorRows map[string][]int `json:"descriptor_rows,omitempty"`
+}
+
+// SweepSpec is a grid of campaigns: federations × methods × settings ×
+// seeds, in that nesting order (Campaigns lists them). It is the input of
+// SweepWorkflow and is stored as sweeps/<sweep>/spec.json. It stays small
+// however large the grid: the workflow expands it.
+type SweepSpec struct {
+	// Sweep names the sweep: the SweepWorkflow's ID, the prefix of its
+	// campaigns' names and IDs, and sweeps/<sweep>/ in the store.
+	Sweep       string            `json:"sweep"`
+	Preset      string            `json:"preset"`
+	Rounds      int               `json:"rounds"`
+	Seeds       []uint64          `json:"seeds"`
+	Methods     []SweepMethod     `json:"methods"`
+	Settings    []SweepSetting    `json:"settings"` // empty: one setting "base" without overrides
+	Federations []SweepFederation `json:"federations"`
+	// Concurrency bounds the campaigns running at once.
+	Concurrency int `json:"concurrency"`
+	// ContinueAsNewEvery is how many campaigns one run of the sweep
+	// starts before it lets them finish and continues as new.
+	ContinueAsNewEvery int `json:"continue_as_new_every"`
+	// Campaign settings shared by every campaign (zero: CampaignSpec's defaults).
+	RoundDeadline              time.Duration `json:"round_deadline,omitempty"`
+	SiteActivityTimeout        time.Duration `json:"site_activity_timeout,omitempty"`
+	TrainHeartbeat             time.Duration `json:"train_heartbeat,omitempty"`
+	CampaignContinueAsNewEvery int           `json:"campaign_continue_as_new_every,omitempty"`
+	Bucket                     string        `json:"bucket"`
+	CodeVersion                string        `json:"code_version,omitempty"`
+}
+
+// WithDefaults fills the zero concurrency, continue-as-new period, preset
+// and settings.
+func (s SweepSpec) WithDefaults() SweepSpec {
+	if s.Preset == "" {
+		s.Preset = PresetDefault
+	}
+	if s.Concurrency == 0 {
+		s.Concurrency = DefaultSweepConcurrency
+	}
+	if s.ContinueAsNewEvery == 0 {
+		s.ContinueAsNewEvery = DefaultSweepContinueAsNewEvery
+	}
+	if len(s.Settings) == 0 {
+		s.Settings = []SweepSetting{{Label: "base"}}
+	}
+	return s
+}
+
+// SweepCampaign is one campaign of a sweep, with where it sits in the grid.
+type SweepCampaign struct {
+	Index      int          `json:"index"`
+	Federation string       `json:"federation"`
+	Method     string       `json:"method"`
+	Setting    string       `json:"setting"`
+	Seed       uint64       `json:"seed"`
+	Spec       CampaignSpec `json:"spec"` // defaulted
+	WorkflowID string       `json:"workflow_id"`
+}
+
+// Campaigns expands the grid into its campaigns, in a fixed order
+// (federations, then methods, then settings, then seeds). Campaign names
+// are "<sweep>-<federation>-<method>-<setting>-s<seed>" when that is a
+// valid name of at most 64 characters, otherwise "<sweep>-c<index>-<hash>"
+// shortened to fit. It is pure, so the workflow calls it on every replay.
+func (s SweepSpec) Campaigns() ([]SweepCampaign, error) {
+	s = s.WithDefaults()
+	var out []SweepCampaign
+	for _, fed := range s.Federations {
+		for _, m := range s.Methods {
+			for _, set := range s.Settings {
+				if !settingApplies(set, m.Method) {
+					continue
+				}
+				h, err := ApplyParams(m.Hyperparameters, set.Set)
+				if err != nil {
+					return nil, fmt.Errorf("settings[%s]: %w", set.Label, err)
+				}
+				for _, seed := range s.Seeds {
+					i := len(out)
+					name := sweepCampaignName(s.Sweep, fed.Name, m.Method, set.Label, seed, i)
+					spec := CampaignSpec{
+						Campaign: name, Method: m.Method, Preset: s.Preset, Rounds: s.Rounds, Seed: seed,
+						Sites: fed.Sites, MinSites: fed.MinSites,
+						RoundDeadline: s.RoundDeadline, SiteActivityTimeout: s.SiteActivityTimeout,
+						TrainHeartbeat: s.TrainHeartbeat, ContinueAsNewEvery: s.CampaignContinueAsNewEvery,
+						Hyperparameters: h, Bucket: s.Bucket, DescriptorRows: fed.DescriptorRows,
+						CodeVersion: s.CodeVersion,
+					}.WithDefaults()
+					out = append(out, SweepCampaign{
+						Index: i, Federation: fed.Name, Method: m.Method, Setting: set.Label, Seed: seed,
+						Spec: spec, WorkflowID: SweepCampaignWorkflowID(s.Sweep, name),
+					})
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func settingApplies(set SweepSetting, method string) bool {
+	if len(set.Methods) == 0 {
+		return true
+	}
+	for _, m := range set.Methods {
+		if m == method {
+			return true
+		}
+	}
+	return false
+}
+
+func sweepCampaignName(sweep, fed, method, setting string, seed uint64, index int) string {
+	name := fmt.Sprintf("%s-%s-%s-%s-s%d", sweep, fed, method, setting, seed)
+	if safeName.MatchString(name) {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	suffix := fmt.Sprintf("-c%d-%s", index, hex.EncodeToString(sum[:4]))
+	prefix := sweep
+	if len(prefix)+len(suffix) > 64 {
+		prefix = prefix[:64-len(suffix)]
+	}
+	return prefix + suffix
+}
+
+// Validate reports the first problem with the sweep, naming the field; it
+// also validates every campaign the grid expands to.
+func (s SweepSpec) Validate() error {
+	if !safeName.MatchString(s.Sweep) || len(s.Sweep) > 40 {
+		return fmt.Errorf("sweep %q: must be 1-40 characters of A-Z a-z 0-9 . _ - starting with a letter or digit", s.Sweep)
+	}
+	if len(s.Methods) == 0 {
+		return fmt.Errorf("methods: at least one method is required")
+	}
+	if len(s.Seeds) == 0 {
+		return fmt.Errorf("seeds: at least one seed is required")
+	}
+	if len(s.Federations) == 0 {
+		return fmt.Errorf("federations: at least one federation is required")
+	}
+	if s.Concurrency < 1 {
+		return fmt.Errorf("concurrency = %d: must be >= 1", s.Concurrency)
+	}
+	if s.ContinueAsNewEvery < 1 {
+		return fmt.Errorf("continue_as_new_every = %d: must be >= 1", s.ContinueAsNewEvery)
+	}
+	seen := map[string]bool{}
+	for i, f := range s.Federations {
+		if !safeName.MatchString(f.Name) {
+			return fmt.Errorf("federations[%d].name %q: must be a safe name", i, f.Name)
+		}
+		if seen[f.Name] {
+			return fmt.Errorf("federations[%d].name %q: duplicate", i, f.Name)
+		}
+		seen[f.Name] = true
+	}
+	labels := map[string]bool{}
+	for i, set := range s.Settings {
+		if !safeName.MatchString(set.Label) {
+			return fmt.Errorf("settings[%d].label %q: must be a safe name", i, set.Label)
+		}
+		if labels[set.Label] {
+			return fmt.Errorf("settings[%d].label %q: duplicate", i, set.Label)
+		}
+		labels[set.Label] = true
+	}
+	cs, err := s.Campaigns()
+	if err != nil {
+		return err
+	}
+	if len(cs) == 0 {
+		return fmt.Errorf("settings: no setting applies to any method; the sweep has no campaign")
+	}
+	names := map[string]bool{}
+	for _, c := range cs {
+		if err := c.Spec.Validate(); err != nil {
+			return fmt.Errorf("campaign %s (federation %s, method %s, setting %s, seed %d): %w",
+				c.Spec.Campaign, c.Federation, c.Method, c.Setting, c.Seed, err)
+		}
+		if names[c.Spec.Campaign] {
+			return fmt.Errorf("campaign %s: two grid points give the same name (duplicate seed, method or setting?)", c.Spec.Campaign)
+		}
+		names[c.Spec.Campaign] = true
+	}
+	return nil
+}
+
+// ApplyParams returns h with every override applied; an unknown name is an
+// error naming it. It is a switch, not reflection, so workflows may call it.
+func ApplyParams(h Hyperparameters, set []ParamValue) (Hyperparameters, error) {
+	for _, p := range set {
+		v := p.Value
+		iv := int(v)
+		isInt := float64(iv) == v
+		needInt := func() error {
+			if !isInt {
+				return fmt.Errorf("hyperparameter %s = %v: want an integer", p.Name, v)
+			}
+			return nil
+		}
+		var err error
+		switch p.Name {
+		case "clusters":
+			err, h.Clusters = needInt(), iv
+		case "beta":
+			h.Beta = v
+		case "anomaly_threshold":
+			h.AnomalyThreshold = v
+		case "drift_threshold":
+			h.DriftThreshold = v
+		case "drift_check_every":
+			err, h.DriftCheckEvery = needInt(), iv
+		case "n_sub":
+			err, h.NSub = needInt(), iv
+		case "betti_resolution":
+			err, h.BettiResolution = needInt(), iv
+		case "descriptor":
+			h.Descriptor = p.Text
+		case "c":
+			h.C = v
+		case "max_iter":
+			err, h.MaxIter = needInt(), iv
+		case "tol":
+			h.Tol = v
+		case "lr":
+			h.LR = v
+		case "steps":
+			err, h.Steps = needInt(), iv
+		case "mu":
+			h.Mu = v
+		case "lambda":
+			h.Lambda = v
+		case "lr_personal":
+			h.LRPersonal = v
+		case "lr_outer":
+			h.LROuter = v
+		case "trim_fraction":
+			h.TrimFraction = v
+		case "byzantine":
+			err, h.Byzantine = needInt(), iv
+		default:
+			return h, fmt.Errorf("hyperparameter %q: unknown; want a JSON name of the hyperparameters (clusters, beta, lr, ...)", p.Name)
+		}
+		if err != nil {
+			return h, err
+		}
+	}
+	return h, nil
+}
+
+// SettingLabel makes a label from overrides, e.g. "beta0.3_clusters2".
+func SettingLabel(set []ParamValue) string {
+	if len(set) == 0 {
+		return "base"
+	}
+	parts := make([]string, len(set))
+	for i, p := range set {
+		v := p.Text
+		if v == "" {
+			v = strconv.FormatFloat(p.Value, 'g', -1, 64)
+		}
+		parts[i] = strings.ReplaceAll(p.Name, "_", "") + v
+	}
+	return strings.Join(parts, "_")
+}
+
+// Sweep states reported by the status query.
+const (
+	SweepRunning  = "running"
+	SweepPaused   = "paused"   // no new campaign starts until resume; running ones go on
+	SweepStopping = "stopping" // no new campaign starts; the running ones finish, then results are built
+	SweepDone     = "done"
+	SweepStopped  = "stopped"
+)
+
+// SweepWorkflowInput starts or continues a sweep. State is nil on the
+// first run and set by continue-as-new.
+type SweepWorkflowInput struct {
+	Spec  SweepSpec   `json:"spec"`
+	State *SweepState `json:"state,omitempty"`
+}
+
+// SweepState is what one run of SweepWorkflow carries to the next.
+type SweepState struct {
+	Recorded    bool              `json:"recorded"`
+	Next        int               `json:"next"` // index of the next campaign to start
+	Outcomes    []CampaignOutcome `json:"outcomes"`
+	Paused      bool              `json:"paused"`
+	PauseReason string            `json:"pause_reason,omitempty"`
+	Stopping    bool              `json:"stopping"`
+	StopReason  string            `json:"stop_reason,omitempty"`
+}
+
+// CampaignOutcome is how one campaign of a sweep ended: small, references only.
+type CampaignOutcome struct {
+	Index        int          `json:"index"`
+	Campaign     string       `json:"campaign"`
+	State        string       `json:"state"` // StateDone, StateStopped or StateFailed
+	RoundsDone   int          `json:"rounds_done"`
+	FinalAUC     float64      `json:"final_auc"`
+	FinalAcc     float64      `json:"final_acc"`
+	LastManifest *ArtifactRef `json:"last_manifest,omitempty"`
+	Error        string       `json:"error,omitempty"`
+}
+
+// SweepStatus answers the status query and acknowledges every update.
+type SweepStatus struct {
+	Sweep          string   `json:"sweep"`
+	State          string   `json:"state"`
+	CampaignsDone  int      `json:"campaigns_done"` // ended, whatever the outcome
+	CampaignsTotal int      `json:"campaigns_total"`
+	Failed         int      `json:"failed"`
+	Running        []string `json:"running,omitempty"` // campaign names
+	PauseReason    string   `json:"pause_reason,omitempty"`
+	StopReason     string   `json:"stop_reason,omitempty"`
+}
+
+// SweepWorkflowOutput is a finished sweep.
+type SweepWorkflowOutput struct {
+	Sweep          string            `json:"sweep"`
+	State          string            `json:"state"` // SweepDone or SweepStopped
+	CampaignsDone  int               `json:"campaigns_done"`
+	CampaignsTotal int               `json:"campaigns_total"`
+	Failed         int               `json:"failed"`
+	Results        ArtifactRef       `json:"results"`
+	Curves         ArtifactRef       `json:"curves"`
+	Outcomes       []CampaignOutcome `json:"outcomes"`
+	StopReason     string            `json:"stop_reason,omitempty"`
+}
+
+// RecordSweepInput asks the server to write the sweep's spec and every
+// campaign's spec.json (deterministic keys and bytes, so idempotent).
+type RecordSweepInput struct {
+	Spec SweepSpec `json:"spec"`
+}
+
+// RecordSweepOutput: the sweep spec's reference.
+type RecordSweepOutput struct {
+	Spec ArtifactRef `json:"spec"`
+}
+
+// BuildSweepResultsInput asks the server to build the sweep's tables from
+// the campaigns' manifests. Outcomes are in campaign index order; campaigns
+// never started (a stopped sweep) are absent.
+type BuildSweepResultsInput struct {
+	Spec     SweepSpec         `json:"spec"`
+	Outcomes []CampaignOutcome `json:"outcomes"`
+}
+
+// BuildSweepResultsOutput: the two tables.
+type BuildSweepResultsOutput struct {
+	Results ArtifactRef `json:"results"`
+	Curves  ArtifactRef `json:"curves"`
+	Rows    int         `json:"rows"`
+	Rounds  int         `json:"rounds"`
+}

@@ -1,0 +1,272 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ptopofl/ptopofl/pipeline"
+)
+
+// sweepResultsTimeout bounds one attempt of BuildSweepResults, which reads
+// every round manifest of every campaign.
+const sweepResultsTimeout = 30 * time.Minute
+
+// SweepWorkflow runs a grid of campaigns (pipeline.SweepSpec.Campaigns:
+// federations × methods × settings × seeds) as child CampaignWorkflows with
+// workflow IDs "<sweep>/<campaign>", at most Concurrency at a time, then
+// has the server build sweeps/<sweep>/results.parquet and curves.parquet.
+//
+// Durability. The children are workflows of their own: after a crash of
+// any process the sweep and its running campaigns carry on, and a replayed
+// sweep finds its children again by their deterministic IDs.
+//
+// Control. The "status" query returns a pipeline.SweepStatus (campaigns
+// done out of total). "pause" stops the sweep from starting new campaigns
+// (running ones go on; pause a campaign itself to halt it between rounds),
+// "resume" lets it start them again, and "stop" starts no new campaign,
+// lets the running ones finish and then builds the tables from the
+// campaigns that ran (state "stopped").
+//
+// Failures. A campaign that fails (below quorum, say) is recorded as failed
+// with its error and does not fail the sweep: the other grid points are
+// still worth having, and the results table says which one failed and why.
+//
+// History size. After ContinueAsNewEvery campaigns started in one run, or
+// when the server suggests it, the sweep starts no more, waits for the
+// running ones (children must not outlive the run that started them), and
+// continues as new carrying a pipeline.SweepState of a few numbers per campaign.
+func SweepWorkflow(ctx workflow.Context, in pipeline.SweepWorkflowInput) (pipeline.SweepWorkflowOutput, error) {
+	spec := in.Spec.WithDefaults()
+	if err := spec.Validate(); err != nil {
+		return pipeline.SweepWorkflowOutput{}, temporal.NewNonRetryableApplicationError(
+			"invalid sweep spec: "+err.Error(), pipeline.ErrTypeInvalidSpec, nil)
+	}
+	campaigns, err := spec.Campaigns()
+	if err != nil { // Validate expanded the same grid: cannot happen
+		return pipeline.SweepWorkflowOutput{}, err
+	}
+	s := &sweep{spec: spec, campaigns: campaigns, running: map[int]bool{}}
+	if in.State != nil {
+		s.st = *in.State
+	}
+	if err := s.registerHandlers(ctx); err != nil {
+		return pipeline.SweepWorkflowOutput{}, err
+	}
+	actx := workflow.WithActivityOptions(ctx, serverActivityOptions())
+	if !s.st.Recorded {
+		var rec pipeline.RecordSweepOutput
+		if err := workflow.ExecuteActivity(actx, pipeline.ActivityRecordSweep, pipeline.RecordSweepInput{Spec: spec}).Get(ctx, &rec); err != nil {
+			return pipeline.SweepWorkflowOutput{}, fmt.Errorf("sweep %s: record specs: %w", spec.Sweep, err)
+		}
+		s.st.Recorded = true
+	}
+
+	startedThisRun := 0
+	total := len(campaigns)
+	runLimitReached := func() bool {
+		return startedThisRun >= spec.ContinueAsNewEvery || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+	}
+	for {
+		var canStart bool
+		err := workflow.Await(ctx, func() bool {
+			canStart = !s.st.Paused && !s.st.Stopping && s.st.Next < total &&
+				len(s.running) < spec.Concurrency && !runLimitReached()
+			drained := len(s.running) == 0 && (s.st.Stopping || s.st.Next >= total || runLimitReached())
+			return canStart || drained
+		})
+		if err != nil {
+			return pipeline.SweepWorkflowOutput{}, err
+		}
+		if !canStart {
+			break
+		}
+		s.start(ctx, campaigns[s.st.Next])
+		s.st.Next++
+		startedThisRun++
+	}
+
+	if !s.st.Stopping && s.st.Next < total {
+		// The run limit: every child of this run has finished (drained), so
+		// nothing is lost by closing it.
+		if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+			return pipeline.SweepWorkflowOutput{}, err
+		}
+		return pipeline.SweepWorkflowOutput{}, workflow.NewContinueAsNewError(ctx, SweepWorkflow,
+			pipeline.SweepWorkflowInput{Spec: in.Spec, State: &s.st})
+	}
+
+	s.building = true
+	outcomes := s.sortedOutcomes()
+	rctx := workflow.WithActivityOptions(ctx, func() workflow.ActivityOptions {
+		o := serverActivityOptions()
+		o.StartToCloseTimeout = sweepResultsTimeout
+		return o
+	}())
+	var res pipeline.BuildSweepResultsOutput
+	if err := workflow.ExecuteActivity(rctx, pipeline.ActivityBuildSweepResults,
+		pipeline.BuildSweepResultsInput{Spec: spec, Outcomes: outcomes}).Get(ctx, &res); err != nil {
+		return pipeline.SweepWorkflowOutput{}, fmt.Errorf("sweep %s: build results: %w", spec.Sweep, err)
+	}
+	s.finished = pipeline.SweepDone
+	if s.st.Next < total {
+		s.finished = pipeline.SweepStopped
+	}
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return pipeline.SweepWorkflowOutput{}, err
+	}
+	st := s.status()
+	return pipeline.SweepWorkflowOutput{
+		Sweep: spec.Sweep, State: s.finished,
+		CampaignsDone: st.CampaignsDone, CampaignsTotal: total, Failed: st.Failed,
+		Results: res.Results, Curves: res.Curves, Outcomes: outcomes, StopReason: s.st.StopReason,
+	}, nil
+}
+
+// sweep is the in-memory state of one run of SweepWorkflow. Child
+// coroutines and handlers share it without locks: the SDK runs workflow
+// code one coroutine at a time.
+type sweep struct {
+	spec      pipeline.SweepSpec
+	campaigns []pipeline.SweepCampaign
+	st        pipeline.SweepState
+	running   map[int]bool // campaign index → running; read only through sorted keys
+	building  bool
+	finished  string
+}
+
+// start launches campaign c as a child workflow and records its outcome
+// when it ends, from a coroutine of its own so that up to Concurrency
+// children run at once.
+func (s *sweep) start(ctx workflow.Context, c pipeline.SweepCampaign) {
+	s.running[c.Index] = true
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		// Deterministic: a replayed sweep finds the same child again.
+		WorkflowID: c.WorkflowID,
+		TaskQueue:  pipeline.ServerTaskQueue,
+	})
+	fut := workflow.ExecuteChildWorkflow(cctx, pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: c.Spec})
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		var out pipeline.CampaignWorkflowOutput
+		err := fut.Get(gctx, &out)
+		o := pipeline.CampaignOutcome{Index: c.Index, Campaign: c.Spec.Campaign}
+		if err != nil {
+			o.State, o.Error = pipeline.StateFailed, err.Error()
+			var appErr *temporal.ApplicationError
+			var qf pipeline.QuorumFailure
+			if errors.As(err, &appErr) && appErr.Type() == pipeline.ErrTypeQuorumNotMet && appErr.HasDetails() && appErr.Details(&qf) == nil {
+				m := qf.Manifest
+				o.LastManifest, o.RoundsDone = &m, qf.Round-1
+			}
+		} else {
+			o.State, o.RoundsDone, o.LastManifest = out.State, out.RoundsDone, out.LastManifest
+			if n := len(out.AUCCurve); n > 0 {
+				o.FinalAUC = out.AUCCurve[n-1]
+			}
+			if n := len(out.AccCurve); n > 0 {
+				o.FinalAcc = out.AccCurve[n-1]
+			}
+		}
+		s.st.Outcomes = append(s.st.Outcomes, o)
+		delete(s.running, c.Index)
+	})
+}
+
+func (s *sweep) sortedOutcomes() []pipeline.CampaignOutcome {
+	out := append([]pipeline.CampaignOutcome(nil), s.st.Outcomes...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
+	return out
+}
+
+func (s *sweep) status() pipeline.SweepStatus {
+	st := pipeline.SweepStatus{
+		Sweep: s.spec.Sweep, State: pipeline.SweepRunning,
+		CampaignsDone: len(s.st.Outcomes), CampaignsTotal: len(s.campaigns),
+		PauseReason: s.st.PauseReason, StopReason: s.st.StopReason,
+	}
+	for _, o := range s.st.Outcomes {
+		if o.State == pipeline.StateFailed {
+			st.Failed++
+		}
+	}
+	idx := make([]int, 0, len(s.running))
+	//workflowcheck:ignore (the keys are sorted below)
+	for i := range s.running {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	for _, i := range idx {
+		st.Running = append(st.Running, s.campaigns[i].Spec.Campaign)
+	}
+	switch {
+	case s.finished != "":
+		st.State = s.finished
+	case s.st.Stopping:
+		st.State = pipeline.SweepStopping
+	case s.st.Paused:
+		st.State = pipeline.SweepPaused
+	}
+	return st
+}
+
+// registerHandlers installs the status query and the control updates.
+// Validators only read state (a rejected update is not in the history).
+func (s *sweep) registerHandlers(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, pipeline.QueryStatus, func() (pipeline.SweepStatus, error) {
+		return s.status(), nil
+	}); err != nil {
+		return err
+	}
+	name := s.spec.Sweep
+	handlers := []struct {
+		name     string
+		validate func() error
+		apply    func(pipeline.ControlInput)
+	}{
+		{pipeline.UpdatePause, func() error {
+			switch {
+			case s.st.Stopping:
+				return fmt.Errorf("sweep %s is stopping; pause is pointless", name)
+			case s.st.Paused:
+				return fmt.Errorf("sweep %s is already paused", name)
+			}
+			return nil
+		}, func(in pipeline.ControlInput) { s.st.Paused, s.st.PauseReason = true, in.Reason }},
+		{pipeline.UpdateResume, func() error {
+			if !s.st.Paused {
+				return fmt.Errorf("sweep %s is not paused", name)
+			}
+			return nil
+		}, func(pipeline.ControlInput) { s.st.Paused, s.st.PauseReason = false, "" }},
+		{pipeline.UpdateStop, func() error {
+			if s.st.Stopping {
+				return fmt.Errorf("sweep %s is already stopping", name)
+			}
+			return nil
+		}, func(in pipeline.ControlInput) { s.st.Stopping, s.st.StopReason = true, in.Reason }},
+	}
+	for _, h := range handlers {
+		h := h
+		err := workflow.SetUpdateHandlerWithOptions(ctx, h.name,
+			func(ctx workflow.Context, in pipeline.ControlInput) (pipeline.SweepStatus, error) {
+				h.apply(in)
+				return s.status(), nil
+			},
+			workflow.UpdateHandlerOptions{
+				Validator: func(ctx workflow.Context, in pipeline.ControlInput) error {
+					if s.finished != "" || s.building {
+						return fmt.Errorf("sweep %s has run all its campaigns", name)
+					}
+					return h.validate()
+				},
+			})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
