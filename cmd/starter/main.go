@@ -9,6 +9,8 @@
 //	starter resume  CAMPAIGN
 //	starter stop    CAMPAIGN [--reason TEXT]
 //	starter history CAMPAIGN
+//	starter verify  CAMPAIGN
+//	starter export  CAMPAIGN --out FILE.parquet
 //	starter ls
 //
 // Every sub-command takes --format text|json and either --local (the
@@ -48,6 +50,8 @@ commands:
   resume   resume a paused campaign
   stop     stop a campaign after its running round
   history  per-round table from the campaign's manifests in S3
+  verify   re-hash every artifact of a campaign and check the manifest chain (exit 1 on any problem)
+  export   write a campaign's manifests as parquet, one row per round and site
   ls       list campaigns
 
 Run "starter COMMAND -h" for the flags of a command.
@@ -86,6 +90,8 @@ var commands = map[string]command{
 	"resume":  runResume,
 	"stop":    runStop,
 	"history": runHistory,
+	"verify":  runVerify,
+	"export":  runExport,
 	"ls":      runLs,
 }
 
