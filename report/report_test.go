@@ -1,0 +1,316 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"image"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/ptopofl/ptopofl/eval"
+)
+
+// Golden images live in testdata/NAME_golden.png. Regenerate them, after
+// checking a change to a figure by eye, with
+//
+//	go test ./report -regen
+//
+// The comparison decodes both PNGs and compares their pixels, as
+// gonum.org/v1/plot/cmpimg.Equal does for gonum/plot's CheckPlot tests;
+// cmpimg itself is not imported because it pulls rsc.io/pdf into go.mod
+// for PDF comparison we do not need. A figure that differs is written to
+// testdata/NAME_got.png (ignored by git) for comparison.
+var regen = flag.Bool("regen", false, "regenerate the golden images in testdata/ from the current output")
+
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	golden := filepath.Join("testdata", name+"_golden.png")
+	if *regen {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatalf("write golden %s: %v", golden, err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("read golden %s: %v (regenerate with -regen)", golden, err)
+	}
+	ok, err := samePixels(got, want)
+	if err != nil {
+		t.Fatalf("compare %s: %v", name, err)
+	}
+	if !ok {
+		gotPath := filepath.Join("testdata", name+"_got.png")
+		_ = os.WriteFile(gotPath, got, 0o644)
+		t.Errorf("figure %s differs from %s; see %s", name, golden, gotPath)
+	}
+}
+
+// table1Fixture has three seeds on healthcare, to be tested, and one seed
+// on benchmark, too few to test.
+func table1Fixture() Table1Input {
+	return Table1Input{Scenarios: []Table1Scenario{
+		{Name: "healthcare", Methods: []MethodRuns{
+			{Method: "ptopofl", Runs: []Run{
+				{Seed: 1, AUC: []float64{0.80, 0.83, 0.84}, FinalAUC: 0.84, FinalAccuracy: 0.78, ConvergenceRound: 1},
+				{Seed: 2, AUC: []float64{0.81, 0.84, 0.85}, FinalAUC: 0.85, FinalAccuracy: 0.79, ConvergenceRound: 1},
+				{Seed: 3, AUC: []float64{0.79, 0.82, 0.83}, FinalAUC: 0.83, FinalAccuracy: 0.77, ConvergenceRound: 2},
+			}},
+			{Method: "fedavg", Runs: []Run{
+				{Seed: 1, AUC: []float64{0.70, 0.76, 0.79}, FinalAUC: 0.79, FinalAccuracy: 0.79, ConvergenceRound: 2},
+				{Seed: 2, AUC: []float64{0.72, 0.77, 0.80}, FinalAUC: 0.80, FinalAccuracy: 0.80, ConvergenceRound: 2},
+				{Seed: 3, AUC: []float64{0.71, 0.78, 0.80}, FinalAUC: 0.80, FinalAccuracy: 0.81, ConvergenceRound: 3},
+			}},
+		}},
+		{Name: "benchmark", Methods: []MethodRuns{
+			{Method: "fedavg", Runs: []Run{{Seed: 1, AUC: []float64{0.85, 0.89, 0.90}, FinalAUC: 0.90, FinalAccuracy: 0.86, ConvergenceRound: 1}}},
+			{Method: "ptopofl", Runs: []Run{{Seed: 1, AUC: []float64{0.88, 0.90, math.NaN()}, FinalAUC: 0.91, FinalAccuracy: 0.79, ConvergenceRound: 1}}},
+		}},
+	}}
+}
+
+func adversarialFixture() AdversarialInput {
+	return AdversarialInput{Levels: []AttackLevel{
+		{Fraction: 0, Methods: []MethodScores{{Method: "ptopofl", FinalAUC: []float64{0.85, 0.87}}, {Method: "fedavg", FinalAUC: []float64{0.84, 0.86}}},
+			Detection: []DetectionCounts{{Seed: 1, TrueNegatives: 10}, {Seed: 2, FalsePositives: 1, TrueNegatives: 9}}},
+		{Fraction: 0.3, Methods: []MethodScores{{Method: "ptopofl", FinalAUC: []float64{0.82, 0.80}}, {Method: "fedavg", FinalAUC: []float64{0.75, 0.77}}},
+			Detection: []DetectionCounts{{Seed: 1, TruePositives: 3, TrueNegatives: 7}, {Seed: 2, TruePositives: 2, FalseNegatives: 1, TrueNegatives: 7}}},
+		{Fraction: 0.5, Methods: []MethodScores{{Method: "ptopofl", FinalAUC: []float64{0.77, 0.77}}, {Method: "fedavg", FinalAUC: []float64{0.70, 0.74}}},
+			Detection: []DetectionCounts{{Seed: 1, TruePositives: 4, FalseNegatives: 1, FalsePositives: 1, TrueNegatives: 4}}},
+	}}
+}
+
+func stabilityFixture() StabilityInput {
+	return StabilityInput{Rounds: []int{1, 2, 3, 4}, DriftThreshold: 0.5, Sites: []SiteTrace{
+		{Site: "site0", H0Entropy: []float64{2.10, 2.11, 2.09, 2.10}, H1Entropy: []float64{1.00, 1.02, 1.01, 1.00}, Drift: []float64{0, 0.05, 0.06, 0.05}},
+		{Site: "site1", Shifted: true, ShiftRound: 3, H0Entropy: []float64{1.80, 1.81, 2.40, 2.45}, H1Entropy: []float64{0.70, 0.71, 1.20, math.NaN()},
+			Drift: []float64{0, 0.04, 0.60, 0.75}, Reclustered: []int{3}},
+		{Site: "site2", H0Entropy: []float64{2.50, 2.52, 2.51, 2.53}, H1Entropy: []float64{1.30, 1.29, 1.31, 1.30}, Drift: []float64{0, 0.02, 0.03, 0.03}},
+	}}
+}
+
+func privacyFixture(t *testing.T) PrivacyInput {
+	r, err := eval.Privacy([]string{"a", "b"}, []int{100, 400}, eval.DefaultPrivacySettings(20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return PrivacyInput{Federations: []PrivacyFederation{{Name: "healthcare", Report: r}}}
+}
+
+func ablationFixture() AblationInput {
+	return AblationInput{Scenario: "healthcare", Variants: []AblationVariant{
+		{Name: "M=1", Description: "one cluster", FinalAUC: []float64{0.79, 0.81}},
+		{Name: "β=0", Description: "no inter-cluster blending", FinalAUC: []float64{0.83, 0.84}},
+		{Name: "full", Description: "pTopoFL", FinalAUC: []float64{0.84, 0.85}},
+		{Name: "automatic M", Description: "M chosen by silhouette", FinalAUC: []float64{0.84, 0.84}, Clusters: []int{3, 2}},
+	}}
+}
+
+func TestReports(t *testing.T) {
+	for _, test := range []struct {
+		name    string
+		build   func() (*Report, error)
+		figures []string
+		// want are strings the Markdown and the HTML must contain; the
+		// numbers are computed by hand from the fixtures.
+		want []string
+	}{
+		{
+			name:    "table1",
+			build:   func() (*Report, error) { return Table1(table1Fixture()) },
+			figures: []string{"fig2_auc_curves", "fig3_final_auc"},
+			want: []string{
+				// ptopofl healthcare: 0.84 0.85 0.83, mean 0.84, std √(2e-4/2) = 0.01.
+				"0.840 ± 0.010",
+				// fedavg healthcare: 0.79 0.80 0.80: mean 0.7967, std √(6.667e-5/2) = 0.00577.
+				"0.797 ± 0.006",
+				// Convergence rounds 1 1 2: mean 1.333, std √(0.6667/2) = 0.577.
+				"1.333 ± 0.577",
+				// Differences 0.05 0.05 0.03: mean 0.0433, std 0.01155; t = 6.5,
+				// ν = 2, p = 1 − 6.5/√44.25 = 0.02286; W = 0, exact p = 2/8.
+				"0.043 ± 0.012", "6.500 (2)", "0.0229", "0.2500",
+				"cannot reach p < 0.05 (its smallest possible p is 0.2500)",
+				// benchmark: one seed each.
+				"0.910 (1 seed)",
+				"1 paired seed(s) with ptopofl; the paired t-test needs at least 2",
+			},
+		},
+		{
+			name:    "adversarial",
+			build:   func() (*Report, error) { return Adversarial(adversarialFixture()) },
+			figures: []string{"fig4_adversarial"},
+			want: []string{
+				// 0 %: ptopofl 0.85 0.87: mean 0.86, std √(2·0.01²/1) = 0.0141.
+				"0.860 ± 0.014",
+				// 0 %: no adversarial site, so no detection rate; FPR 1/20.
+				"n/a", "5.0 % (1/20)",
+				// 30 %: TP 5, FN 1: 83.3 %; FP 0 of 14.
+				"83.3 % (5/6)", "0.0 % (0/14)",
+				// 50 %: ptopofl 0.77 0.77: std 0; FPR 1/5.
+				"0.770 ± 0.000", "20.0 % (1/5)",
+			},
+		},
+		{
+			name:    "stability",
+			build:   func() (*Report, error) { return Stability(stabilityFixture()) },
+			figures: []string{"fig5_entropy", "fig5_drift"},
+			want: []string{
+				"1.800 → 2.450", "0.700 → n/a", "yes (round 3)", "0.750",
+				"Re-clustering fired for 1 of 1 shifted sites and for 0 of 2 unshifted sites.",
+				"Re-clustering threshold on Δ: 0.500.",
+			},
+		},
+		{
+			name:    "privacy",
+			build:   func() (*Report, error) { return Privacy(privacyFixture(t)) },
+			figures: []string{"fig6_privacy"},
+			want: []string{
+				// d = 20, p = 21, m = 48, α_c = 0.1: ρ_grad = 21/(n·20),
+				// ρ_topo = 48/(n·20)·0.1 for n = 100 and 400.
+				"0.0105", "0.002625", "0.0024", "0.0006",
+				// Ratio of means 0.0015/0.0065625 = 0.2286, 4.375-fold.
+				"0.229 (a 4.4-fold reduction)",
+				// log2(22) = 4.459, log2(5.8) = 2.536.
+				"4.46 bits for gradients, 2.54 bits for descriptors",
+			},
+		},
+		{
+			name:    "ablation",
+			build:   func() (*Report, error) { return Ablation(ablationFixture()) },
+			figures: []string{"fig7_ablation"},
+			want: []string{
+				// M=1: 0.79 0.81: mean 0.80, std √(2·0.01²) = 0.0141.
+				"0.800 ± 0.014",
+				// β=0: 0.83 0.84: mean 0.835 (printed 0.835 or 0.836 by
+				// binary rounding; the std 0.00707 is unambiguous).
+				"± 0.007",
+				// automatic M: 0.84 0.84 and clusters 3, 2.
+				"0.840 ± 0.000", "3, 2",
+			},
+		},
+	} {
+		t.Run(test.name, func(t *testing.T) {
+			r, err := test.build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range test.want {
+				if !bytes.Contains(r.Markdown, []byte(mdEscaper.Replace(w))) {
+					t.Errorf("Markdown lacks %q", w)
+				}
+				if !strings.Contains(htmlUnescape(r.HTML), w) {
+					t.Errorf("HTML lacks %q", w)
+				}
+			}
+			if len(r.Assets) != 2*len(test.figures) {
+				t.Errorf("got %d assets, want %d", len(r.Assets), 2*len(test.figures))
+			}
+			for _, f := range test.figures {
+				png, svg := r.Assets[f+".png"], r.Assets[f+".svg"]
+				if png == nil || svg == nil {
+					t.Errorf("assets lack %s.png or %s.svg", f, f)
+					continue
+				}
+				if !bytes.Contains(r.Markdown, []byte("("+f+".png)")) {
+					t.Errorf("Markdown does not refer to %s.png", f)
+				}
+				if !bytes.HasPrefix(svg, []byte("<?xml")) && !bytes.Contains(svg[:min(200, len(svg))], []byte("<svg")) {
+					t.Errorf("%s.svg does not look like SVG", f)
+				}
+				checkGolden(t, f, png)
+			}
+			checkSelfContained(t, r.HTML)
+
+			again, err := test.build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(r.Markdown, again.Markdown) || !bytes.Equal(r.HTML, again.HTML) {
+				t.Error("Markdown or HTML differ between two builds of the same input")
+			}
+			for k, v := range r.Assets {
+				if !bytes.Equal(v, again.Assets[k]) {
+					t.Errorf("asset %s differs between two builds of the same input", k)
+				}
+			}
+		})
+	}
+}
+
+var srcAttr = regexp.MustCompile(`(?i)\b(src|href)\s*=\s*"([^"]*)"`)
+
+// checkSelfContained checks that the page refers to nothing outside it.
+func checkSelfContained(t *testing.T, page []byte) {
+	t.Helper()
+	s := string(page)
+	for _, bad := range []string{"http://", "https://", "<link", "<script", "@import", "url("} {
+		if strings.Contains(strings.ToLower(s), bad) {
+			t.Errorf("HTML contains %q", bad)
+		}
+	}
+	for _, m := range srcAttr.FindAllStringSubmatch(s, -1) {
+		if !strings.HasPrefix(m[2], "data:") {
+			t.Errorf("HTML has %s=%q, want only data: URIs", m[1], m[2][:min(40, len(m[2]))])
+		}
+	}
+	if !strings.Contains(s, `src="data:image/png;base64,`) {
+		t.Error("HTML embeds no figure")
+	}
+}
+
+// htmlUnescape undoes html.EscapeString for the comparisons above.
+func htmlUnescape(b []byte) string {
+	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&#34;", `"`, "&#39;", "'", "&amp;", "&").Replace(string(b))
+}
+
+func TestReportErrors(t *testing.T) {
+	for i, build := range []func() (*Report, error){
+		func() (*Report, error) { return Table1(Table1Input{}) },                                                // 0
+		func() (*Report, error) { return Table1(Table1Input{Scenarios: []Table1Scenario{{Name: "x"}}}) },        // 1
+		func() (*Report, error) { return Adversarial(AdversarialInput{}) },                                      // 2
+		func() (*Report, error) { return Stability(StabilityInput{}) },                                          // 3
+		func() (*Report, error) { return Stability(StabilityInput{Rounds: []int{1}, Sites: []SiteTrace{{}}}) },  // 4
+		func() (*Report, error) { return Privacy(PrivacyInput{}) },                                              // 5
+		func() (*Report, error) { return Ablation(AblationInput{}) },                                            // 6
+		func() (*Report, error) { return Ablation(AblationInput{Variants: []AblationVariant{{Name: "full"}}}) }, // 7
+	} {
+		if _, err := build(); err == nil {
+			t.Errorf("case %d: expected an error", i)
+		}
+	}
+}
+
+// samePixels reports whether two PNGs decode to the same pixels.
+func samePixels(a, b []byte) (bool, error) {
+	ia, err := png.Decode(bytes.NewReader(a))
+	if err != nil {
+		return false, err
+	}
+	ib, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		return false, err
+	}
+	if ia.Bounds() != ib.Bounds() {
+		return false, nil
+	}
+	r := ia.Bounds()
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			if !sameColor(ia, ib, x, y) {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
+}
+
+func sameColor(a, b image.Image, x, y int) bool {
+	r1, g1, b1, a1 := a.At(x, y).RGBA()
+	r2, g2, b2, a2 := b.At(x, y).RGBA()
+	return r1 == r2 && g1 == g2 && b1 == b2 && a1 == a2
+}
