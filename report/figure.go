@@ -253,6 +253,21 @@ func addGroupedBars(p *plot.Plot, categories, series []string, values, errs [][]
 	}
 	p.NominalX(categories...)
 	p.X.Min, p.X.Max = -0.5, float64(len(categories))-0.5
+	// Leave room above the bars for the legend.
+	top := 0.0
+	for k := range values {
+		for g, v := range values[k] {
+			if e := errs[k][g]; !math.IsNaN(e) {
+				v += e
+			}
+			if !math.IsNaN(v) {
+				top = math.Max(top, v)
+			}
+		}
+	}
+	if top > 0 {
+		p.Y.Max = 1.3 * top
+	}
 }
 
 // whiskers draws vertical ±Err whiskers at (X, Y); NaN values are skipped.

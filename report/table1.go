@@ -132,7 +132,7 @@ func Table1(in Table1Input) (*Report, error) {
 	}
 	pa := newPlot("Final AUC", "", "AUC-ROC")
 	addGroupedBars(pa, methods, scenarios, aucMean, aucStd, cols)
-	pa.Y.Min, pa.Y.Max = 0, 1.05
+	pa.Y.Min, pa.Y.Max = 0, 1.3
 	pc := newPlot("Convergence round", "", "Round")
 	addGroupedBars(pc, methods, scenarios, convMean, convStd, cols)
 	fig3, err := render("fig3_final_auc", "Fig. 3: final AUC (left) and convergence round (right) per method, mean ± std over seeds.", [][]*plot.Plot{{pa, pc}})
