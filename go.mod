@@ -2,7 +2,10 @@ module github.com/ptopofl/ptopofl
 
 go 1.26.8
 
-require go.yaml.in/yaml/v3 v3.0.5
+require (
+	go.yaml.in/yaml/v3 v3.0.5
+	gonum.org/v1/plot v0.17.0
+)
 
 require (
 	cel.dev/expr v0.25.2 // indirect
@@ -233,7 +236,6 @@ require (
 	golang.org/x/text v0.42.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	gonum.org/v1/gonum v0.17.0 // indirect
-	gonum.org/v1/plot v0.17.0 // indirect
 	google.golang.org/api v0.276.0 // indirect
 	google.golang.org/genproto v0.0.0-20260420184626-e10c466a9529 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260526163538-3dc84a4a5aaa // indirect
