@@ -78,6 +78,10 @@ type SweepFederation struct {
 	Name     string `json:"name"`
 	Sites    []Site `json:"sites"`
 	MinSites int    `json:"min_sites,omitempty"` // 0: all sites
+	// Seeds, when not empty, replace SweepSpec.Seeds for this federation:
+	// a generated federation is usually paired with the seed it was
+	// generated from.
+	Seeds []uint64 `json:"seeds,omitempty"`
 	// DescriptorRows as in CampaignSpec; rarely used in sweeps.
 	DescriptorRows map[string][]int `json:"descriptor_rows,omitempty"`
 }
@@ -157,7 +161,11 @@ func (s SweepSpec) Campaigns() ([]SweepCampaign, error) {
 				if err != nil {
 					return nil, fmt.Errorf("settings[%s]: %w", set.Label, err)
 				}
-				for _, seed := range s.Seeds {
+				seeds := s.Seeds
+				if len(fed.Seeds) > 0 {
+					seeds = fed.Seeds
+				}
+				for _, seed := range seeds {
 					i := len(out)
 					name := sweepCampaignName(s.Sweep, fed.Name, m.Method, set.Label, seed, i)
 					spec := CampaignSpec{
@@ -214,8 +222,10 @@ func (s SweepSpec) Validate() error {
 	if len(s.Methods) == 0 {
 		return fmt.Errorf("methods: at least one method is required")
 	}
-	if len(s.Seeds) == 0 {
-		return fmt.Errorf("seeds: at least one seed is required")
+	for i, f := range s.Federations {
+		if len(s.Seeds) == 0 && len(f.Seeds) == 0 {
+			return fmt.Errorf("seeds: at least one seed is required (or federations[%d].seeds)", i)
+		}
 	}
 	if len(s.Federations) == 0 {
 		return fmt.Errorf("federations: at least one federation is required")

@@ -1,0 +1,194 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ptopofl/ptopofl/eval"
+	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/store"
+)
+
+// Sweep holds the server activities of SweepWorkflow. They read and write
+// only the store: specs, round manifests and the sweep's tables.
+type Sweep struct {
+	store *store.Store
+}
+
+// NewSweep returns the sweep activities writing to st.
+func NewSweep(st *store.Store) *Sweep { return &Sweep{store: st} }
+
+// Register registers the sweep activities under their pipeline names.
+func (s *Sweep) Register(r interface {
+	RegisterActivityWithOptions(any, activity.RegisterOptions)
+}) {
+	r.RegisterActivityWithOptions(s.RecordSweep, activity.RegisterOptions{Name: pipeline.ActivityRecordSweep})
+	r.RegisterActivityWithOptions(s.BuildSweepResults, activity.RegisterOptions{Name: pipeline.ActivityBuildSweepResults})
+}
+
+func (s *Sweep) checkBucket(bucket string) error {
+	return (&Server{store: s.store}).checkBucket(bucket)
+}
+
+// RecordSweep writes sweeps/<sweep>/spec.json and every campaign's
+// campaigns/<campaign>/spec.json (the same record `starter run` writes), so
+// the audit trail of a swept campaign starts like any other's. Canonical
+// JSON at fixed keys: a retry writes the same bytes.
+func (s *Sweep) RecordSweep(ctx context.Context, in pipeline.RecordSweepInput) (pipeline.RecordSweepOutput, error) {
+	if err := s.checkBucket(in.Spec.Bucket); err != nil {
+		return pipeline.RecordSweepOutput{}, err
+	}
+	campaigns, err := in.Spec.Campaigns()
+	if err != nil {
+		return pipeline.RecordSweepOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrTypeInvalidSpec, err)
+	}
+	ref, err := s.store.PutJSON(ctx, pipeline.SweepSpecKey(in.Spec.Sweep), in.Spec)
+	if err != nil {
+		return pipeline.RecordSweepOutput{}, err
+	}
+	for i, c := range campaigns {
+		if _, err := s.store.PutJSON(ctx, pipeline.SpecKey(c.Spec.Campaign), c.Spec); err != nil {
+			return pipeline.RecordSweepOutput{}, err
+		}
+		if i%20 == 0 {
+			activity.RecordHeartbeat(ctx, i)
+		}
+	}
+	return pipeline.RecordSweepOutput{Spec: toPipeline(ref)}, nil
+}
+
+// BuildSweepResults reads every round manifest of every campaign that ran
+// and writes results.parquet (one row per campaign) and curves.parquet (one
+// row per campaign and round) under sweeps/<sweep>/. Every number comes
+// from the manifests, the audit record, not from the workflow's summaries.
+func (s *Sweep) BuildSweepResults(ctx context.Context, in pipeline.BuildSweepResultsInput) (pipeline.BuildSweepResultsOutput, error) {
+	if err := s.checkBucket(in.Spec.Bucket); err != nil {
+		return pipeline.BuildSweepResultsOutput{}, err
+	}
+	campaigns, err := in.Spec.Campaigns()
+	if err != nil {
+		return pipeline.BuildSweepResultsOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrTypeInvalidSpec, err)
+	}
+	var results []SweepResultRow
+	var curves []SweepCurveRow
+	for _, o := range in.Outcomes {
+		if o.Index < 0 || o.Index >= len(campaigns) {
+			return pipeline.BuildSweepResultsOutput{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("outcome of campaign %s: index %d outside the grid of %d", o.Campaign, o.Index, len(campaigns)), pipeline.ErrTypeInvalidSpec, nil)
+		}
+		c := campaigns[o.Index]
+		row, rounds, err := s.campaignRows(ctx, in.Spec.Sweep, c, o)
+		if err != nil {
+			return pipeline.BuildSweepResultsOutput{}, err
+		}
+		results = append(results, row)
+		curves = append(curves, rounds...)
+		activity.RecordHeartbeat(ctx, o.Index)
+	}
+	rb, err := EncodeSweepResults(results)
+	if err != nil {
+		return pipeline.BuildSweepResultsOutput{}, err
+	}
+	cb, err := EncodeSweepCurves(curves)
+	if err != nil {
+		return pipeline.BuildSweepResultsOutput{}, err
+	}
+	rref, err := s.store.Put(ctx, pipeline.SweepResultsKey(in.Spec.Sweep), rb)
+	if err != nil {
+		return pipeline.BuildSweepResultsOutput{}, err
+	}
+	cref, err := s.store.Put(ctx, pipeline.SweepCurvesKey(in.Spec.Sweep), cb)
+	if err != nil {
+		return pipeline.BuildSweepResultsOutput{}, err
+	}
+	return pipeline.BuildSweepResultsOutput{Results: toPipeline(rref), Curves: toPipeline(cref), Rows: len(results), Rounds: len(curves)}, nil
+}
+
+// campaignRows reads the manifests of rounds 1.. of one campaign, up to the
+// last one it committed (and the failed round's manifest, if it failed).
+func (s *Sweep) campaignRows(ctx context.Context, sweep string, c pipeline.SweepCampaign, o pipeline.CampaignOutcome) (SweepResultRow, []SweepCurveRow, error) {
+	h := c.Spec.Hyperparameters
+	row := SweepResultRow{
+		Sweep: sweep, Campaign: c.Spec.Campaign, WorkflowID: c.WorkflowID, CampaignIndex: c.Index,
+		Federation: c.Federation, Method: c.Method, Setting: c.Setting, Seed: c.Seed,
+		Preset: c.Spec.Preset, Rounds: c.Spec.Rounds, State: o.State, Error: o.Error,
+		NumSites: len(c.Spec.Sites), MinSites: c.Spec.MinSites,
+		Clusters: h.Clusters, Beta: h.Beta, AnomalyThreshold: h.AnomalyThreshold, DriftThreshold: h.DriftThreshold,
+		DriftCheckEvery: h.DriftCheckEvery, NSub: h.NSub, BettiResolution: h.BettiResolution, Descriptor: h.Descriptor,
+		C: h.C, MaxIter: h.MaxIter, Tol: h.Tol, LR: h.LR, Steps: h.Steps, Mu: h.Mu, Lambda: h.Lambda,
+		LRPersonal: h.LRPersonal, LROuter: h.LROuter, TrimFraction: h.TrimFraction, Byzantine: h.Byzantine,
+		FinalAUC: math.NaN(), FinalAcc: math.NaN(), BestAUC: math.NaN(),
+		SpecHash: c.Spec.SpecHash(), SpecKey: pipeline.SpecKey(c.Spec.Campaign),
+		ArtifactsPrefix: pipeline.CampaignPrefix(c.Spec.Campaign),
+	}
+	last := o.RoundsDone
+	if o.LastManifest != nil {
+		if r, ok := roundOfManifest(c.Spec.Campaign, o.LastManifest.Key); ok && r > last {
+			last = r // the failed round's manifest says why it failed
+		}
+	}
+	var curves []SweepCurveRow
+	var auc []float64
+	for r := 1; r <= last; r++ {
+		var m pipeline.RoundManifest
+		ref, err := s.store.GetJSONKey(ctx, pipeline.ManifestKey(c.Spec.Campaign, r), &m)
+		if err != nil {
+			return row, nil, fmt.Errorf("campaign %s round %d: %w", c.Spec.Campaign, r, err)
+		}
+		cr := SweepCurveRow{
+			Sweep: sweep, Campaign: c.Spec.Campaign, Federation: c.Federation, Method: c.Method, Setting: c.Setting, Seed: c.Seed,
+			Round: r, Outcome: m.Outcome, AUC: m.Mean.AUC, Acc: m.Mean.Accuracy, SitesEvaluated: m.Mean.Sites,
+			Participants: len(m.Participants), Dropped: len(m.Dropped), NumClusters: numClusters(m.Clusters),
+			NumFlagged: len(m.Flagged), Flagged: strings.Join(m.Flagged, ","),
+			DescriptorsRecomputed: m.DescriptorsRecomputed, ManifestKey: ref.Key, ManifestSHA256: ref.SHA256,
+		}
+		cr.MaxDrift, cr.MeanDrift = driftStats(m.Clusters)
+		curves = append(curves, cr)
+		row.LastManifestKey, row.LastManifestSHA256 = ref.Key, ref.SHA256
+		if m.Outcome != pipeline.OutcomeCommitted {
+			continue
+		}
+		row.RoundsDone = r
+		auc = append(auc, m.Mean.AUC)
+		row.FinalAUC, row.FinalAcc = m.Mean.AUC, m.Mean.Accuracy
+		if math.IsNaN(row.BestAUC) || m.Mean.AUC > row.BestAUC {
+			row.BestAUC = m.Mean.AUC
+		}
+		row.NumClusters, row.NumFlagged = numClusters(m.Clusters), len(m.Flagged)
+		row.Flagged, row.Participants = strings.Join(m.Flagged, ","), len(m.Participants)
+	}
+	row.ConvRound = eval.ConvergenceRound(auc)
+	return row, curves, nil
+}
+
+func roundOfManifest(campaign, key string) (int, bool) {
+	var r int
+	if _, err := fmt.Sscanf(strings.TrimPrefix(key, pipeline.CampaignPrefix(campaign)), "round-%d/manifest.json", &r); err != nil {
+		return 0, false
+	}
+	return r, key == pipeline.ManifestKey(campaign, r)
+}
+
+func numClusters(cs []pipeline.SiteCluster) int {
+	seen := map[int]bool{}
+	for _, c := range cs {
+		seen[c.Cluster] = true
+	}
+	return len(seen)
+}
+
+func driftStats(cs []pipeline.SiteCluster) (maxDrift, meanDrift float64) {
+	if len(cs) == 0 {
+		return 0, 0
+	}
+	for _, c := range cs {
+		maxDrift = math.Max(maxDrift, c.Drift)
+		meanDrift += c.Drift
+	}
+	return maxDrift, meanDrift / float64(len(cs))
+}
