@@ -36,6 +36,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 )
 
@@ -111,6 +112,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		fmt.Fprintf(stderr, "starter: unknown command %q\n%s", name, usage)
 		return exitInput
+	}
+	// PTOPOFL_CPUPROFILE=FILE writes a CPU profile of the whole command
+	// (stack, workers and all), for finding where a local run spends its time.
+	if path := os.Getenv("PTOPOFL_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
+			defer func() { pprof.StopCPUProfile(); f.Close() }()
+		}
 	}
 	err := cmd(ctx, args[1:], stdout, stderr)
 	switch {
