@@ -11,8 +11,8 @@ import (
 // progressMeter prints "3/10 campaigns  elapsed 1m2s  eta 2m25s" for long
 // commands (table, sweep, experiment): units done out of a total, elapsed
 // time and an ETA from the pace observed since the meter started. On a
-// terminal it rewrites one line; to a file or pipe it prints one line per
-// change. A nil writer makes it silent (--format json).
+// terminal it rewrites one line at every update (so elapsed time ticks); to
+// a file or pipe it prints one line per change of the count or the detail. A nil writer makes it silent (--format json).
 //
 // A meter is not safe for concurrent use; callers that update it from
 // several goroutines hold a lock.
@@ -24,11 +24,13 @@ type progressMeter struct {
 	now   func() time.Time // injected by tests
 	tty   bool             // rewrite one line instead of printing one per update
 
-	start      time.Time
+	start       time.Time
 	doneAtStart int // units already done when the meter started (a re-attached run)
-	started    bool
-	last       string // the last line printed, to print only changes
-	pending    bool   // a terminal line was printed without its newline
+	started     bool
+	lastDone    int    // what the last line printed said, so that a
+	lastDetail  string // file gets a line per change only
+	printed     bool
+	pending     bool // a terminal line was printed without its newline
 }
 
 // newProgressMeter returns a meter of total units ("rounds", "campaigns")
@@ -60,11 +62,11 @@ func (p *progressMeter) updateDetail(done int, detail string) {
 	if !p.started {
 		p.started, p.start, p.doneAtStart = true, now, done
 	}
-	line := p.line(done, now.Sub(p.start), detail)
-	if line == p.last {
+	if !p.tty && p.lastDetail == detail && p.lastDone == done && p.printed {
 		return
 	}
-	p.last = line
+	p.lastDone, p.lastDetail, p.printed = done, detail, true
+	line := p.line(done, now.Sub(p.start), detail)
 	if p.tty {
 		fmt.Fprintf(p.w, "\r\x1b[K%s", line)
 		p.pending = true
