@@ -54,6 +54,7 @@ commands:
   verify   re-hash every artifact of a campaign and check the manifest chain (exit 1 on any problem)
   export   write a campaign's manifests as parquet, one row per round and site
   ls       list campaigns
+  sweep    run a grid of campaigns (methods × hyper-parameters × seeds × federations) and print the results table
 
 Run "starter COMMAND -h" for the flags of a command.
 `
@@ -94,6 +95,7 @@ var commands = map[string]command{
 	"verify":  runVerify,
 	"export":  runExport,
 	"ls":      runLs,
+	"sweep":   runSweep,
 }
 
 // run executes the command line args (without the program name) and returns

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ptopofl/ptopofl/activities"
+	"github.com/ptopofl/ptopofl/eval"
+	"github.com/ptopofl/ptopofl/pipeline"
+)
+
+// tinyFederation writes a 3-site healthcare federation of 30-50 rows per
+// site into dir/name and returns the directory.
+func tinyFederation(t *testing.T, dir, name string, seed uint64) string {
+	t.Helper()
+	opt := eval.DefaultHealthcareOptions(seed)
+	opt.Sites, opt.MinSize, opt.MaxSize, opt.PoolSize, opt.Adversarial = 3, 30, 50, 600, nil
+	fed, err := eval.Healthcare(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := eval.WriteFederation(p, fed); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestSweepLocalEndToEnd runs 2 methods × 2 seeds × 3 rounds on the
+// embedded stack and checks that results.parquet and curves.parquet say
+// what the campaigns' manifests say.
+func TestSweepLocalEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded stack")
+	}
+	tmp := t.TempDir()
+	tinyFederation(t, tmp, "fed", 3)
+	file := filepath.Join(tmp, "sweep.yaml")
+	os.WriteFile(file, []byte(`sweep: e2e-sweep
+rounds: 3
+seeds: [1, 2]
+methods: [ptopofl, fedavg]
+federations: [{name: tiny, path: fed}]
+hyperparameters: {n_sub: 20}
+concurrency: 2
+`), 0o644)
+	dataDir := filepath.Join(tmp, "stack")
+	start := time.Now()
+	code, stdout, stderr := runCLI("sweep", file, "--local", "--data-dir", dataDir, "--format", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstderr: %s", code, stderr)
+	}
+	t.Logf("sweep of 4 campaigns in %.1fs", time.Since(start).Seconds())
+	var out sweepOutput
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("json output: %v\n%s", err, stdout)
+	}
+	if out.State != pipeline.SweepDone || out.CampaignsDone != 4 || out.CampaignsTotal != 4 || len(out.Rows) != 4 {
+		t.Fatalf("output: %+v", out)
+	}
+	if out.Results != "s3://ptopofl/sweeps/e2e-sweep/results.parquet" {
+		t.Errorf("results at %s", out.Results)
+	}
+
+	// Read everything back from S3 and compare with the manifests.
+	conn := connFlags{local: true, dataDir: dataDir, bucket: defaultBucket, format: "json"}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e, err := conn.connect(ctx, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	_, rb, err := e.store.GetKey(ctx, pipeline.SweepResultsKey("e2e-sweep"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := activities.DecodeSweepResults(rb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, cb, err := e.store.GetKey(ctx, pipeline.SweepCurvesKey("e2e-sweep"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	curves, err := activities.DecodeSweepCurves(cb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(curves) != 4*3 {
+		t.Fatalf("%d curve rows, want 12", len(curves))
+	}
+	want := []struct {
+		method string
+		seed   uint64
+	}{{"ptopofl", 1}, {"ptopofl", 2}, {"fedavg", 1}, {"fedavg", 2}}
+	for i, r := range rows {
+		if r.Method != want[i].method || r.Seed != want[i].seed || r.State != pipeline.StateDone || r.RoundsDone != 3 || r.NSub != 20 {
+			t.Errorf("row %d: %+v", i, r)
+		}
+		if r.WorkflowID != "e2e-sweep/"+r.Campaign || r.Campaign != fmt.Sprintf("e2e-sweep-tiny-%s-base-s%d", r.Method, r.Seed) {
+			t.Errorf("row %d: campaign %s, workflow %s", i, r.Campaign, r.WorkflowID)
+		}
+		var auc []float64
+		for round := 1; round <= 3; round++ {
+			var m pipeline.RoundManifest
+			ref, err := e.store.GetJSONKey(ctx, pipeline.ManifestKey(r.Campaign, round), &m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := curves[i*3+round-1]
+			if c.Campaign != r.Campaign || c.Round != round || c.AUC != m.Mean.AUC || c.Acc != m.Mean.Accuracy ||
+				c.ManifestSHA256 != ref.SHA256 || c.Participants != len(m.Participants) || c.NumFlagged != len(m.Flagged) {
+				t.Errorf("curve row %s round %d = %+v, manifest mean %+v", r.Campaign, round, c, m.Mean)
+			}
+			auc = append(auc, m.Mean.AUC)
+			if round == 3 {
+				if r.FinalAUC != m.Mean.AUC || r.FinalAcc != m.Mean.Accuracy || r.LastManifestSHA256 != ref.SHA256 ||
+					r.Flagged != strings.Join(m.Flagged, ",") || r.SpecHash != m.SpecHash {
+					t.Errorf("row %s: final %v/%v, manifest %+v", r.Campaign, r.FinalAUC, r.FinalAcc, m.Mean)
+				}
+			}
+		}
+		if r.ConvRound != eval.ConvergenceRound(auc) || math.IsNaN(r.BestAUC) {
+			t.Errorf("row %s: conv %d best %v", r.Campaign, r.ConvRound, r.BestAUC)
+		}
+		if r.Method == "ptopofl" && r.NumClusters < 1 {
+			t.Errorf("row %s: no clusters", r.Campaign)
+		}
+		// The JSON rows are the parquet rows.
+		if out.Rows[i].Campaign != r.Campaign || out.Rows[i].FinalAUC != r.FinalAUC {
+			t.Errorf("json row %d differs from parquet: %+v", i, out.Rows[i])
+		}
+	}
+	// Every campaign's spec is recorded like a `starter run` campaign's.
+	var spec pipeline.CampaignSpec
+	if _, err := e.store.GetJSONKey(ctx, pipeline.SpecKey(rows[0].Campaign), &spec); err != nil || spec.Hyperparameters.NSub != 20 {
+		t.Errorf("spec.json of %s: %v %+v", rows[0].Campaign, err, spec.Hyperparameters)
+	}
+}
+
+func TestSweepFileErrors(t *testing.T) {
+	tmp := t.TempDir()
+	tinyFederation(t, tmp, "fed", 3)
+	dataDir := filepath.Join(tmp, "never-created")
+	for i, c := range []struct{ file, want string }{
+		{"sweep: s\nmethods: [fedavg]\nseeds: [1]\nfederations: [{path: fed}]\nbogus: 1\n", "field bogus not found"}, // 0
+		{"sweep: s\nmethods: [nope]\nseeds: [1]\nfederations: [{path: fed}]\n", `"nope"`},                           // 1
+		{"sweep: s\nmethods: [fedavg]\nfederations: [{path: fed}]\n", "seeds"},                                      // 2
+		{"sweep: s\nmethods: [fedavg]\nseeds: [1]\nfederations: [{path: nowhere}]\n", "nowhere"},                    // 3
+		{"sweep: s\nmethods: [ptopofl]\nseeds: [1]\nfederations: [{path: fed}]\ngrid: {betta: [1]}\n", "betta"},     // 4
+		{"sweep: s\nmethods: [ptopofl]\nseeds: [1]\nfederations: [{path: fed}]\ngrid: {beta: [2]}\n", "beta"},       // 5
+		{"sweep: \"a/b\"\nmethods: [fedavg]\nseeds: [1]\nfederations: [{path: fed}]\n", "sweep"},                    // 6
+	} {
+		path := filepath.Join(tmp, fmt.Sprintf("s%d.yaml", i))
+		os.WriteFile(path, []byte(c.file), 0o644)
+		code, _, stderr := runCLI("sweep", path, "--local", "--data-dir", dataDir)
+		if code != exitInput || !strings.Contains(stderr, c.want) {
+			t.Errorf("%d: exit %d, stderr %q; want exit 2 naming %q", i, code, stderr, c.want)
+		}
+	}
+	if _, err := os.Stat(dataDir); err == nil {
+		t.Error("a rejected sweep created the stack's data directory")
+	}
+}
+
+func TestGridSettings(t *testing.T) {
+	s, err := gridSettings(map[string][]any{"beta": {0, 0.3}, "clusters": {1, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var labels []string
+	for _, x := range s {
+		labels = append(labels, x.Label)
+	}
+	if got := strings.Join(labels, " "); got != "beta0_clusters1 beta0_clusters2 beta0.3_clusters1 beta0.3_clusters2" {
+		t.Errorf("labels %s", got)
+	}
+}
