@@ -124,6 +124,17 @@ func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	sem := make(chan struct{}, *parallel)
 	var wg sync.WaitGroup
 	var mu sync.Mutex // serialises progress lines
+	// Campaigns done out of the total, a line each (the rounds of the
+	// campaigns print lines of their own in between, so never a rewritten
+	// terminal line: lockedWriter is no terminal).
+	var meterOut io.Writer
+	if progressOut != nil {
+		meterOut = lockedWriter{w: progressOut, mu: &mu}
+	}
+	meter := newProgressMeter(meterOut, len(built), "campaigns")
+	var meterMu sync.Mutex
+	finished := 0
+	meter.update(0)
 	for i, job := range built {
 		wg.Add(1)
 		go func() {
@@ -137,6 +148,14 @@ func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			r, err := executeCampaign(ctx, e, job.spec, pw, false)
 			r.Label = job.label
 			results[i], errs[i] = r, err
+			meterMu.Lock()
+			finished++
+			state := "done"
+			if err != nil {
+				state = "failed"
+			}
+			meter.updateDetail(finished, "last: "+job.label+" "+state)
+			meterMu.Unlock()
 		}()
 	}
 	wg.Wait()
