@@ -55,6 +55,7 @@ commands:
   export   write a campaign's manifests as parquet, one row per round and site
   ls       list campaigns
   sweep    run a grid of campaigns (methods × hyper-parameters × seeds × federations) and print the results table
+  experiment  run one of the paper's experiments (table1|adversarial|stability|privacy|ablation) as a sweep; write its report
 
 Run "starter COMMAND -h" for the flags of a command.
 `
@@ -84,18 +85,19 @@ func main() {
 type command func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 var commands = map[string]command{
-	"run":     runRun,
-	"table":   runTable,
-	"status":  runStatus,
-	"watch":   runWatch,
-	"pause":   runPause,
-	"resume":  runResume,
-	"stop":    runStop,
-	"history": runHistory,
-	"verify":  runVerify,
-	"export":  runExport,
-	"ls":      runLs,
-	"sweep":   runSweep,
+	"run":        runRun,
+	"table":      runTable,
+	"status":     runStatus,
+	"watch":      runWatch,
+	"pause":      runPause,
+	"resume":     runResume,
+	"stop":       runStop,
+	"history":    runHistory,
+	"verify":     runVerify,
+	"export":     runExport,
+	"ls":         runLs,
+	"sweep":      runSweep,
+	"experiment": runExperiment,
 }
 
 // run executes the command line args (without the program name) and returns

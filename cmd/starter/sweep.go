@@ -301,7 +301,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	out, err := executeSweep(ctx, &conn, plan, stderr)
+	out, err := executeSweep(ctx, &conn, plan, stderr, nil)
 	if err != nil {
 		return err
 	}
@@ -313,8 +313,9 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // executeSweep connects, starts the local workers if asked, runs (or
-// re-attaches to) the sweep and reads its results table back from S3.
-func executeSweep(ctx context.Context, conn *connFlags, plan sweepPlan, stderr io.Writer) (sweepOutput, error) {
+// re-attaches to) the sweep and reads its results table back from S3;
+// then, if after is not nil, calls it while the connection is still open.
+func executeSweep(ctx context.Context, conn *connFlags, plan sweepPlan, stderr io.Writer, after func(*env, sweepOutput) error) (sweepOutput, error) {
 	start := time.Now()
 	quiet := conn.format == "json"
 	var progress io.Writer
@@ -345,11 +346,17 @@ func executeSweep(ctx context.Context, conn *connFlags, plan sweepPlan, stderr i
 	if err != nil {
 		return sweepOutput{}, fmt.Errorf("sweep %s: %w", plan.spec.Sweep, err)
 	}
-	return sweepOutput{
+	out := sweepOutput{
 		Sweep: res.Sweep, State: res.State, CampaignsDone: res.CampaignsDone, CampaignsTotal: res.CampaignsTotal,
 		Failed: res.Failed, Results: res.Results.String(), Curves: res.Curves.String(), Rows: rows,
 		WallSeconds: time.Since(start).Seconds(),
-	}, nil
+	}
+	if after != nil {
+		if err := after(e, out); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }
 
 // startSweepWorkers starts in this process the server worker (campaigns,

@@ -1,0 +1,286 @@
+// Package experiments plans the paper's experiments (table1, adversarial,
+// stability, privacy, ablation): which federations each needs, generated
+// with package eval from which seeds, which methods and settings run on
+// them, and for how many rounds. It is pure planning: no files, no
+// Temporal, no S3. `starter experiment` writes the federations, runs the
+// plan as one durable sweep and builds the report from what the sweep left
+// in S3.
+package experiments
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ptopofl/ptopofl/eval"
+	"github.com/ptopofl/ptopofl/pipeline"
+)
+
+// Names of the experiments, in the paper's order.
+const (
+	Table1      = "table1"
+	Adversarial = "adversarial"
+	Stability   = "stability"
+	Privacy     = "privacy"
+	Ablation    = "ablation"
+)
+
+// Names lists every experiment.
+var Names = []string{Table1, Adversarial, Stability, Privacy, Ablation}
+
+// Scenario names.
+const (
+	Healthcare = "healthcare"
+	Benchmark  = "benchmark"
+)
+
+// Options shape a plan.
+type Options struct {
+	// Seeds is the number of seeds (FirstSeed, FirstSeed+1, ...); each seed
+	// generates its own federation and seeds its campaigns.
+	Seeds     int
+	FirstSeed uint64
+	// Rounds overrides the experiment's number of rounds when positive.
+	Rounds int
+	// Tiny shrinks every federation (3-4 sites of 30-50 rows) for tests.
+	Tiny bool
+}
+
+// Federation is one generated federation of a plan. Site names are
+// prefixed with the federation's name, so that every site of the sweep has
+// its own task queue.
+type Federation struct {
+	Name     string
+	Scenario string
+	Seed     uint64
+	// AttackFraction is the fraction of adversarial sites (adversarial).
+	AttackFraction float64
+	Data           eval.Federation
+}
+
+// Plan is an experiment ready to run as one sweep.
+type Plan struct {
+	Experiment string
+	Rounds     int
+	Methods    []string
+	// Base overrides every method's hyper-parameters (before Settings).
+	Base []pipeline.ParamValue
+	// Settings are the grid; nil means the methods' base settings only.
+	Settings    []pipeline.SweepSetting
+	Federations []Federation
+	// Concurrency is the number of campaigns run at once.
+	Concurrency int
+}
+
+// Methods of table1: pTopoFL and the paper's baselines.
+var table1Methods = []string{pipeline.MethodPTopoFL, pipeline.MethodFedAvg, pipeline.MethodFedProx,
+	pipeline.MethodSCAFFOLD, pipeline.MethodPFedMe, pipeline.MethodLocal}
+
+// Methods of adversarial: pTopoFL, FedAvg and two robust aggregators.
+var adversarialMethods = []string{pipeline.MethodPTopoFL, pipeline.MethodFedAvg, pipeline.MethodMedian, pipeline.MethodKrum}
+
+// AttackLevels are the adversarial fractions of the adversarial experiment.
+var AttackLevels = []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5}
+
+// Stability settings: the continual shift hits sites 2 and 6 (of 8) after
+// round ShiftAfter of 20.
+const (
+	StabilityRounds    = 20
+	ShiftAfter         = 10
+	ShiftMagnitude     = 4.0
+	stabilityShiftSite = 2
+)
+
+// Build returns the plan of experiment name.
+func Build(name string, o Options) (Plan, error) {
+	if o.Seeds < 1 {
+		return Plan{}, fmt.Errorf("seeds = %d: want >= 1", o.Seeds)
+	}
+	if o.FirstSeed == 0 {
+		o.FirstSeed = 1
+	}
+	p := Plan{Experiment: name, Rounds: 15, Concurrency: 3}
+	var err error
+	switch name {
+	case Table1:
+		p.Methods = table1Methods
+		for _, sc := range []string{Healthcare, Benchmark} {
+			for s := range o.Seeds {
+				if err = p.add(o, sc, o.FirstSeed+uint64(s), 0, nil); err != nil {
+					return Plan{}, err
+				}
+			}
+		}
+	case Adversarial:
+		p.Methods = adversarialMethods
+		levels := AttackLevels
+		if o.Tiny {
+			levels = []float64{0, 0.5}
+		}
+		for _, f := range levels {
+			for s := range o.Seeds {
+				if err = p.add(o, Healthcare, o.FirstSeed+uint64(s), f, nil); err != nil {
+					return Plan{}, err
+				}
+			}
+		}
+	case Stability:
+		p.Rounds = StabilityRounds
+		p.Methods = []string{pipeline.MethodPTopoFL}
+		// Descriptors every round, so drift Δ (Eq. 9) is measured every
+		// round and re-clustering can fire when it exceeds the threshold.
+		p.Base = []pipeline.ParamValue{{Name: "drift_check_every", Value: 1}}
+		after := ShiftAfter
+		if o.Rounds > 0 {
+			after = max(1, o.Rounds/2)
+		}
+		for s := range o.Seeds {
+			sites := []int{stabilityShiftSite, 6}
+			if o.Tiny {
+				sites = []int{1}
+			}
+			shift := &eval.ContinualShift{Sites: sites, AfterRound: after, Magnitude: ShiftMagnitude}
+			if err = p.add(o, Healthcare, o.FirstSeed+uint64(s), 0, shift); err != nil {
+				return Plan{}, err
+			}
+		}
+	case Privacy:
+		// Training is incidental: privacy needs each site's real training
+		// size and the real model and descriptor sizes, all of which a
+		// short pTopoFL campaign records in S3.
+		p.Rounds = 2
+		p.Methods = []string{pipeline.MethodPTopoFL}
+		for _, sc := range []string{Healthcare, Benchmark} {
+			for s := range o.Seeds {
+				if err = p.add(o, sc, o.FirstSeed+uint64(s), 0, nil); err != nil {
+					return Plan{}, err
+				}
+			}
+		}
+	case Ablation:
+		p.Methods = []string{pipeline.MethodPTopoFL}
+		p.Settings = AblationSettings()
+		for s := range o.Seeds {
+			if err = p.add(o, Healthcare, o.FirstSeed+uint64(s), 0, nil); err != nil {
+				return Plan{}, err
+			}
+		}
+	default:
+		return Plan{}, fmt.Errorf("experiment %q: unknown; want one of %v", name, Names)
+	}
+	if o.Rounds > 0 {
+		p.Rounds = o.Rounds
+	}
+	return p, nil
+}
+
+// AblationSettings are the ablation's variants of pTopoFL: the full method,
+// one cluster (no personalisation by topology), no inter-cluster blending.
+// The automatic M (clusters chosen by silhouette) needs a spelling of
+// "automatic" in pipeline.Hyperparameters, which clusters = 0 is not yet
+// (it defaults to 2); AutoClustersSupported says whether it is.
+func AblationSettings() []pipeline.SweepSetting {
+	only := []string{pipeline.MethodPTopoFL}
+	s := []pipeline.SweepSetting{
+		{Label: "full", Methods: only},
+		{Label: "M1", Set: []pipeline.ParamValue{{Name: "clusters", Value: 1}}, Methods: only},
+		{Label: "beta0", Set: []pipeline.ParamValue{{Name: "beta", Value: 0}}, Methods: only},
+	}
+	if AutoClustersSupported() {
+		s = append(s, pipeline.SweepSetting{Label: "autoM", Set: []pipeline.ParamValue{{Name: "clusters", Value: 0}}, Methods: only})
+	}
+	return s
+}
+
+// AutoClustersSupported reports whether a campaign can ask for the
+// automatic number of clusters with clusters = 0.
+func AutoClustersSupported() bool {
+	s := pipeline.CampaignSpec{Sites: []pipeline.Site{{Name: "a"}}}.WithDefaults()
+	s.Hyperparameters.Clusters = 0
+	return s.WithDefaults().Hyperparameters.Clusters == 0
+}
+
+// AblationDescriptions describe the ablation's variants for the report.
+var AblationDescriptions = map[string][2]string{
+	"full":  {"full", "pTopoFL as published: M clusters, β-blending, trust weighting"},
+	"M1":    {"M=1", "one cluster: no topology-guided personalisation"},
+	"beta0": {"β=0", "no inter-cluster blending: clusters never share"},
+	"autoM": {"automatic M", "number of clusters chosen by silhouette"},
+}
+
+func (p *Plan) add(o Options, scenario string, seed uint64, attack float64, shift *eval.ContinualShift) error {
+	var fed eval.Federation
+	var err error
+	short := "hc"
+	switch scenario {
+	case Healthcare:
+		opt := eval.DefaultHealthcareOptions(seed)
+		if p.Experiment == Adversarial {
+			opt.Sites = 10
+		}
+		if o.Tiny {
+			opt.Sites, opt.MinSize, opt.MaxSize = 3, 40, 60
+			if p.Experiment == Adversarial {
+				opt.Sites = 4
+			}
+		}
+		opt.Adversarial = nil
+		if p.Experiment == Adversarial {
+			opt.Adversarial = adversarialSites(opt.Sites, attack)
+		} else if p.Experiment == Table1 || p.Experiment == Ablation {
+			opt.Adversarial = DefaultHealthcareAdversarial(opt.Sites)
+		}
+		opt.Shift = shift
+		fed, err = eval.Healthcare(opt)
+	case Benchmark:
+		short = "bm"
+		opt := eval.DefaultBenchmarkOptions(seed)
+		if o.Tiny {
+			opt.Sites, opt.Samples = 3, 150
+		}
+		fed, err = eval.Benchmark(opt)
+	}
+	if err != nil {
+		return err
+	}
+	name := fmt.Sprintf("%s-s%d", short, seed)
+	if p.Experiment == Adversarial {
+		name = fmt.Sprintf("%s-a%02d-s%d", short, int(math.Round(attack*100)), seed)
+	}
+	for i := range fed.Sites {
+		fed.Sites[i].Name = name + "-" + fed.Sites[i].Name
+	}
+	for i := range fed.Shifted {
+		fed.Shifted[i].Name = name + "-" + fed.Shifted[i].Name
+	}
+	p.Federations = append(p.Federations, Federation{Name: name, Scenario: scenario, Seed: seed, AttackFraction: attack, Data: fed})
+	return nil
+}
+
+// DefaultHealthcareAdversarial keeps the paper's two adversarial sites (1
+// and 5) where the federation has them.
+func DefaultHealthcareAdversarial(sites int) []int {
+	var out []int
+	for _, k := range []int{1, 5} {
+		if k < sites {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// adversarialSites picks round(fraction·sites) adversarial sites, spread
+// over the federation in a fixed order (the paper's 1 and 5 first).
+func adversarialSites(sites int, fraction float64) []int {
+	n := int(math.Round(fraction * float64(sites)))
+	order := []int{1, 5, 3, 7, 9, 0, 2, 4, 6, 8}
+	var out []int
+	for _, k := range order {
+		if len(out) == n {
+			break
+		}
+		if k < sites {
+			out = append(out, k)
+		}
+	}
+	return out
+}
