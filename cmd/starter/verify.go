@@ -179,7 +179,11 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	if !rep.OK {
-		return fmt.Errorf("campaign %s: %d problems in its audit record (%s)", campaign, len(rep.Problems), rep.summary())
+		noun := "problems"
+		if len(rep.Problems) == 1 {
+			noun = "problem"
+		}
+		return fmt.Errorf("campaign %s: %d %s in its audit record (%s)", campaign, len(rep.Problems), noun, rep.summary())
 	}
 	return nil
 }
