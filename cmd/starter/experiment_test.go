@@ -1,0 +1,119 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ptopofl/ptopofl/eval"
+	"github.com/ptopofl/ptopofl/experiments"
+)
+
+func runExperimentCLI(t *testing.T, name string, extra ...string) experimentOutput {
+	t.Helper()
+	tmp := t.TempDir()
+	args := append([]string{"experiment", name, "--tiny", "--seeds", "2", "--rounds", "2", "--local",
+		"--data-dir", filepath.Join(tmp, "stack"), "--out", filepath.Join(tmp, "out"), "--format", "json"}, extra...)
+	code, stdout, stderr := runCLI(args...)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstderr: %s", code, stderr)
+	}
+	var out experimentOutput
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("json: %v\n%s", err, stdout)
+	}
+	for _, f := range []string{"report.md", "report.html"} {
+		if _, err := os.Stat(filepath.Join(out.Out, f)); err != nil {
+			t.Errorf("no %s: %v", f, err)
+		}
+	}
+	return out
+}
+
+// TestExperimentPrivacy: the report's ρ values are those of eval.Privacy
+// over the sites' real training sizes.
+func TestExperimentPrivacy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded stack")
+	}
+	out := runExperimentCLI(t, experiments.Privacy)
+	if out.State != "done" || len(out.Rows) != 4 {
+		t.Fatalf("%+v", out)
+	}
+	md, err := os.ReadFile(filepath.Join(out.Out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Recompute from the federation files written beside the report.
+	for _, fed := range []string{"hc-s1", "bm-s2"} {
+		dir := filepath.Join(out.Out, "federations", fed)
+		var man eval.FederationManifest
+		b, _ := os.ReadFile(filepath.Join(dir, eval.ManifestFile))
+		if err := json.Unmarshal(b, &man); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		var sizes []int
+		for _, s := range man.Sites {
+			names = append(names, s.Name)
+			sizes = append(sizes, s.NTrain)
+		}
+		pr, err := eval.Privacy(names, sizes, eval.DefaultPrivacySettings(man.Features))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range pr.Sites {
+			row := fmt.Sprintf("| %s | %d | %.4g | %.4g |", s.Site, s.N, s.GradientRisk, s.DescriptorRisk)
+			if !strings.Contains(string(md), row) {
+				t.Errorf("report lacks the row %q", row)
+			}
+		}
+	}
+	if !strings.Contains(string(md), "p = 21 model parameters, m = 48 descriptor entries") {
+		t.Error("model and descriptor sizes read from S3 are not p = 21, m = 48")
+	}
+}
+
+// TestExperimentAblation: one variant per setting, final AUCs per seed
+// equal to the sweep's results rows.
+func TestExperimentAblation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded stack")
+	}
+	out := runExperimentCLI(t, experiments.Ablation)
+	want := len(experiments.AblationSettings()) * 2
+	if len(out.Rows) != want {
+		t.Fatalf("%d rows, want %d", len(out.Rows), want)
+	}
+	md, err := os.ReadFile(filepath.Join(out.Out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byLabel := map[string][]float64{}
+	for _, r := range out.Rows {
+		if r.Method != "ptopofl" || r.RoundsDone != 2 {
+			t.Errorf("row %+v", r)
+		}
+		byLabel[r.Setting] = append(byLabel[r.Setting], r.FinalAUC)
+		if r.Setting == "M1" && r.NumClusters != 1 {
+			t.Errorf("M=1 campaign %s used %d clusters", r.Campaign, r.NumClusters)
+		}
+		if r.Setting == "beta0" && r.Beta != 0 {
+			t.Errorf("β=0 campaign %s has beta %v", r.Campaign, r.Beta)
+		}
+	}
+	for label, aucs := range byLabel {
+		m, _ := meanStd(aucs)
+		name := experiments.AblationDescriptions[label][0]
+		if !strings.Contains(string(md), name) || math.IsNaN(m) {
+			t.Errorf("variant %s (%s) missing from the report", label, name)
+		}
+		if s := fmt.Sprintf("%.4f", m); !strings.Contains(string(md), s) && !strings.Contains(string(md), fmt.Sprintf("%.3f", m)) {
+			t.Errorf("variant %s: mean final AUC %s not in the report", label, s)
+		}
+	}
+}
