@@ -182,7 +182,7 @@ func TestVerifyExportHistory(t *testing.T) {
 		}
 	})
 	code, stdout, stderr = runCLI("verify", c, "--local", "--data-dir", dataDir)
-	if code != exitFailure || !strings.Contains(stdout, "round 2  changed_artifact  "+modelKey) || !strings.Contains(stderr, "problems") {
+	if code != exitFailure || !strings.Contains(stdout, "round 2  changed_artifact  "+modelKey) || !strings.Contains(stderr, "1 problem in its audit record") {
 		t.Errorf("changed model: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
 	_, rep = verifyJSON(t, dataDir, c)
