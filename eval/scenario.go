@@ -71,11 +71,20 @@ type HealthcareOptions struct {
 }
 
 // ContinualShift describes a covariate shift that hits some sites after a
-// given round, for the topological drift tracking of paper §3.5. The
-// generator then also produces each shifted site's post-shift train and
-// test rows: the same rows plus Magnitude·v, where v is a random unit
-// direction per site, so the labels stay the same and only the feature
-// distribution moves.
+// given round, for the topological drift tracking of paper §3.5: the
+// site's acquisition changes (a new device, a failing sensor array) so that
+// its features collapse towards a random two-dimensional subspace and move.
+// The generator then also produces each shifted site's post-shift train and
+// test rows: every row x becomes (x·u)u + (x·w)w + x/10 + Magnitude·v, where
+// u, w are orthonormal random directions and v a random unit direction per
+// site. The labels stay the same; only the feature distribution changes.
+//
+// A plain translation (or a rescaling) would be invisible to the
+// descriptor, which is computed on per-site standardised rows (golden
+// README, step 2); the collapse changes the shape of the data, which is
+// what persistent homology sees. On the default healthcare sites it moves
+// the l2-normalised descriptor by 0.19–0.31, against 0.03–0.10 for half of
+// the rows translated by 8 (measured with a fixed subsample).
 type ContinualShift struct {
 	// Sites lists the indices of the shifted sites.
 	Sites []int
@@ -259,16 +268,13 @@ func Healthcare(opt HealthcareOptions) (Federation, error) {
 
 	if opt.Shift != nil {
 		for _, k := range opt.Shift.Sites {
-			dir := randomUnitVector(opt.Features, rng)
-			for j := range dir {
-				dir[j] *= opt.Shift.Magnitude
-			}
+			c := newCollapse(opt.Features, opt.Shift.Magnitude, rng)
 			fed.Shifted = append(fed.Shifted, ShiftedSite{
 				Name:       fed.Sites[k].Name,
 				Site:       k,
 				AfterRound: opt.Shift.AfterRound,
-				XTrain:     translate(fed.Sites[k].XTrain, dir),
-				XTest:      translate(fed.Sites[k].XTest, dir),
+				XTrain:     c.apply(fed.Sites[k].XTrain),
+				XTest:      c.apply(fed.Sites[k].XTest),
 			})
 		}
 	}
@@ -511,13 +517,50 @@ func randomUnitVector(d int, rng *rand.Rand) []float64 {
 	return v
 }
 
-func translate(rows [][]float64, by []float64) [][]float64 {
+// collapse is the feature map of a ContinualShift.
+type collapse struct {
+	u, w, move []float64
+}
+
+// newCollapse draws u, then w orthogonalised against u (Gram–Schmidt), then
+// the direction of the move, scaled to magnitude.
+func newCollapse(dim int, magnitude float64, rng *rand.Rand) collapse {
+	u := randomUnitVector(dim, rng)
+	w := randomUnitVector(dim, rng)
+	dot := 0.0
+	for j := range u {
+		dot += u[j] * w[j]
+	}
+	norm := 0.0
+	for j := range w {
+		w[j] -= dot * u[j]
+		norm += w[j] * w[j]
+	}
+	norm = math.Sqrt(norm)
+	for j := range w {
+		w[j] /= norm
+	}
+	move := randomUnitVector(dim, rng)
+	for j := range move {
+		move[j] *= magnitude
+	}
+	return collapse{u: u, w: w, move: move}
+}
+
+// apply returns the shifted copy of rows.
+func (c collapse) apply(rows [][]float64) [][]float64 {
 	out := make([][]float64, len(rows))
 	for i, r := range rows {
-		out[i] = make([]float64, len(r))
+		pu, pw := 0.0, 0.0
 		for j := range r {
-			out[i][j] = r[j] + by[j]
+			pu += r[j] * c.u[j]
+			pw += r[j] * c.w[j]
 		}
+		o := make([]float64, len(r))
+		for j := range r {
+			o[j] = pu*c.u[j] + pw*c.w[j] + r[j]/10 + c.move[j]
+		}
+		out[i] = o
 	}
 	return out
 }
