@@ -200,10 +200,7 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 		temporal.ForServices(temporal.DefaultServices),
 		temporal.WithStaticHosts(hosts),
 		temporal.WithLogger(logger),
-		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
-			// Search attributes registered by a worker are visible at once.
-			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
-		}),
+		temporal.WithDynamicConfigClient(dynamicConfig()),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("devstack: create temporal server: %w", err)
@@ -222,6 +219,37 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 		return nil, fmt.Errorf("%w (log: %s)", err, logPath)
 	}
 	return t, nil
+}
+
+// dynamicConfig is the embedded server's dynamic configuration: a
+// single-process server on one SQLite file, tuned for latency rather than
+// for protecting a shared cluster.
+//
+//   - The history service's queue readers (transfer, timer, visibility,
+//     outbound) poll their queues at most MaxPollRPS times a second, 20 by
+//     default: every task hand-off (a workflow task after an activity
+//     completes, an activity task to matching) then waits up to 50 ms for
+//     the next poll. Raised so that a hand-off costs what the work costs.
+//   - One partition per task queue: with the default four, a task written
+//     to a partition without a waiting poller is forwarded to the root at
+//     most matching.forwarderMaxRatePerSecond (10) times a second, and
+//     polls spread over partitions; one partition has no forwarding at all.
+//     Partitions exist to spread load over matching hosts; there is one.
+func dynamicConfig() dynamicconfig.StaticClient {
+	v := func(x any) []dynamicconfig.ConstrainedValue { return []dynamicconfig.ConstrainedValue{{Value: x}} }
+	const pollRPS = 10000
+	return dynamicconfig.StaticClient{
+		// Search attributes registered by a worker are visible at once.
+		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): v(true),
+
+		dynamicconfig.TransferProcessorMaxPollRPS.Key():   v(pollRPS),
+		dynamicconfig.TimerProcessorMaxPollRPS.Key():      v(pollRPS),
+		dynamicconfig.VisibilityProcessorMaxPollRPS.Key(): v(pollRPS),
+		dynamicconfig.OutboundProcessorMaxPollRPS.Key():   v(pollRPS),
+
+		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  v(1),
+		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): v(1),
+	}
 }
 
 // HostPort is the frontend address clients dial, e.g. "127.0.0.1:7233".
