@@ -2,8 +2,12 @@ package activities
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -26,6 +30,57 @@ type Site struct {
 	dataDir string
 	store   *store.Store
 	opt     dataset.SiteOptions
+
+	// mu guards cache, the site's data as last read and validated, with
+	// the standardised splits prepared from it: a site worker runs every
+	// round's training and evaluation (and any retry) on the same files,
+	// so parsing them again for each call only burns CPU. See loadCached.
+	mu    sync.Mutex
+	cache *siteCache
+}
+
+// siteCache is what one reading of the site's files gave. Nothing in it is
+// ever written after it is cached: the core reads training rows and
+// prepared splits and never modifies them (simulate.Run, which the
+// pipeline must equal, likewise prepares each site once for all rounds).
+type siteCache struct {
+	stamps [2]fileStamp // train, test
+	data   *dataset.SiteData
+	prep   simulate.PreparedSite
+	// prepErr is PrepareSite's error for these files: bad data stays bad
+	// until the files change.
+	prepErr error
+}
+
+// fileStamp identifies a file's content: its path, size, modification time
+// and sha256. Size and mtime alone would miss a same-size rewrite within
+// the file system's timestamp resolution, or a copy that preserves mtime;
+// hashing a site's split costs a read and well under a millisecond, against
+// many milliseconds to parse and validate it.
+type fileStamp struct {
+	path    string
+	size    int64
+	modTime int64 // UnixNano
+	sha256  [sha256.Size]byte
+}
+
+func stampFile(path string) (fileStamp, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return fileStamp{}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fileStamp{}, err
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return fileStamp{}, err
+	}
+	s := fileStamp{path: path, size: st.Size(), modTime: st.ModTime().UnixNano()}
+	h.Sum(s.sha256[:0])
+	return s, nil
 }
 
 // NewSite returns the activities of site, whose data is in dataDir (a
@@ -46,15 +101,16 @@ func (s *Site) Register(r interface {
 	r.RegisterActivityWithOptions(s.Evaluate, activity.RegisterOptions{Name: pipeline.ActivityEvaluate})
 }
 
-// load reads and validates the site's data; a problem with it is a
-// non-retryable BadSiteData error naming site, file and line.
-func (s *Site) load(call pipeline.SiteCall) (*dataset.SiteData, error) {
+// load reads and validates the site's data (from the cache while its files
+// are unchanged); a problem with it is a non-retryable BadSiteData error
+// naming site, file and line.
+func (s *Site) load(call pipeline.SiteCall) (*siteCache, error) {
 	if call.Site != s.name {
 		return nil, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("site %s: asked to run for site %q; check the task queue routing", s.name, call.Site),
 			"WrongSite", nil)
 	}
-	d, err := dataset.LoadSite(s.dataDir, s.name, s.opt)
+	c, err := s.loadCached()
 	if err != nil {
 		var de *dataset.SiteDataError
 		if errors.As(err, &de) {
@@ -62,7 +118,53 @@ func (s *Site) load(call pipeline.SiteCall) (*dataset.SiteData, error) {
 		}
 		return nil, err
 	}
-	return d, nil
+	return c, nil
+}
+
+// loadCached returns the site's data, parsed and prepared, re-reading the
+// files only when one of them changed (path, size, mtime or content; see
+// fileStamp). Errors are not cached: a missing or bad file is looked at
+// again by the next call, so a fixed file is picked up at once.
+func (s *Site) loadCached() (*siteCache, error) {
+	stamps := func() ([2]fileStamp, error) {
+		var st [2]fileStamp
+		for i, split := range []string{dataset.TrainSplit, dataset.TestSplit} {
+			p, err := dataset.SiteFile(s.dataDir, s.name, split)
+			if err != nil {
+				return st, err
+			}
+			if st[i], err = stampFile(p); err != nil {
+				return st, err
+			}
+		}
+		return st, nil
+	}
+	before, err := stamps()
+	if err == nil {
+		s.mu.Lock()
+		c := s.cache
+		s.mu.Unlock()
+		if c != nil && c.stamps == before {
+			return c, nil
+		}
+	}
+	// A missing file or one that cannot be read: LoadSite reports it the
+	// way it reports every problem with the data.
+	d, lerr := dataset.LoadSite(s.dataDir, s.name, s.opt)
+	if lerr != nil {
+		return nil, lerr
+	}
+	c := &siteCache{data: d}
+	c.prep, c.prepErr = simulate.PrepareSite(simulate.Site{Name: s.name, TrainX: d.Train.X, TrainY: d.Train.Y, TestX: d.Test.X, TestY: d.Test.Y})
+	// Cache only what was read from files that did not change while they
+	// were being read; otherwise the next call reads them again.
+	if after, err2 := stamps(); err == nil && err2 == nil && after == before {
+		c.stamps = before
+		s.mu.Lock()
+		s.cache = c
+		s.mu.Unlock()
+	}
+	return c, nil
 }
 
 func (s *Site) prepare(call pipeline.SiteCall) (*dataset.SiteData, simulate.PreparedSite, simulate.Config, error) {
@@ -70,17 +172,16 @@ func (s *Site) prepare(call pipeline.SiteCall) (*dataset.SiteData, simulate.Prep
 	if err != nil {
 		return nil, simulate.PreparedSite{}, simulate.Config{}, temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrTypeInvalidSpec, err)
 	}
-	d, err := s.load(call)
+	c, err := s.load(call)
 	if err != nil {
 		return nil, simulate.PreparedSite{}, simulate.Config{}, err
 	}
-	p, err := simulate.PrepareSite(simulate.Site{Name: s.name, TrainX: d.Train.X, TrainY: d.Train.Y, TestX: d.Test.X, TestY: d.Test.Y})
-	if err != nil {
+	if c.prepErr != nil {
 		// The data passed validation, so what is left (a constant
 		// column overflowing the scaler, say) is still the data's fault.
-		return nil, simulate.PreparedSite{}, simulate.Config{}, pipeline.NewBadSiteDataError(s.name, d.TrainFile, 0, "%v", err)
+		return nil, simulate.PreparedSite{}, simulate.Config{}, pipeline.NewBadSiteDataError(s.name, c.data.TrainFile, 0, "%v", c.prepErr)
 	}
-	return d, p, cfg, nil
+	return c.data, c.prep, cfg, nil
 }
 
 // ComputeDescriptor computes the site's topological descriptor from its
@@ -91,10 +192,11 @@ func (s *Site) ComputeDescriptor(ctx context.Context, in pipeline.ComputeDescrip
 	if err != nil {
 		return pipeline.ComputeDescriptorOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrTypeInvalidSpec, err)
 	}
-	d, err := s.load(in.SiteCall)
+	c, err := s.load(in.SiteCall)
 	if err != nil {
 		return pipeline.ComputeDescriptorOutput{}, err
 	}
+	d := c.data
 	opt := tda.DescriptorOptions{Variant: cfg.Descriptor, NSub: cfg.NSub, Seed: in.Seed}
 	if len(in.Rows) > 0 {
 		opt.Rows = in.Rows
@@ -111,7 +213,7 @@ func (s *Site) ComputeDescriptor(ctx context.Context, in pipeline.ComputeDescrip
 	if err != nil {
 		return pipeline.ComputeDescriptorOutput{}, fmt.Errorf("site %s: %w", s.name, err)
 	}
-	ref, err := s.store.Put(ctx, pipeline.DescriptorKey(in.Campaign, in.Round, s.name), b)
+	ref, err := putBlob(ctx, s.store, pipeline.DescriptorKey(in.Campaign, in.Round, s.name), b)
 	if err != nil {
 		return pipeline.ComputeDescriptorOutput{}, fmt.Errorf("site %s: %w", s.name, err)
 	}
@@ -154,7 +256,7 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 	}
 	sin.ServerControl = server.Control
 	if in.Descriptor != nil {
-		b, err := s.store.Get(ctx, toStore(*in.Descriptor))
+		b, err := getBlob(ctx, s.store, *in.Descriptor)
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(err)
 		}
@@ -177,7 +279,7 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 	if err != nil {
 		return pipeline.TrainLocalOutput{}, wrap(err)
 	}
-	ref, err := s.store.Put(ctx, pipeline.ModelKey(in.Campaign, in.Round, s.name), model)
+	ref, err := putBlob(ctx, s.store, pipeline.ModelKey(in.Campaign, in.Round, s.name), model)
 	if err != nil {
 		return pipeline.TrainLocalOutput{}, wrap(err)
 	}
@@ -221,7 +323,11 @@ func withHeartbeat[T any](ctx context.Context, train func() (T, error)) (T, erro
 		if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb > 0 && hb/3 < every {
 			every = hb / 3
 		}
-		activity.RecordHeartbeat(ctx, "training")
+		// No heartbeat at the start: the heartbeat timeout counts from the
+		// attempt's start, the first tick comes at a third of it, and an
+		// immediate heartbeat would cost every training call one more
+		// round trip to the server and one more history update, while
+		// most training finishes long before the first tick.
 	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
