@@ -63,7 +63,7 @@ func putVectors(ctx context.Context, st *store.Store, key string, recs []store.V
 	if err != nil {
 		return pipeline.ArtifactRef{}, fmt.Errorf("encode %s: %w", key, err)
 	}
-	ref, err := st.Put(ctx, key, b)
+	ref, err := putBlob(ctx, st, key, b)
 	if err != nil {
 		return pipeline.ArtifactRef{}, err
 	}
@@ -72,7 +72,7 @@ func putVectors(ctx context.Context, st *store.Store, key string, recs []store.V
 
 // getVectors reads the records ref points at and checks their kind.
 func getVectors(ctx context.Context, st *store.Store, ref pipeline.ArtifactRef, kind string) ([]store.VectorRecord, error) {
-	b, err := st.Get(ctx, toStore(ref))
+	b, err := getBlob(ctx, st, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func getVectors(ctx context.Context, st *store.Store, ref pipeline.ArtifactRef, 
 
 // getParams reads a model artifact's parameters.
 func getParams(ctx context.Context, st *store.Store, ref pipeline.ArtifactRef) ([]float64, error) {
-	b, err := st.Get(ctx, toStore(ref))
+	b, err := getBlob(ctx, st, ref)
 	if err != nil {
 		return nil, err
 	}

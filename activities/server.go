@@ -53,7 +53,7 @@ func serverConfig(call pipeline.ServerCall) (aggregation.Config, learn.Method, e
 // descriptorResult reads a site's descriptor artifact into the fields of an
 // aggregation.SiteResult that pTopoFL reads.
 func (s *Server) descriptorResult(ctx context.Context, ref pipeline.ArtifactRef) (aggregation.SiteResult, error) {
-	b, err := s.store.Get(ctx, toStore(ref))
+	b, err := getBlob(ctx, s.store, ref)
 	if err != nil {
 		return aggregation.SiteResult{}, err
 	}
@@ -242,7 +242,7 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 		if err != nil {
 			return pipeline.ArtifactRef{}, err
 		}
-		ref, err := s.store.Put(ctx, pipeline.AggregateKey(in.Campaign, in.Round, name), b)
+		ref, err := putBlob(ctx, s.store, pipeline.AggregateKey(in.Campaign, in.Round, name), b)
 		return toPipeline(ref), err
 	}
 	res := pipeline.AggregateOutput{}
