@@ -44,6 +44,31 @@ func siteActivityOptions(spec pipeline.CampaignSpec, site string, heartbeat bool
 	return o
 }
 
+// serverLocalActivityOptions runs a server activity (clustering,
+// aggregation, commit) as a local activity: in the server worker that runs
+// the workflow, right away, instead of through a task queue. A server
+// activity reads a few objects, does little arithmetic and writes a few
+// more, so the two round trips to the Temporal server, the activity's three
+// history events and the extra workflow task of an ordinary activity cost
+// more than the work itself.
+//
+// Replay and durability hold as for an ordinary activity: the local
+// activity's result is recorded in the history (a marker written with the
+// workflow task that follows it), so a replay reads it from there and never
+// runs it again; if the worker dies before the marker is written, the
+// workflow task is retried and the activity runs again, which is safe
+// because server activities are idempotent (deterministic keys, a manifest
+// committed only if absent or identical). Retries are unlimited on transient
+// failures, as for serverActivityOptions; the SDK backs off with timers
+// between attempts once the backoff is long.
+func serverLocalActivityOptions() workflow.LocalActivityOptions {
+	o := serverActivityOptions()
+	return workflow.LocalActivityOptions{
+		StartToCloseTimeout: o.StartToCloseTimeout,
+		RetryPolicy:         o.RetryPolicy,
+	}
+}
+
 // serverActivityOptions: server activities are idempotent (deterministic
 // keys), so they retry without limit on transient failures; a bug shows up
 // as a pending activity with a growing attempt count, not as a lost round.

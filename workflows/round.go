@@ -236,8 +236,8 @@ func (r *round) descriptors(ctx workflow.Context) error {
 
 	r.seed("", pipeline.PurposeCluster)
 	var out pipeline.ClusterSitesOutput
-	actx := workflow.WithActivityOptions(ctx, serverActivityOptions())
-	err := workflow.ExecuteActivity(actx, pipeline.ActivityClusterSites, pipeline.ClusterSitesInput{
+	actx := workflow.WithLocalActivityOptions(ctx, serverLocalActivityOptions())
+	err := workflow.ExecuteLocalActivity(actx, pipeline.ActivityClusterSites, pipeline.ClusterSitesInput{
 		ServerCall:          r.serverCall(pipeline.PurposeCluster),
 		Descriptors:         r.carry.Descriptors,
 		Fresh:               fresh,
@@ -308,8 +308,8 @@ func (r *round) train(ctx workflow.Context) ([]pipeline.SiteUpdate, error) {
 func (r *round) aggregate(ctx workflow.Context, updates []pipeline.SiteUpdate) error {
 	r.seed("", pipeline.PurposeAggregate)
 	var out pipeline.AggregateOutput
-	actx := workflow.WithActivityOptions(ctx, serverActivityOptions())
-	err := workflow.ExecuteActivity(actx, pipeline.ActivityAggregate, pipeline.AggregateInput{
+	actx := workflow.WithLocalActivityOptions(ctx, serverLocalActivityOptions())
+	err := workflow.ExecuteLocalActivity(actx, pipeline.ActivityAggregate, pipeline.AggregateInput{
 		ServerCall:  r.serverCall(pipeline.PurposeAggregate),
 		Updates:     updates,
 		Clustering:  r.carry.Clustering,
@@ -401,8 +401,8 @@ func (r *round) commit(ctx workflow.Context) (pipeline.ArtifactRef, error) {
 		}
 	}
 	var out pipeline.CommitRoundOutput
-	actx := workflow.WithActivityOptions(ctx, serverActivityOptions())
-	err := workflow.ExecuteActivity(actx, pipeline.ActivityCommitRound, pipeline.CommitRoundInput{
+	actx := workflow.WithLocalActivityOptions(ctx, serverLocalActivityOptions())
+	err := workflow.ExecuteLocalActivity(actx, pipeline.ActivityCommitRound, pipeline.CommitRoundInput{
 		Bucket: r.spec.Bucket, Manifest: r.m,
 	}).Get(ctx, &out)
 	if err != nil {
