@@ -72,13 +72,15 @@ func putVectors(ctx context.Context, st *store.Store, key string, recs []store.V
 
 // getVectors reads the records ref points at and checks their kind.
 func getVectors(ctx context.Context, st *store.Store, ref pipeline.ArtifactRef, kind string) ([]store.VectorRecord, error) {
-	b, err := getBlob(ctx, st, ref)
+	recs, err := getDecoded(ctx, st, ref, func(b []byte) ([]store.VectorRecord, error) {
+		recs, err := store.DecodeVectors(b)
+		if err != nil {
+			return nil, fmt.Errorf("decode %s: %w", ref.Key, err)
+		}
+		return recs, nil
+	}, cloneVectorRecords)
 	if err != nil {
 		return nil, err
-	}
-	recs, err := store.DecodeVectors(b)
-	if err != nil {
-		return nil, fmt.Errorf("decode %s: %w", ref.Key, err)
 	}
 	for _, r := range recs {
 		if r.Kind != kind {
@@ -90,15 +92,13 @@ func getVectors(ctx context.Context, st *store.Store, ref pipeline.ArtifactRef, 
 
 // getParams reads a model artifact's parameters.
 func getParams(ctx context.Context, st *store.Store, ref pipeline.ArtifactRef) ([]float64, error) {
-	b, err := getBlob(ctx, st, ref)
-	if err != nil {
-		return nil, err
-	}
-	m, err := store.DecodeModel(b)
-	if err != nil {
-		return nil, fmt.Errorf("decode %s: %w", ref.Key, err)
-	}
-	return m.Params, nil
+	return getDecoded(ctx, st, ref, func(b []byte) ([]float64, error) {
+		m, err := store.DecodeModel(b)
+		if err != nil {
+			return nil, fmt.Errorf("decode %s: %w", ref.Key, err)
+		}
+		return m.Params, nil
+	}, cloneFloats)
 }
 
 // siteStateRecord is a site's learn.SiteState; nil fields are left out, so

@@ -3,6 +3,7 @@ package activities
 import (
 	"container/list"
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/ptopofl/ptopofl/pipeline"
@@ -44,6 +45,10 @@ func blobKeyOf(st *store.Store, r store.ArtifactRef) blobKey {
 type blobEntry struct {
 	k blobKey
 	b []byte
+	// decoded is the artifact's bytes decoded once (model parameters or
+	// vector records), so a hit skips the parquet decoding too. Readers
+	// get deep copies of it.
+	decoded any
 }
 
 type blobCache struct {
@@ -92,6 +97,25 @@ func (c *blobCache) add(k blobKey, b []byte) {
 	}
 }
 
+func (c *blobCache) getDecoded(k blobKey) any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.items[k]; ok {
+		c.order.MoveToFront(e)
+		return e.Value.(*blobEntry).decoded
+	}
+	return nil
+}
+
+// setDecoded attaches v to k's entry, if k is still cached.
+func (c *blobCache) setDecoded(k blobKey, v any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.items[k]; ok {
+		e.Value.(*blobEntry).decoded = v
+	}
+}
+
 // getBlob is st.Get through the cache.
 func getBlob(ctx context.Context, st *store.Store, ref pipeline.ArtifactRef) ([]byte, error) {
 	r := toStore(ref)
@@ -116,4 +140,44 @@ func putBlob(ctx context.Context, st *store.Store, key string, data []byte) (sto
 	}
 	blobs.add(blobKeyOf(st, ref), data)
 	return ref, nil
+}
+
+// getDecoded returns what ref decodes to, from the cache or by reading and
+// decoding it (and then caching a private copy); clone makes the copies,
+// so no caller ever shares memory with the cache or with another caller.
+func getDecoded[T any](ctx context.Context, st *store.Store, ref pipeline.ArtifactRef, decode func([]byte) (T, error), clone func(T) T) (T, error) {
+	k := blobKeyOf(st, toStore(ref))
+	if v, ok := blobs.getDecoded(k).(T); ok {
+		return clone(v), nil
+	}
+	var zero T
+	b, err := getBlob(ctx, st, ref)
+	if err != nil {
+		return zero, err
+	}
+	v, err := decode(b)
+	if err != nil {
+		return zero, err
+	}
+	blobs.setDecoded(k, clone(v))
+	return v, nil
+}
+
+func cloneFloats(v []float64) []float64 { return slices.Clone(v) }
+
+func cloneVectorRecords(recs []store.VectorRecord) []store.VectorRecord {
+	if recs == nil {
+		return nil
+	}
+	out := make([]store.VectorRecord, len(recs))
+	for i, r := range recs {
+		out[i] = r
+		if r.Vectors != nil {
+			out[i].Vectors = make(map[string][]float64, len(r.Vectors))
+			for name, v := range r.Vectors {
+				out[i].Vectors[name] = slices.Clone(v)
+			}
+		}
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -45,42 +46,77 @@ type Site struct {
 // pipeline must equal, likewise prepares each site once for all rounds).
 type siteCache struct {
 	stamps [2]fileStamp // train, test
-	data   *dataset.SiteData
-	prep   simulate.PreparedSite
+	// checked is when the files were last hashed (see fresh).
+	checked time.Time
+	data    *dataset.SiteData
+	prep    simulate.PreparedSite
 	// prepErr is PrepareSite's error for these files: bad data stays bad
 	// until the files change.
 	prepErr error
 }
 
-// fileStamp identifies a file's content: its path, size, modification time
-// and sha256. Size and mtime alone would miss a same-size rewrite within
-// the file system's timestamp resolution, or a copy that preserves mtime;
-// hashing a site's split costs a read and well under a millisecond, against
-// many milliseconds to parse and validate it.
-type fileStamp struct {
-	path    string
-	size    int64
-	modTime int64 // UnixNano
-	sha256  [sha256.Size]byte
+// fileStat is what a stat says about a file's identity and version: path,
+// device and inode, size, modification and status-change times. The
+// status-change time (ctime) moves on every write, rename onto the path or
+// metadata change, and no tool can set it back, unlike the mtime that
+// cp -p, rsync or touch can.
+type fileStat struct {
+	path                      string
+	dev, ino                  uint64
+	size, modTime, changeTime int64 // ns
 }
 
-func stampFile(path string) (fileStamp, error) {
+// fileStamp is a fileStat and the file's sha256.
+type fileStamp struct {
+	fileStat
+	sha256 [sha256.Size]byte
+}
+
+func statFile(path string) (fileStat, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStat{}, err
+	}
+	st := fileStat{path: path, size: fi.Size(), modTime: fi.ModTime().UnixNano()}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.dev, st.ino = uint64(sys.Dev), uint64(sys.Ino)
+		st.changeTime = sys.Ctim.Sec*1e9 + sys.Ctim.Nsec
+	}
+	return st, nil
+}
+
+func hashFile(path string) (sum [sha256.Size]byte, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return fileStamp{}, err
+		return sum, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return fileStamp{}, err
-	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
-		return fileStamp{}, err
+		return sum, err
 	}
-	s := fileStamp{path: path, size: st.Size(), modTime: st.ModTime().UnixNano()}
-	h.Sum(s.sha256[:0])
-	return s, nil
+	h.Sum(sum[:0])
+	return sum, nil
+}
+
+// racyWindow: a file whose mtime or ctime is this close to (or after) the
+// moment it was hashed may have been rewritten within the resolution of
+// those timestamps without changing them, so its hash is checked again on
+// the next call (git's "racily clean" rule). Otherwise an unchanged stat
+// means unchanged content, and no hashing is needed.
+const racyWindow = 2 * time.Second
+
+// fresh reports whether stats still describe the files c was read from
+// without reading them: same path, inode, size, mtime and ctime, and both
+// times safely older than the last hash.
+func (c *siteCache) fresh(stats [2]fileStat) bool {
+	limit := c.checked.Add(-racyWindow).UnixNano()
+	for i, st := range stats {
+		if c.stamps[i].fileStat != st || st.modTime >= limit || st.changeTime >= limit {
+			return false
+		}
+	}
+	return true
 }
 
 // NewSite returns the activities of site, whose data is in dataDir (a
@@ -122,31 +158,59 @@ func (s *Site) load(call pipeline.SiteCall) (*siteCache, error) {
 }
 
 // loadCached returns the site's data, parsed and prepared, re-reading the
-// files only when one of them changed (path, size, mtime or content; see
-// fileStamp). Errors are not cached: a missing or bad file is looked at
+// files only when one of them changed (path, inode, size, mtime, ctime, and
+// the sha256 of the content while the timestamps are too recent to trust;
+// see fresh). Errors are not cached: a missing or bad file is looked at
 // again by the next call, so a fixed file is picked up at once.
 func (s *Site) loadCached() (*siteCache, error) {
-	stamps := func() ([2]fileStamp, error) {
-		var st [2]fileStamp
+	stats := func() ([2]fileStat, error) {
+		var st [2]fileStat
 		for i, split := range []string{dataset.TrainSplit, dataset.TestSplit} {
 			p, err := dataset.SiteFile(s.dataDir, s.name, split)
 			if err != nil {
 				return st, err
 			}
-			if st[i], err = stampFile(p); err != nil {
+			if st[i], err = statFile(p); err != nil {
 				return st, err
 			}
 		}
 		return st, nil
 	}
-	before, err := stamps()
-	if err == nil {
-		s.mu.Lock()
-		c := s.cache
-		s.mu.Unlock()
-		if c != nil && c.stamps == before {
-			return c, nil
+	stamps := func() (t time.Time, st [2]fileStamp, err error) {
+		t = time.Now()
+		sts, err := stats()
+		if err != nil {
+			return t, st, err
 		}
+		for i := range sts {
+			st[i].fileStat = sts[i]
+			if st[i].sha256, err = hashFile(sts[i].path); err != nil {
+				return t, st, err
+			}
+		}
+		return t, st, nil
+	}
+	s.mu.Lock()
+	c := s.cache
+	s.mu.Unlock()
+	if c != nil {
+		if st, err := stats(); err == nil {
+			s.mu.Lock()
+			ok := c.fresh(st)
+			s.mu.Unlock()
+			if ok {
+				return c, nil
+			}
+		}
+	}
+	checked, before, err := stamps()
+	if err == nil && c != nil && c.stamps == before {
+		s.mu.Lock()
+		if checked.After(c.checked) {
+			c.checked = checked
+		}
+		s.mu.Unlock()
+		return c, nil
 	}
 	// A missing file or one that cannot be read: LoadSite reports it the
 	// way it reports every problem with the data.
@@ -154,11 +218,11 @@ func (s *Site) loadCached() (*siteCache, error) {
 	if lerr != nil {
 		return nil, lerr
 	}
-	c := &siteCache{data: d}
+	c = &siteCache{data: d, checked: checked}
 	c.prep, c.prepErr = simulate.PrepareSite(simulate.Site{Name: s.name, TrainX: d.Train.X, TrainY: d.Train.Y, TestX: d.Test.X, TestY: d.Test.Y})
 	// Cache only what was read from files that did not change while they
 	// were being read; otherwise the next call reads them again.
-	if after, err2 := stamps(); err == nil && err2 == nil && after == before {
+	if _, after, err2 := stamps(); err == nil && err2 == nil && after == before {
 		c.stamps = before
 		s.mu.Lock()
 		s.cache = c
