@@ -13,7 +13,10 @@
 #     (continue-as-new), checked from the visibility store.
 #
 # Environment: BENCH_DIR (default .run/bench, wiped), BENCH_ROUNDS (10),
-# PARALLEL (9, campaigns of the table at once).
+# PARALLEL (9, campaigns of the table at once), BIN (bin, where starter is).
+#
+# The machine's load is printed before each part: on 2 cores anything else
+# running shifts these figures by tens of per cent.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -49,7 +52,10 @@ for s in range(k):
 PY
 }
 
+load() { echo "load: $(uptime | sed 's/.*load average: //') (1, 5, 15 min)"; }
+
 echo "== 1. per-round orchestration overhead (fedavg, tiny sites, $ROUNDS rounds)"
+load
 printf "%6s %8s %12s %12s\n" sites rounds wall_s per_round_ms
 for k in 8 50 200; do
 	fed="$OUT/tiny-$k"
@@ -66,6 +72,7 @@ done
 
 echo
 echo "== 2. paper table through the pipeline (preset paper, golden seed-42 data, 2 × (6 + 3) campaigns)"
+load
 variants=(--variant "pTopoFL_M1:ptopofl:clusters=1" --variant "pTopoFL_beta0:ptopofl:beta=0" --variant "pTopoFL_beta1:ptopofl:beta=1")
 t0=$(date +%s.%N)
 for sc in healthcare benchmark; do
@@ -100,6 +107,7 @@ PY
 
 echo
 echo "== 3. a 200-round campaign and Temporal's history limits"
+load
 json=$("$BIN/starter" run --local --data-dir "$OUT/stack-8" --federation "$OUT/tiny-8" \
 	--method fedavg --rounds 200 --seed 2 --campaign long-200 --format json)
 ls=$("$BIN/starter" ls --local --data-dir "$OUT/stack-8" --format json)
