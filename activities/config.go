@@ -10,17 +10,17 @@ import (
 
 // Config returns the core configuration of a campaign's method: the
 // simulate preset of the same name, with the campaign's hyper-parameters
-// written over the fields that mean the same thing. So a campaign with the
-// default hyper-parameters computes exactly what simulate.Run computes with
-// simulate.Preset(preset, method).
+// written over the fields that mean the same thing. A campaign with
+// pipeline.DefaultHyperparameters therefore computes exactly what
+// simulate.Run computes with simulate.Preset(preset, method)
+// (TestDefaultHyperparametersArePreset).
 //
-// Not mapped, on purpose: max_iter and tol (scikit-learn's stopping rule;
-// every preset solves L-BFGS to learn.DefaultLBFGS's tight tolerance, which
-// makes the optimum independent of the warm start), betti_resolution (the
-// descriptor has a fixed 20-step layout), and steps for pFedMe (the
-// reference's 20 inner steps; the campaign's steps, 30 by default, are
-// FedProx's and SCAFFOLD's). The paper preset keeps its drift threshold of
-// 0 (the authors fit their clusters once) whatever drift_threshold says.
+// Fields where zero means something are always copied: clusters (0 = M
+// chosen by silhouette), beta, mu, trim_fraction, byzantine, and
+// drift_threshold (0 = never re-cluster). The others are copied when set.
+// The paper preset keeps its drift threshold of 0 (the authors fit their
+// clusters once) whatever drift_threshold says; betti_resolution is
+// validated to be the descriptor's fixed 20.
 func Config(method, preset string, h pipeline.Hyperparameters) (simulate.Config, error) {
 	m, err := learn.ParseMethod(method)
 	if err != nil {
@@ -33,9 +33,7 @@ func Config(method, preset string, h pipeline.Hyperparameters) (simulate.Config,
 	if err != nil {
 		return simulate.Config{}, err
 	}
-	if h.Clusters > 0 {
-		c.Server.M = h.Clusters
-	}
+	c.Server.M = h.Clusters
 	c.Server.Beta = h.Beta
 	if h.AnomalyThreshold > 0 {
 		c.Server.Tau = h.AnomalyThreshold
@@ -52,6 +50,12 @@ func Config(method, preset string, h pipeline.Hyperparameters) (simulate.Config,
 	if h.C > 0 {
 		c.Site.C = h.C
 	}
+	if h.MaxIter > 0 {
+		c.Site.LBFGS.MaxIter = h.MaxIter
+	}
+	if h.Tol > 0 {
+		c.Site.LBFGS.GradTol = h.Tol
+	}
 	if h.LR > 0 {
 		c.Site.FedProx.LR, c.Site.SCAFFOLD.LR = h.LR, h.LR
 	}
@@ -67,6 +71,9 @@ func Config(method, preset string, h pipeline.Hyperparameters) (simulate.Config,
 	}
 	if h.LROuter > 0 {
 		c.Site.PFedMe.LROuter = h.LROuter
+	}
+	if h.PersonalSteps > 0 {
+		c.Site.PFedMe.Steps = h.PersonalSteps
 	}
 	c.Server.TrimFraction = h.TrimFraction
 	c.Server.KrumF = h.Byzantine

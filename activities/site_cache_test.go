@@ -21,11 +21,11 @@ func TestSiteDataCacheFollowsTheFiles(t *testing.T) {
 	write("test", "x0,x1,y\n0.1,0.3,0\n0.8,0.8,1\n")
 	s := NewSite("s0", dir, nil, dataset.SiteOptions{})
 
-	c1, err := s.loadCached()
+	c1, err := s.loadCached(s.dataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c2, err := s.loadCached()
+	c2, err := s.loadCached(s.dataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestSiteDataCacheFollowsTheFiles(t *testing.T) {
 
 	// Same size, new content, at once (within the timestamp resolution).
 	write("test", "x0,x1,y\n0.1,0.4,0\n0.8,0.8,1\n")
-	c3, err := s.loadCached()
+	c3, err := s.loadCached(s.dataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestSiteDataCacheFollowsTheFiles(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(dir, "s0_test.csv"), old, old); err != nil {
 		t.Fatal(err)
 	}
-	c4, err := s.loadCached()
+	c4, err := s.loadCached(s.dataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestSiteDataCacheFollowsTheFiles(t *testing.T) {
 
 	// A broken file is reported, not served from the cache.
 	write("test", "")
-	if _, err := s.loadCached(); err == nil {
+	if _, err := s.loadCached(s.dataDir); err == nil {
 		t.Error("an empty test file was not reported")
 	}
 }

@@ -174,10 +174,9 @@ func Build(name string, o Options) (Plan, error) {
 }
 
 // AblationSettings are the ablation's variants of pTopoFL: the full method,
-// one cluster (no personalisation by topology), no inter-cluster blending.
-// The automatic M (clusters chosen by silhouette) needs a spelling of
-// "automatic" in pipeline.Hyperparameters, which clusters = 0 is not yet
-// (it defaults to 2); AutoClustersSupported says whether it is.
+// one cluster (no personalisation by topology), no inter-cluster blending,
+// and the automatic M (clusters = 0: the number of clusters chosen by
+// silhouette).
 func AblationSettings() []pipeline.SweepSetting {
 	only := []string{pipeline.MethodPTopoFL}
 	s := []pipeline.SweepSetting{
@@ -185,18 +184,8 @@ func AblationSettings() []pipeline.SweepSetting {
 		{Label: "M1", Set: []pipeline.ParamValue{{Name: "clusters", Value: 1}}, Methods: only},
 		{Label: "beta0", Set: []pipeline.ParamValue{{Name: "beta", Value: 0}}, Methods: only},
 	}
-	if AutoClustersSupported() {
-		s = append(s, pipeline.SweepSetting{Label: "autoM", Set: []pipeline.ParamValue{{Name: "clusters", Value: 0}}, Methods: only})
-	}
+	s = append(s, pipeline.SweepSetting{Label: "autoM", Set: []pipeline.ParamValue{{Name: "clusters", Value: 0}}, Methods: only})
 	return s
-}
-
-// AutoClustersSupported reports whether a campaign can ask for the
-// automatic number of clusters with clusters = 0.
-func AutoClustersSupported() bool {
-	s := pipeline.CampaignSpec{Sites: []pipeline.Site{{Name: "a"}}}.WithDefaults()
-	s.Hyperparameters.Clusters = 0
-	return s.WithDefaults().Hyperparameters.Clusters == 0
 }
 
 // AblationDescriptions describe the ablation's variants for the report.

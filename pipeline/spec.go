@@ -74,27 +74,28 @@ func (s Site) Validate() error {
 // ignored key, and so that activities read typed fields.
 type Hyperparameters struct {
 	// pTopoFL (paper Table 4).
-	Clusters         int     `json:"clusters"`          // M, number of clusters
+	Clusters         int     `json:"clusters"`          // M, number of clusters; 0 chooses M by silhouette
 	Beta             float64 `json:"beta"`              // β, inter-cluster blending coefficient in [0,1]
 	AnomalyThreshold float64 `json:"anomaly_threshold"` // τ, trust z-score threshold
-	DriftThreshold   float64 `json:"drift_threshold"`   // descriptor distance above which a site is re-clustered
+	DriftThreshold   float64 `json:"drift_threshold"`   // drift Δ (Eq. 9) above which a site is re-clustered; 0 never
 	DriftCheckEvery  int     `json:"drift_check_every"` // recompute descriptors every k rounds (0: only round 1 and on request)
 	NSub             int     `json:"n_sub"`             // points subsampled per site for the descriptor
-	BettiResolution  int     `json:"betti_resolution"`  // L, Betti-curve thresholds
+	BettiResolution  int     `json:"betti_resolution"`  // L, Betti-curve thresholds (fixed at 20: the 48-number layout)
 	Descriptor       string  `json:"descriptor"`        // "exact" (true VR H1) or "triangle" (authors' approximation)
 
-	// Local model: L2 logistic regression.
+	// Local model: L2 logistic regression, solved by L-BFGS.
 	C       float64 `json:"c"`        // inverse regularisation strength
 	MaxIter int     `json:"max_iter"` // L-BFGS iterations
-	Tol     float64 `json:"tol"`      // L-BFGS tolerance
+	Tol     float64 `json:"tol"`      // L-BFGS stop: infinity norm of the gradient
 
 	// Gradient-descent baselines.
-	LR         float64 `json:"lr"`          // step size (FedProx, SCAFFOLD)
-	Steps      int     `json:"steps"`       // local steps per round
-	Mu         float64 `json:"mu"`          // FedProx proximal weight μ
-	Lambda     float64 `json:"lambda"`      // pFedMe Moreau-envelope weight λ
-	LRPersonal float64 `json:"lr_personal"` // pFedMe inner step size
-	LROuter    float64 `json:"lr_outer"`    // pFedMe outer step size
+	LR            float64 `json:"lr"`             // step size (FedProx, SCAFFOLD)
+	Steps         int     `json:"steps"`          // local steps per round (FedProx, SCAFFOLD)
+	Mu            float64 `json:"mu"`             // FedProx proximal weight μ
+	Lambda        float64 `json:"lambda"`         // pFedMe Moreau-envelope weight λ
+	LRPersonal    float64 `json:"lr_personal"`    // pFedMe inner step size
+	LROuter       float64 `json:"lr_outer"`       // pFedMe outer step size
+	PersonalSteps int     `json:"personal_steps"` // pFedMe inner steps per round
 
 	// Robust aggregation baselines.
 	TrimFraction float64 `json:"trim_fraction"` // trimmed mean: fraction cut at each end, in [0,0.5)
@@ -103,20 +104,26 @@ type Hyperparameters struct {
 
 // DefaultHyperparameters returns the paper's values (Table 4 for Scenarios
 // A/B, and the baselines' settings in golden/paper/expected.json), with the
-// exact descriptor.
+// exact descriptor: exactly what simulate.Preset("default", method) holds
+// for every method (activities' TestDefaultHyperparametersArePreset keeps
+// the two equal). The L-BFGS stop is our tight one (gradient 1e-10), not
+// scikit-learn's tol = 1e-4, so that the optimum does not depend on the
+// warm start.
 func DefaultHyperparameters() Hyperparameters {
 	return Hyperparameters{
-		Clusters: 2, Beta: 0.3, AnomalyThreshold: 2.0, DriftThreshold: 0.5,
+		Clusters: 2, Beta: 0.3, AnomalyThreshold: 2.0, DriftThreshold: 0.1,
 		NSub: 80, BettiResolution: 20, Descriptor: DescriptorExact,
-		C: 1.0, MaxIter: 300, Tol: 1e-4,
-		LR: 0.05, Steps: 30, Mu: 0.1, Lambda: 15, LRPersonal: 0.01, LROuter: 0.01,
+		C: 1.0, MaxIter: 1000, Tol: 1e-10,
+		LR: 0.05, Steps: 30, Mu: 0.1, Lambda: 15, LRPersonal: 0.01, LROuter: 0.01, PersonalSteps: 20,
 		TrimFraction: 0.1, Byzantine: 1,
 	}
 }
 
 // withDefaults fills every zero field from d. Zero is never a meaningful
-// setting for the fields filled here except Beta, DriftThreshold,
-// DriftCheckEvery, Mu and TrimFraction, which are therefore left as given.
+// setting for the fields filled here; Clusters (0 = automatic), Beta,
+// DriftThreshold, DriftCheckEvery, Mu, TrimFraction and Byzantine are
+// meaningful at zero and are therefore left as given: a spec built in code
+// should start from DefaultHyperparameters.
 func (h Hyperparameters) withDefaults(d Hyperparameters) Hyperparameters {
 	setI := func(v *int, dv int) {
 		if *v == 0 {
@@ -128,7 +135,6 @@ func (h Hyperparameters) withDefaults(d Hyperparameters) Hyperparameters {
 			*v = dv
 		}
 	}
-	setI(&h.Clusters, d.Clusters)
 	setF(&h.AnomalyThreshold, d.AnomalyThreshold)
 	setI(&h.NSub, d.NSub)
 	setI(&h.BettiResolution, d.BettiResolution)
@@ -143,7 +149,7 @@ func (h Hyperparameters) withDefaults(d Hyperparameters) Hyperparameters {
 	setF(&h.Lambda, d.Lambda)
 	setF(&h.LRPersonal, d.LRPersonal)
 	setF(&h.LROuter, d.LROuter)
-	setI(&h.Byzantine, d.Byzantine)
+	setI(&h.PersonalSteps, d.PersonalSteps)
 	return h
 }
 
@@ -158,8 +164,8 @@ func (h Hyperparameters) Validate(method string) error {
 	switch method {
 	case MethodPTopoFL:
 		switch {
-		case h.Clusters < 1:
-			return bad("clusters", h.Clusters, "must be >= 1")
+		case h.Clusters < 0:
+			return bad("clusters", h.Clusters, "must be >= 0 (0 chooses the number of clusters by silhouette)")
 		case h.Beta < 0 || h.Beta > 1:
 			return bad("beta", h.Beta, "must be in [0, 1]")
 		case h.AnomalyThreshold <= 0:
@@ -170,8 +176,8 @@ func (h Hyperparameters) Validate(method string) error {
 			return bad("drift_check_every", h.DriftCheckEvery, "must be >= 0")
 		case h.NSub < 3:
 			return bad("n_sub", h.NSub, "must be >= 3")
-		case h.BettiResolution < 2:
-			return bad("betti_resolution", h.BettiResolution, "must be >= 2")
+		case h.BettiResolution != 20:
+			return bad("betti_resolution", h.BettiResolution, "must be 20 (the descriptor's 48-number layout has 20-step Betti curves)")
 		case h.Descriptor != DescriptorExact && h.Descriptor != DescriptorTriangle:
 			return bad("descriptor", fmt.Sprintf("%q", h.Descriptor), `must be "exact" or "triangle"`)
 		}
@@ -192,8 +198,8 @@ func (h Hyperparameters) Validate(method string) error {
 			return bad("lr_personal", h.LRPersonal, "must be > 0")
 		case h.LROuter <= 0:
 			return bad("lr_outer", h.LROuter, "must be > 0")
-		case h.Steps < 1:
-			return bad("steps", h.Steps, "must be >= 1")
+		case h.PersonalSteps < 1:
+			return bad("personal_steps", h.PersonalSteps, "must be >= 1")
 		}
 	case MethodTrimmedMean:
 		if h.TrimFraction < 0 || h.TrimFraction >= 0.5 {

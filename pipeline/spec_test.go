@@ -58,8 +58,10 @@ func TestWithDefaults(t *testing.T) {
 	if s.MinSites != 2 || s.RoundDeadline != DefaultRoundDeadline || s.ContinueAsNewEvery != DefaultContinueAsNewEvery {
 		t.Errorf("defaults not applied: %+v", s)
 	}
-	if s.Hyperparameters.Descriptor != DescriptorTriangle || s.Hyperparameters.Clusters != 2 || s.Hyperparameters.Beta != 0 {
-		t.Errorf("paper preset hyper-parameters: %+v (beta is kept as given: 0 is meaningful)", s.Hyperparameters)
+	// Clusters and beta are kept as given: 0 is meaningful for both
+	// (automatic M, no blending).
+	if s.Hyperparameters.Descriptor != DescriptorTriangle || s.Hyperparameters.Clusters != 0 || s.Hyperparameters.Beta != 0 {
+		t.Errorf("paper preset hyper-parameters: %+v", s.Hyperparameters)
 	}
 }
 

@@ -114,12 +114,10 @@ func presetHyperparameters(preset, method string) (pipeline.Hyperparameters, err
 	h.Lambda = cfg.Site.PFedMe.Lambda
 	h.LRPersonal = cfg.Site.PFedMe.LRPersonal
 	h.LROuter = cfg.Site.PFedMe.LROuter
-	switch learn.Method(method) {
-	case learn.SCAFFOLD:
+	h.PersonalSteps = cfg.Site.PFedMe.Steps
+	if learn.Method(method) == learn.SCAFFOLD {
 		h.LR, h.Steps = cfg.Site.SCAFFOLD.LR, cfg.Site.SCAFFOLD.Steps
-	case learn.PFedMe:
-		h.Steps = cfg.Site.PFedMe.Steps
-	default:
+	} else {
 		h.LR, h.Steps = cfg.Site.FedProx.LR, cfg.Site.FedProx.Steps
 	}
 	return h, nil

@@ -25,7 +25,6 @@ import (
 	"github.com/ptopofl/ptopofl/internal/workers"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"
-	"github.com/ptopofl/ptopofl/workflows"
 )
 
 // sweepFile is the YAML sweep file. Unknown keys are errors.
@@ -362,7 +361,7 @@ func executeSweep(ctx context.Context, conn *connFlags, plan sweepPlan, stderr i
 // startSweepWorkers starts in this process the server worker (campaigns,
 // rounds, sweeps and their activities) and one site worker per distinct
 // site of the sweep's federations, each reading only its own files, per
-// round (activities.RoundSite), so continual scenarios work.
+// round (activities.Site reads dataset.RoundDir), so continual scenarios work.
 func startSweepWorkers(e *env, plan sweepPlan, progress io.Writer) (stop func(), err error) {
 	var started []worker.Worker
 	stop = func() {
@@ -371,8 +370,6 @@ func startSweepWorkers(e *env, plan sweepPlan, progress io.Writer) (stop func(),
 		}
 	}
 	w := workers.NewServer(e.client, e.store, workers.Options{})
-	workflows.RegisterSweep(w)
-	activities.NewSweep(e.store).Register(w)
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start server worker: %w", err)
 	}
@@ -386,7 +383,7 @@ func startSweepWorkers(e *env, plan sweepPlan, progress io.Writer) (stop func(),
 			seen[s.Name] = true
 			// One poller: a sweep can have a hundred sites in one process.
 			sw := worker.New(e.client, pipeline.SiteTaskQueue(s.Name), worker.Options{MaxConcurrentActivityTaskPollers: 1})
-			activities.NewRoundSite(s.Name, plan.fedDirs[f.Name], e.store, dataset.SiteOptions{}).Register(sw)
+			activities.NewSite(s.Name, plan.fedDirs[f.Name], e.store, dataset.SiteOptions{}).Register(sw)
 			if err := sw.Start(); err != nil {
 				stop()
 				return nil, fmt.Errorf("start site worker %s: %w", s.Name, err)

@@ -27,13 +27,16 @@ type Options struct {
 	Site dataset.SiteOptions
 }
 
-// NewServer returns, not started, the server worker: CampaignWorkflow and
-// RoundWorkflow under their pipeline names, and the server activities, on
+// NewServer returns, not started, the server worker: CampaignWorkflow,
+// RoundWorkflow and SweepWorkflow under their pipeline names, and the
+// server activities (including the sweep's results tables), on
 // pipeline.ServerTaskQueue.
 func NewServer(c client.Client, st *store.Store, opts Options) worker.Worker {
 	w := worker.New(c, pipeline.ServerTaskQueue, opts.Worker)
 	workflows.Register(w) // every workflow, under its pipeline name
+	workflows.RegisterSweep(w)
 	activities.NewServer(st).Register(w)
+	activities.NewSweep(st).Register(w)
 	return w
 }
 
