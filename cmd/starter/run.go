@@ -192,7 +192,7 @@ func printResult(w io.Writer, r campaignResult, e *env) {
 	fmt.Fprintf(w, "campaign   %s (%s, preset %s): %s after %d rounds in %.1fs\n", r.Campaign, r.Method, r.Preset, r.State, r.RoundsDone, r.WallSeconds)
 	fmt.Fprintf(w, "final AUC  %.4f\nfinal acc  %.4f\nconv round %d\n", r.FinalAUC, r.FinalAcc, r.ConvRound)
 	if len(r.Clusters) > 0 {
-		fmt.Fprintf(w, "clusters   %v\ntrust      %v\n", r.Clusters, fmtTrust(r.Trust))
+		fmt.Fprintf(w, "clusters   %v\ntrust      %v\n", fmtClusters(r.Clusters), fmtTrust(r.Trust))
 	}
 	if len(r.Flagged) > 0 {
 		fmt.Fprintf(w, "flagged    %s\n", strings.Join(r.Flagged, ", "))
@@ -204,6 +204,15 @@ func fmtTrust(t map[string]float64) string {
 	var parts []string
 	for _, k := range sortedKeys(t) {
 		parts = append(parts, fmt.Sprintf("%s:%.3f", k, t[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// fmtClusters prints site:cluster pairs in site order.
+func fmtClusters(c map[string]int) string {
+	var parts []string
+	for _, k := range sortedKeys(c) {
+		parts = append(parts, fmt.Sprintf("%s:%d", k, c[k]))
 	}
 	return strings.Join(parts, " ")
 }
