@@ -18,16 +18,8 @@ func runControl(ctx context.Context, update string, args []string, stdout, stder
 	fs := flag.NewFlagSet(update, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var conn connFlags
-	conn.register(fs)
 	reason := fs.String("reason", "", "why, recorded in the campaign's status")
-	campaign, err := oneCampaignArg(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := conn.check(); err != nil {
-		return err
-	}
-	e, err := conn.connect(ctx, stderr)
+	e, campaign, err := openCampaign(ctx, fs, &conn, args, stderr)
 	if err != nil {
 		return err
 	}

@@ -161,6 +161,26 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // oneCampaignArg parses flags around the single CAMPAIGN argument.
+// openCampaign is the common start of a command about one campaign: it
+// registers the connection flags on fs (beside the command's own, already
+// registered), parses args into flags and the CAMPAIGN argument, checks
+// the connection flags and connects. Close the env when done.
+func openCampaign(ctx context.Context, fs *flag.FlagSet, conn *connFlags, args []string, stderr io.Writer) (*env, string, error) {
+	conn.register(fs)
+	campaign, err := oneCampaignArg(fs, args)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := conn.check(); err != nil {
+		return nil, "", err
+	}
+	e, err := conn.connect(ctx, stderr)
+	if err != nil {
+		return nil, "", err
+	}
+	return e, campaign, nil
+}
+
 func oneCampaignArg(fs *flag.FlagSet, args []string) (string, error) {
 	rest, err := parseFlags(fs, args)
 	if err != nil {

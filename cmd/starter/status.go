@@ -21,15 +21,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var conn connFlags
-	conn.register(fs)
-	campaign, err := oneCampaignArg(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := conn.check(); err != nil {
-		return err
-	}
-	e, err := conn.connect(ctx, stderr)
+	e, campaign, err := openCampaign(ctx, fs, &conn, args, stderr)
 	if err != nil {
 		return err
 	}

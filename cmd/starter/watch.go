@@ -17,16 +17,8 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var conn connFlags
-	conn.register(fs)
 	every := fs.Duration("every", time.Second, "polling interval")
-	campaign, err := oneCampaignArg(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := conn.check(); err != nil {
-		return err
-	}
-	e, err := conn.connect(ctx, stderr)
+	e, campaign, err := openCampaign(ctx, fs, &conn, args, stderr)
 	if err != nil {
 		return err
 	}
