@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,28 +129,12 @@ func startDevstack(t *testing.T, bin string, args []string) (*exec.Cmd, devstack
 	return cmd, ep, time.Since(t0)
 }
 
+// freePortRun finds n consecutive free ports on 127.0.0.1.
 func freePortRun(t *testing.T, n int) int {
 	t.Helper()
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		ok := p+n-1 <= 65535
-		for i := 1; ok && i < n; i++ {
-			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p+i)))
-			if err != nil {
-				ok = false
-				break
-			}
-			l.Close()
-		}
-		if ok {
-			return p
-		}
+	p, err := devstack.FreePortRun(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("no run of %d free ports", n)
-	return 0
+	return p
 }

@@ -4,13 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -166,33 +163,13 @@ func loadOrPickPorts(dir string) (localPorts, error) {
 	return p, writeJSONFile(path, p, 0o644)
 }
 
-// freePortRun finds n consecutive free ports on 127.0.0.1 (the embedded
-// Temporal server takes its frontend port and the three after it).
+// freePortRun finds n consecutive free ports for the local stack.
 func freePortRun(n int) (int, error) {
-	for range 200 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, fmt.Errorf("local stack: find a free port: %w", err)
-		}
-		base := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if base+n > 65535 {
-			continue
-		}
-		ok := true
-		for p := base; p < base+n && ok; p++ {
-			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-			if err != nil {
-				ok = false
-				continue
-			}
-			l.Close()
-		}
-		if ok {
-			return base, nil
-		}
+	p, err := devstack.FreePortRun(n)
+	if err != nil {
+		return 0, fmt.Errorf("local stack: %w", err)
 	}
-	return 0, errors.New("local stack: no run of free ports found")
+	return p, nil
 }
 
 func writeJSONFile(path string, v any, mode os.FileMode) error {
