@@ -30,7 +30,7 @@ var golden string
 func TestMain(m *testing.M) {
 	os.Exit(func() int {
 		var err error
-		if golden, err = filepath.Abs("../simulate/testdata/paper/healthcare"); err != nil {
+		if golden, err = filepath.Abs("../testdata/paper/healthcare"); err != nil {
 			panic(err)
 		}
 		dir, err := os.MkdirTemp("", "activities-s3-")

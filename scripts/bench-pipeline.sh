@@ -5,7 +5,7 @@
 #     on tiny sites (16 train / 8 test rows, 4 features) at 8, 50 and 200
 #     sites; per round = campaign wall time / rounds (stack start excluded).
 #  2. The paper's table through the pipeline, preset paper, on the golden
-#     seed-42 data (simulate/testdata/paper): 2 scenarios × 6 methods + the
+#     seed-42 data (testdata/paper): 2 scenarios × 6 methods + the
 #     3 pTopoFL ablations, with the authors' descriptor rows; wall time of
 #     both `starter table` commands (stack start included, warm build), and
 #     the AUC of each row beside the authors' value.
@@ -76,7 +76,7 @@ load
 variants=(--variant "pTopoFL_M1:ptopofl:clusters=1" --variant "pTopoFL_beta0:ptopofl:beta=0" --variant "pTopoFL_beta1:ptopofl:beta=1")
 t0=$(date +%s.%N)
 for sc in healthcare benchmark; do
-	golden="simulate/testdata/paper/$sc"
+	golden="testdata/paper/$sc"
 	python3 -c "
 import json, sys
 cl = json.load(open('$golden/clients.json'))
@@ -96,7 +96,7 @@ names = {"ptopofl": "pTopoFL", "fedprox": "FedProx", "scaffold": "SCAFFOLD", "pf
 print(f"{'scenario':11s} {'row':15s} {'AUC':>8s} {'authors':>8s} {'acc':>8s} {'conv':>5s} {'wall_s':>7s}")
 for sc in ("healthcare", "benchmark"):
     got = json.load(open(f"{out}/table-{sc}.json"))
-    exp = json.load(open(f"simulate/testdata/paper/{sc}/expected.json"))["methods"]
+    exp = json.load(open(f"testdata/paper/{sc}/expected.json"))["methods"]
     for r in got["results"]:
         key = names.get(r["label"], r["label"])
         a = exp.get(key, {}).get("final_auc", float("nan"))

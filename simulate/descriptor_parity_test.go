@@ -22,7 +22,7 @@ func TestParityComputedDescriptors(t *testing.T) {
 		var rows []struct {
 			SubsampleIdx []int `json:"subsample_idx"`
 		}
-		readJSON(t, filepath.Join("testdata", "paper", scenario, "clients.json"), &rows)
+		readJSON(t, filepath.Join("..", "testdata", "paper", scenario, "clients.json"), &rows)
 		worstDesc := 0.0
 		for k := range sites {
 			d, err := tda.ComputeDescriptor(sites[k].TrainX, tda.DescriptorOptions{

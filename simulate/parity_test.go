@@ -13,9 +13,9 @@ import (
 	"github.com/ptopofl/ptopofl/learn"
 )
 
-// The golden files under testdata/paper are copied from
+// The golden files under ../testdata/paper are copied from
 // ../shared/golden/paper (the authors' paper-era code at seed 42; see
-// testdata/paper/README.md for how they were produced).
+// ../testdata/paper/README.md for how they were produced).
 
 type goldenClient struct {
 	NTrain             int         `json:"n_train"`
@@ -83,7 +83,7 @@ func readJSON(t testing.TB, path string, v any) {
 // loadScenario returns the golden sites (with descriptor_triangle) and the
 // expected results of a scenario.
 func loadScenario(t testing.TB, scenario string) ([]Site, goldenExpected) {
-	dir := filepath.Join("testdata", "paper", scenario)
+	dir := filepath.Join("..", "testdata", "paper", scenario)
 	var clients []goldenClient
 	readJSON(t, filepath.Join(dir, "clients.json"), &clients)
 	var exp goldenExpected

@@ -21,7 +21,7 @@ import (
 // the descriptor is a count and must match exactly.
 const summaryTol = 1e-12
 
-// paperClient is one entry of testdata/paper_*/clients.json, copied from
+// paperClient is one entry of ../testdata/paper/*/clients.json, copied from
 // ../shared/golden/paper (the authors' paper-era code at seed 42; see its
 // README for how the numbers were produced).
 type paperClient struct {
@@ -41,7 +41,7 @@ type paperClient struct {
 // "benchmark").
 func readPaperClients(t testing.TB, scenario string) []paperClient {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "paper_"+scenario, "clients.json"))
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "paper", scenario, "clients.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func readPaperClients(t testing.TB, scenario string) []paperClient {
 // shortest round-trip strings give back the reference's float64 values.
 func readPaperTrain(t testing.TB, scenario string, client int) [][]float64 {
 	t.Helper()
-	path := filepath.Join("testdata", "paper_"+scenario, fmt.Sprintf("client%d_train.csv", client))
+	path := filepath.Join("..", "testdata", "paper", scenario, fmt.Sprintf("client%d_train.csv", client))
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)

@@ -25,10 +25,10 @@ func runCmd(args ...string) (int, string, string) {
 }
 
 // TestDiagramGolden checks that "tda diagram" reproduces the data lines of
-// every golden diagram of shared/golden/ph, copied to testdata/ph, byte for
+// every golden diagram of shared/golden/ph, copied to ../../testdata/ph, byte for
 // byte.
 func TestDiagramGolden(t *testing.T) {
-	csvs, err := filepath.Glob("testdata/ph/*.csv")
+	csvs, err := filepath.Glob("../../testdata/ph/*.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,14 +58,14 @@ func TestDiagramGolden(t *testing.T) {
 
 func TestDiagramDim0(t *testing.T) {
 	// Lines 1–4 of the data of square_d2_n4.diag: the H0 bars only.
-	code, out, errOut := runCmd("diagram", "testdata/ph/square_d2_n4.csv", "--dim", "0")
+	code, out, errOut := runCmd("diagram", "../../testdata/ph/square_d2_n4.csv", "--dim", "0")
 	if want := "0 0.0 1.0\n0 0.0 1.0\n0 0.0 1.0\n0 0.0 inf\n"; code != 0 || out != want {
 		t.Errorf("exit %d, output %q (stderr %q), want %q", code, out, errOut, want)
 	}
 }
 
 func TestDistance(t *testing.T) {
-	sq, grid := "testdata/ph/square_d2_n4.diag", "testdata/ph/grid_d2_n36.diag"
+	sq, grid := "../../testdata/ph/square_d2_n4.diag", "../../testdata/ph/grid_d2_n36.diag"
 	for i, test := range []struct {
 		args []string
 		want string
@@ -83,7 +83,7 @@ func TestDistance(t *testing.T) {
 		{[]string{sq, sq}, "0.0\n"},
 		// 4: H0 against a single point's diagram: the same infinite bar, 3 bars to the diagonal
 		// at 0.5 each: W2 = sqrt(3/4) = 0.8660254037844386 (Python: 0.75**0.5).
-		{[]string{"--dim", "0", sq, "testdata/ph/point_d2_n1.diag"}, "0.8660254037844386\n"},
+		{[]string{"--dim", "0", sq, "../../testdata/ph/point_d2_n1.diag"}, "0.8660254037844386\n"},
 	} {
 		code, out, errOut := runCmd(append([]string{"distance"}, test.args...)...)
 		if code != 0 || out != test.want {
@@ -120,7 +120,7 @@ func TestDescriptorGolden(t *testing.T) {
 		{"exact", ref.DescriptorExact, ref.H1Exact},
 		{"triangle", ref.DescriptorTriangle, ref.H1Triangle},
 	} {
-		code, out, errOut := runCmd("descriptor", "--variant", v.variant, "--rows", strings.Join(rows, ","), "testdata/paper/client0_train.csv")
+		code, out, errOut := runCmd("descriptor", "--variant", v.variant, "--rows", strings.Join(rows, ","), "../../testdata/paper/healthcare/client0_train.csv")
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", v.variant, code, errOut)
 		}
@@ -155,8 +155,8 @@ func TestDescriptorGolden(t *testing.T) {
 func TestDescriptorSubsample(t *testing.T) {
 	// The same seed gives the same output; client0_train.csv has 130 rows,
 	// so --n-sub 10 draws 10 of them and h0 has 9 pairs.
-	code1, out1, err1 := runCmd("descriptor", "--n-sub", "10", "--seed", "7", "testdata/paper/client0_train.csv")
-	code2, out2, _ := runCmd("descriptor", "testdata/paper/client0_train.csv", "--seed", "7", "--n-sub", "10")
+	code1, out1, err1 := runCmd("descriptor", "--n-sub", "10", "--seed", "7", "../../testdata/paper/healthcare/client0_train.csv")
+	code2, out2, _ := runCmd("descriptor", "../../testdata/paper/healthcare/client0_train.csv", "--seed", "7", "--n-sub", "10")
 	if code1 != 0 || code2 != 0 || out1 != out2 {
 		t.Fatalf("exit %d/%d (%s); outputs equal: %v", code1, code2, err1, out1 == out2)
 	}
@@ -185,10 +185,10 @@ func TestBadInput(t *testing.T) {
 	inf := write("inf.csv", "1,2\n3,4\n-Inf,0\n")
 	header := write("header.csv", "x0,x1,y\n")
 	missing := filepath.Join(dir, "missing.csv")
-	good := "testdata/ph/square_d2_n4.csv"
+	good := "../../testdata/ph/square_d2_n4.csv"
 	badDiag := write("bad.diag", "0 0.0 1.0\n0 0.0 oops\n")
 	emptyDiag := write("empty.diag", "# only a comment\n")
-	diag := "testdata/ph/square_d2_n4.diag"
+	diag := "../../testdata/ph/square_d2_n4.diag"
 	for i, test := range []struct {
 		args []string
 		want string // a regular expression the stderr message must match

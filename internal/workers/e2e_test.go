@@ -33,7 +33,7 @@ import (
 
 // The golden healthcare federation (8 sites, 2 adversarial) that
 // simulate's parity tests read; reused here, not copied.
-const federation = "../../simulate/testdata/paper/healthcare"
+const federation = "../../testdata/paper/healthcare"
 
 type goldenClient struct {
 	SubsampleIdx []int `json:"subsample_idx"`
