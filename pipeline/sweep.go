@@ -326,6 +326,8 @@ func ApplyParams(h Hyperparameters, set []ParamValue) (Hyperparameters, error) {
 			h.LRPersonal = v
 		case "lr_outer":
 			h.LROuter = v
+		case "personal_steps":
+			err, h.PersonalSteps = needInt(), iv
 		case "trim_fraction":
 			h.TrimFraction = v
 		case "byzantine":
