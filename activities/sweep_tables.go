@@ -1,17 +1,13 @@
 package activities
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/ptopofl/ptopofl/store"
 )
 
 // SweepResultRow is one row of sweeps/<sweep>/results.parquet: one
@@ -242,63 +238,24 @@ func schemaOf[R any](cols []column[R]) *arrow.Schema {
 	return arrow.NewSchema(fields, nil)
 }
 
-// encodeTable writes one row group with the store's deterministic writer
-// settings (no dictionary, Snappy, fixed created_by, no timestamps), so the
-// same rows always give the same bytes and the same sha256.
+// encodeTable writes rows through store.WriteParquet (deterministic bytes).
 func encodeTable[R any](cols []column[R], rows []R) ([]byte, error) {
-	schema := schemaOf(cols)
-	mem := memory.NewGoAllocator()
-	b := array.NewRecordBuilder(mem, schema)
-	defer b.Release()
-	for i := range rows {
-		for j, c := range cols {
-			c.put(b.Field(j), &rows[i])
+	b, err := store.WriteParquet(schemaOf(cols), func(b *array.RecordBuilder) {
+		for i := range rows {
+			for j, c := range cols {
+				c.put(b.Field(j), &rows[i])
+			}
 		}
-	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	var buf bytes.Buffer
-	props := parquet.NewWriterProperties(
-		parquet.WithCreatedBy("ptopofl sweep tables (arrow-go v18)"),
-		parquet.WithDictionaryDefault(false),
-		parquet.WithCompression(compress.Codecs.Snappy),
-		parquet.WithStats(true),
-	)
-	w, err := pqarrow.NewFileWriter(schema, &buf, props, pqarrow.DefaultWriterProps())
+	})
 	if err != nil {
-		return nil, fmt.Errorf("sweep table: parquet writer: %w", err)
+		return nil, fmt.Errorf("sweep table: %w", err)
 	}
-	if err := w.Write(rec); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("sweep table: write: %w", err)
-	}
-	if err := w.Close(); err != nil {
-		return nil, fmt.Errorf("sweep table: close: %w", err)
-	}
-	return buf.Bytes(), nil
+	return b, nil
 }
 
 func decodeTable[R any](what string, cols []column[R], b []byte) ([]R, error) {
-	mem := memory.NewGoAllocator()
-	tbl, err := pqarrow.ReadTable(context.Background(), bytes.NewReader(b), parquet.NewReaderProperties(mem), pqarrow.ArrowReadProperties{}, mem)
-	if err != nil {
-		return nil, fmt.Errorf("read sweep %s table: %w", what, err)
-	}
-	defer tbl.Release()
-	s := tbl.Schema()
-	if s.NumFields() != len(cols) {
-		return nil, fmt.Errorf("read sweep %s table: %d columns, want %d", what, s.NumFields(), len(cols))
-	}
-	for j, c := range cols {
-		if f := s.Field(j); f.Name != c.name || !arrow.TypeEqual(f.Type, c.typ) {
-			return nil, fmt.Errorf("read sweep %s table: column %d is %s %s, want %s %s", what, j, f.Name, f.Type, c.name, c.typ)
-		}
-	}
 	var out []R
-	tr := array.NewTableReader(tbl, -1)
-	defer tr.Release()
-	for tr.Next() {
-		rec := tr.RecordBatch()
+	err := store.ReadParquet("sweep "+what, b, schemaOf(cols), func(rec arrow.RecordBatch) error {
 		for i := 0; i < int(rec.NumRows()); i++ {
 			var r R
 			for j, c := range cols {
@@ -306,8 +263,9 @@ func decodeTable[R any](what string, cols []column[R], b []byte) ([]R, error) {
 			}
 			out = append(out, r)
 		}
-	}
-	return out, tr.Err()
+		return nil
+	})
+	return out, err
 }
 
 // MarshalJSON writes NaN metrics (a campaign without a committed round) as

@@ -74,7 +74,7 @@ func EncodeExport(rows []ExportRow) ([]byte, error) {
 			return nil, fmt.Errorf("store: export row %d (site %s, round %d): cluster %d out of range", i, r.Site, r.Round, *r.Cluster)
 		}
 	}
-	return writeParquet(exportSchema, func(b *array.RecordBuilder) {
+	return WriteParquet(exportSchema, func(b *array.RecordBuilder) {
 		str := func(col int, v *string) {
 			sb := b.Field(col).(*array.StringBuilder)
 			if v == nil {
@@ -130,7 +130,7 @@ func EncodeExport(rows []ExportRow) ([]byte, error) {
 // DecodeExport decodes what EncodeExport wrote.
 func DecodeExport(b []byte) ([]ExportRow, error) {
 	var out []ExportRow
-	err := readParquet("export", b, exportSchema, func(rec arrow.RecordBatch) error {
+	err := ReadParquet("export", b, exportSchema, func(rec arrow.RecordBatch) error {
 		str := func(col, i int) *string {
 			c := rec.Column(col).(*array.String)
 			if c.IsNull(i) {

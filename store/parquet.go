@@ -34,7 +34,12 @@ func writerProps() *parquet.WriterProperties {
 	)
 }
 
-func writeParquet(schema *arrow.Schema, build func(b *array.RecordBuilder)) ([]byte, error) {
+// WriteParquet encodes one record batch, filled by build, as a parquet file
+// with the store's deterministic writer settings (no dictionary, Snappy, a
+// fixed created_by, no timestamps): the same rows always give the same bytes
+// and so the same sha256. Every parquet artifact of the project is written
+// through it.
+func WriteParquet(schema *arrow.Schema, build func(b *array.RecordBuilder)) ([]byte, error) {
 	mem := memory.NewGoAllocator()
 	b := array.NewRecordBuilder(mem, schema)
 	defer b.Release()
@@ -57,10 +62,10 @@ func writeParquet(schema *arrow.Schema, build func(b *array.RecordBuilder)) ([]b
 	return buf.Bytes(), nil
 }
 
-// readParquet decodes b, checks that its columns are those of want (names and
-// types; nullability and list element names may differ between writers), and
-// calls row for every record batch.
-func readParquet(what string, b []byte, want *arrow.Schema, each func(rec arrow.RecordBatch) error) error {
+// ReadParquet decodes b, checks that its columns are those of want (names
+// and types; nullability and list element names may differ between
+// writers), and calls each for every record batch.
+func ReadParquet(what string, b []byte, want *arrow.Schema, each func(rec arrow.RecordBatch) error) error {
 	mem := memory.NewGoAllocator()
 	tbl, err := pqarrow.ReadTable(context.Background(), bytes.NewReader(b), parquet.NewReaderProperties(mem), pqarrow.ArrowReadProperties{}, mem)
 	if err != nil {
@@ -177,7 +182,7 @@ func EncodeVectors(recs []VectorRecord) ([]byte, error) {
 			}
 		}
 	}
-	return writeParquet(vectorSchema, func(b *array.RecordBuilder) {
+	return WriteParquet(vectorSchema, func(b *array.RecordBuilder) {
 		campaign := b.Field(0).(*array.StringBuilder)
 		round := b.Field(1).(*array.Int32Builder)
 		site := b.Field(2).(*array.StringBuilder)
@@ -211,7 +216,7 @@ func EncodeVectors(recs []VectorRecord) ([]byte, error) {
 // vector decodes as an empty, non-nil slice.
 func DecodeVectors(b []byte) ([]VectorRecord, error) {
 	var out []VectorRecord
-	err := readParquet("vector", b, vectorSchema, func(rec arrow.RecordBatch) error {
+	err := ReadParquet("vector", b, vectorSchema, func(rec arrow.RecordBatch) error {
 		campaign := rec.Column(0).(*array.String)
 		round := rec.Column(1).(*array.Int32)
 		site := rec.Column(2).(*array.String)
@@ -436,7 +441,7 @@ func EncodeMetrics(rows []MetricsRecord) ([]byte, error) {
 			return nil, fmt.Errorf("store: metrics row %d (site %s): round %d out of range", i, r.Site, r.Round)
 		}
 	}
-	return writeParquet(metricsSchema, func(b *array.RecordBuilder) {
+	return WriteParquet(metricsSchema, func(b *array.RecordBuilder) {
 		for _, r := range rows {
 			b.Field(0).(*array.StringBuilder).Append(r.Campaign)
 			b.Field(1).(*array.Int32Builder).Append(int32(r.Round))
@@ -452,7 +457,7 @@ func EncodeMetrics(rows []MetricsRecord) ([]byte, error) {
 // DecodeMetrics decodes what EncodeMetrics wrote.
 func DecodeMetrics(b []byte) ([]MetricsRecord, error) {
 	var out []MetricsRecord
-	err := readParquet("metrics", b, metricsSchema, func(rec arrow.RecordBatch) error {
+	err := ReadParquet("metrics", b, metricsSchema, func(rec arrow.RecordBatch) error {
 		for i := 0; i < int(rec.NumRows()); i++ {
 			out = append(out, MetricsRecord{
 				Campaign: rec.Column(0).(*array.String).Value(i),
@@ -502,7 +507,7 @@ var resultsSchema = arrow.NewSchema([]arrow.Field{
 
 // EncodeResults encodes sweep results in the order given.
 func EncodeResults(rows []ResultRow) ([]byte, error) {
-	return writeParquet(resultsSchema, func(b *array.RecordBuilder) {
+	return WriteParquet(resultsSchema, func(b *array.RecordBuilder) {
 		for _, r := range rows {
 			b.Field(0).(*array.StringBuilder).Append(r.Sweep)
 			b.Field(1).(*array.StringBuilder).Append(r.Campaign)
@@ -524,7 +529,7 @@ func EncodeResults(rows []ResultRow) ([]byte, error) {
 // DecodeResults decodes what EncodeResults wrote.
 func DecodeResults(b []byte) ([]ResultRow, error) {
 	var out []ResultRow
-	err := readParquet("results", b, resultsSchema, func(rec arrow.RecordBatch) error {
+	err := ReadParquet("results", b, resultsSchema, func(rec arrow.RecordBatch) error {
 		list := func(col, i int) []float64 {
 			l := rec.Column(col).(*array.List)
 			s, e := l.ValueOffsets(i)
