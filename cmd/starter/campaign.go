@@ -75,19 +75,26 @@ func resultFromOutput(spec pipeline.CampaignSpec, bucket string, out pipeline.Ca
 // running the same command again re-attaches to it. Only a failed,
 // terminated or timed-out campaign is started afresh.
 func startCampaign(ctx context.Context, c client.Client, spec pipeline.CampaignSpec) (client.WorkflowRun, error) {
+	return startOrAttach(ctx, c, "campaign", spec.Campaign, pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: spec})
+}
+
+// startOrAttach starts workflow under id on the server queue, or returns
+// the run already under that ID (running or finished); only a failed,
+// terminated or timed-out run is started afresh.
+func startOrAttach(ctx context.Context, c client.Client, kind, id, workflow string, input any) (client.WorkflowRun, error) {
 	opts := client.StartWorkflowOptions{
-		ID:                       spec.Campaign,
+		ID:                       id,
 		TaskQueue:                pipeline.ServerTaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 	}
-	run, err := c.ExecuteWorkflow(ctx, opts, pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: spec})
+	run, err := c.ExecuteWorkflow(ctx, opts, workflow, input)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {
-		return c.GetWorkflow(ctx, spec.Campaign, ""), nil
+		return c.GetWorkflow(ctx, id, ""), nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("start campaign %s: %w", spec.Campaign, err)
+		return nil, fmt.Errorf("start %s %s: %w", kind, id, err)
 	}
 	return run, nil
 }

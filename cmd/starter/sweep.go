@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.yaml.in/yaml/v3"
@@ -400,21 +397,7 @@ func startSweepWorkers(e *env, plan sweepPlan, progress io.Writer) (stop func(),
 // startSweep starts the sweep's workflow or finds the one already running
 // or finished under the same ID (re-running a sweep re-attaches).
 func startSweep(ctx context.Context, c client.Client, spec pipeline.SweepSpec) (client.WorkflowRun, error) {
-	opts := client.StartWorkflowOptions{
-		ID:                       spec.Sweep,
-		TaskQueue:                pipeline.ServerTaskQueue,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-	}
-	run, err := c.ExecuteWorkflow(ctx, opts, pipeline.SweepWorkflowName, pipeline.SweepWorkflowInput{Spec: spec})
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	if errors.As(err, &started) {
-		return c.GetWorkflow(ctx, spec.Sweep, ""), nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("start sweep %s: %w", spec.Sweep, err)
-	}
-	return run, nil
+	return startOrAttach(ctx, c, "sweep", spec.Sweep, pipeline.SweepWorkflowName, pipeline.SweepWorkflowInput{Spec: spec})
 }
 
 // runSweepWorkflow starts or re-attaches to the sweep and waits for it,
