@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"github.com/ptopofl/ptopofl/internal/workers"
 	"github.com/ptopofl/ptopofl/store"
 )
 
@@ -117,7 +118,8 @@ func (c *connFlags) connect(ctx context.Context, stderr io.Writer) (*env, error)
 	if c.local {
 		return connectLocal(ctx, c, stderr)
 	}
-	opts := client.Options{HostPort: c.temporal, Namespace: c.namespace, Logger: quietLogger()}
+	opts := client.Options{HostPort: c.temporal, Namespace: c.namespace, Logger: quietLogger(),
+		ConnectionOptions: client.ConnectionOptions{GrpcCompression: workers.Compression(c.temporal)}}
 	if c.tlsCA != "" || c.tlsCert != "" || c.tlsServer != "" {
 		tc, err := c.temporalTLS()
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ptopofl/ptopofl/internal/devstack"
+	"github.com/ptopofl/ptopofl/internal/workers"
 	"github.com/ptopofl/ptopofl/store"
 )
 
@@ -83,7 +84,8 @@ func dialLocal(ctx context.Context, ls *localStack, ak, sk string, stop func()) 
 	}
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cl, err := client.DialContext(dctx, client.Options{HostPort: ls.Temporal, Namespace: ls.Namespace, Logger: quietLogger()})
+	cl, err := client.DialContext(dctx, client.Options{HostPort: ls.Temporal, Namespace: ls.Namespace, Logger: quietLogger(),
+		ConnectionOptions: client.ConnectionOptions{GrpcCompression: workers.Compression(ls.Temporal)}})
 	if err != nil {
 		e.Close()
 		return nil, fmt.Errorf("local stack: dial Temporal %s: %w", ls.Temporal, err)

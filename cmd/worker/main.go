@@ -138,7 +138,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	cl, err := client.DialContext(ctx, client.Options{HostPort: c.temporal, Namespace: c.namespace,
-		ConnectionOptions: client.ConnectionOptions{TLS: tlsCfg}})
+		ConnectionOptions: client.ConnectionOptions{TLS: tlsCfg, GrpcCompression: workers.Compression(c.temporal)}})
 	if err != nil {
 		return fmt.Errorf("connect to Temporal at %s: %w", c.temporal, err)
 	}
