@@ -88,7 +88,24 @@ type RoundWorkflowInput struct {
 	Spec  CampaignSpec `json:"spec"` // already defaulted and validated
 	Round int          `json:"round"`
 	Carry RoundCarry   `json:"carry"`
+	// FanOut is how the round bounds a fan-out by the round deadline:
+	// FanOutDeadlineTimer (zero, what rounds started by an older
+	// CampaignWorkflow carry, so their histories still replay) or
+	// FanOutActivityTimeout (what the CampaignWorkflow starts now).
+	FanOut int `json:"fan_out,omitempty"`
 }
+
+// The values of RoundWorkflowInput.FanOut.
+const (
+	// FanOutDeadlineTimer: a workflow timer of RoundDeadline per fan-out,
+	// cancelled when every site has answered.
+	FanOutDeadlineTimer = 0
+	// FanOutActivityTimeout: no timer; every site activity's
+	// ScheduleToClose timeout is the round deadline, so the server ends
+	// each one that has not answered by then. Same deadline, two history
+	// events and a timer task fewer per fan-out.
+	FanOutActivityTimeout = 1
+)
 
 // RoundWorkflowOutput is a committed round.
 type RoundWorkflowOutput struct {

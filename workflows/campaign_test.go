@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"github.com/stretchr/testify/suite"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -168,12 +169,18 @@ func (s *CampaignSuite) Test_BelowQuorumStopsCampaignWithReason() {
 	s.Len(st.LastDropped, 2)
 }
 
+// Test_SiteTimingOutIsDropped: the round deadline is every site activity's
+// ScheduleToClose timeout; the server ends an activity still running then
+// with a ScheduleToClose timeout. (The SDK's test environment does not
+// enforce ScheduleToClose against its mock clock, so c2's mock gives that
+// answer itself at the deadline; internal/workers' e2e test sees the real
+// server do it.)
 func (s *CampaignSuite) Test_SiteTimingOutIsDropped() {
 	spec := testSpec(1)
-	// c2 answers three hours later, far past the 30-minute round deadline.
 	s.env.OnActivity(pipeline.ActivityTrainLocal, mock.Anything,
 		mock.MatchedBy(func(in pipeline.TrainLocalInput) bool { return in.Site == "c2" })).
-		Return(s.fed.TrainLocal).After(3 * time.Hour)
+		Return(pipeline.TrainLocalOutput{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil)).
+		After(spec.RoundDeadline)
 	s.mockAll()
 	out, err := s.run(pipeline.CampaignWorkflowInput{Spec: spec})
 	s.Require().NoError(err)
@@ -185,6 +192,27 @@ func (s *CampaignSuite) Test_SiteTimingOutIsDropped() {
 	s.Equal(pipeline.SiteDrop{Site: "c2", Phase: pipeline.PhaseTrain, Reason: pipeline.DropTimeout,
 		Error: "no answer within the round deadline (30m0s)"}, ms[0].Dropped[0])
 	// The evaluation fan-out did not wait for, or ask, the dropped site.
+	s.Equal(2, s.fed.callCount(pipeline.ActivityEvaluate))
+}
+
+// Test_LegacyRoundKeepsItsDeadlineTimer: a round started by an older
+// CampaignWorkflow (FanOut zero) still waits on a workflow timer, so its
+// history replays; a site answering three hours late is dropped at the
+// 30-minute deadline all the same.
+func (s *CampaignSuite) Test_LegacyRoundKeepsItsDeadlineTimer() {
+	spec := testSpec(1)
+	s.env.OnActivity(pipeline.ActivityTrainLocal, mock.Anything,
+		mock.MatchedBy(func(in pipeline.TrainLocalInput) bool { return in.Site == "c2" })).
+		Return(s.fed.TrainLocal).After(3 * time.Hour)
+	s.mockAll()
+	s.env.ExecuteWorkflow(RoundWorkflow, pipeline.RoundWorkflowInput{Spec: spec, Round: 1, FanOut: pipeline.FanOutDeadlineTimer})
+	s.Require().True(s.env.IsWorkflowCompleted())
+	s.Require().NoError(s.env.GetWorkflowError())
+	ms := s.fed.committed()
+	s.Require().Len(ms, 1)
+	s.Equal([]string{"c0", "c1"}, ms[0].Participants)
+	s.Equal([]pipeline.SiteDrop{{Site: "c2", Phase: pipeline.PhaseTrain, Reason: pipeline.DropTimeout,
+		Error: "no answer within the round deadline (30m0s)"}}, ms[0].Dropped)
 	s.Equal(2, s.fed.callCount(pipeline.ActivityEvaluate))
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -17,7 +18,9 @@ type fanOutRequest struct {
 	Activity  string   // activity type name
 	Sites     []string // in spec order
 	Heartbeat bool     // set a heartbeat timeout (long-running training)
-	Input     func(site string) any
+	// Mode is the round's pipeline.FanOut* value: how the deadline is kept.
+	Mode  int
+	Input func(site string) any
 }
 
 // fanOutResult holds the answers in a map that is only ever read by key
@@ -25,16 +28,28 @@ type fanOutRequest struct {
 // of what the workflow does depend on Go's randomised map iteration.
 type fanOutResult[T any] struct {
 	OK    map[string]T
-	Drops []pipeline.SiteDrop // in the order the sites failed, then timed-out sites in spec order
+	Drops []pipeline.SiteDrop // in the order the sites failed or timed out (then, with a deadline timer, the sites still running, in spec order)
 }
 
 // fanOut starts req.Activity on every site of req.Sites and waits, on a
-// Selector, until every site has answered or the deadline (a timer of
-// spec.RoundDeadline started with this fan-out) fires. A
-// site whose activity failed is recorded with the failure's reason; a site
-// still running at the deadline is recorded as timed out and its activity
-// is cancelled. Nothing is silently dropped: every site of req.Sites ends in
-// OK or in Drops.
+// Selector, until every site has answered or the round deadline has
+// passed. A site whose activity failed is recorded with the failure's
+// reason; a site still running at the deadline is recorded as timed out.
+// Nothing is silently dropped: every site of req.Sites ends in OK or in
+// Drops.
+//
+// The deadline is kept in one of two ways (req.Mode):
+//
+//   - pipeline.FanOutActivityTimeout: every activity's ScheduleToClose
+//     timeout is the round deadline (siteActivityOptions), counted from
+//     the same moment, so the server ends every attempt and retry still
+//     running then with a ScheduleToClose timeout, and every future is
+//     resolved by the deadline. No timer: two history events and a timer
+//     task fewer per fan-out.
+//   - pipeline.FanOutDeadlineTimer, for rounds started by an older
+//     CampaignWorkflow: a workflow timer of spec.RoundDeadline, after which
+//     the activities still running are cancelled. Kept so that their
+//     histories replay.
 //
 // A Selector rather than workflow.Go: the SDK's deterministic scheduler
 // makes goroutines safe, but one Selector loop is simpler to reason about
@@ -44,17 +59,23 @@ func fanOut[T any](ctx workflow.Context, spec pipeline.CampaignSpec, req fanOutR
 	if len(req.Sites) == 0 {
 		return res
 	}
-	// Cancelling this context cancels every activity still running at the
-	// deadline, so a slow site stops burning its CPU for a round that has
-	// moved on, and cancels the timer when every site answered in time, so
-	// no stray timer fires later in the history.
+	// Cancelling this context cancels every activity still running when the
+	// fan-out returns (only possible with the deadline timer) and the timer
+	// itself when every site answered in time, so no stray timer fires
+	// later in the history.
 	fanCtx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
-	// A workflow timer, not time.Now: it is recorded in the history, so a
-	// replay sees the deadline fire at the same point of the fan-out.
-	deadline := workflow.NewTimer(fanCtx, spec.RoundDeadline)
 
 	sel := workflow.NewSelector(ctx)
+	timedOut := false
+	if req.Mode == pipeline.FanOutDeadlineTimer {
+		// A workflow timer, not time.Now: it is recorded in the history, so
+		// a replay sees the deadline fire at the same point of the fan-out.
+		// Started before the activities, as it always was: the order of
+		// commands is part of what a replay checks.
+		deadline := workflow.NewTimer(fanCtx, spec.RoundDeadline)
+		sel.AddFuture(deadline, func(workflow.Future) { timedOut = true })
+	}
 	answered := make(map[string]bool, len(req.Sites))
 	pending := len(req.Sites)
 	for _, site := range req.Sites {
@@ -66,14 +87,12 @@ func fanOut[T any](ctx workflow.Context, spec pipeline.CampaignSpec, req fanOutR
 			answered[site] = true
 			var out T
 			if err := f.Get(ctx, &out); err != nil {
-				res.Drops = append(res.Drops, errorDrop(req.Phase, site, err))
+				res.Drops = append(res.Drops, errorDrop(spec, req.Phase, site, err))
 				return
 			}
 			res.OK[site] = out
 		})
 	}
-	timedOut := false
-	sel.AddFuture(deadline, func(workflow.Future) { timedOut = true })
 	for pending > 0 && !timedOut {
 		sel.Select(ctx)
 	}
@@ -100,8 +119,10 @@ func timeoutDrop(spec pipeline.CampaignSpec, phase, site string) pipeline.SiteDr
 }
 
 // errorDrop classifies a failed site activity. The activity error wraps the
-// cause; the cause's type decides the reason, its text is kept verbatim.
-func errorDrop(phase, site string, err error) pipeline.SiteDrop {
+// cause; the cause's type decides the reason, its text is kept verbatim. A
+// ScheduleToClose timeout is the round deadline passing and reads as it does
+// with the deadline timer.
+func errorDrop(spec pipeline.CampaignSpec, phase, site string, err error) pipeline.SiteDrop {
 	d := pipeline.SiteDrop{Site: site, Phase: phase, Reason: pipeline.DropError, Error: err.Error()}
 	var appErr *temporal.ApplicationError
 	var toErr *temporal.TimeoutError
@@ -113,6 +134,9 @@ func errorDrop(phase, site string, err error) pipeline.SiteDrop {
 		}
 	case errors.As(err, &toErr):
 		d.Reason = pipeline.DropTimeout
+		if toErr.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE {
+			d = timeoutDrop(spec, phase, site)
+		}
 	}
 	return d
 }

@@ -67,6 +67,7 @@ func RoundWorkflow(ctx workflow.Context, in pipeline.RoundWorkflowInput) (pipeli
 type round struct {
 	spec   pipeline.CampaignSpec
 	n      int // round number
+	mode   int // pipeline.FanOut*: how fan-outs keep the deadline
 	carry  pipeline.RoundCarry
 	m      pipeline.RoundManifest
 	index  map[string]int // site → position in spec.Sites
@@ -79,6 +80,7 @@ func newRound(ctx workflow.Context, in pipeline.RoundWorkflowInput) *round {
 	r := &round{
 		spec:   spec,
 		n:      in.Round,
+		mode:   in.FanOut,
 		carry:  in.Carry,
 		index:  make(map[string]int, len(spec.Sites)),
 		nTrain: make(map[string]int, len(spec.Sites)),
@@ -204,7 +206,7 @@ func (r *round) descriptors(ctx workflow.Context) error {
 	}
 	r.m.DescriptorsRecomputed = true
 	res := fanOut[pipeline.ComputeDescriptorOutput](ctx, r.spec, fanOutRequest{
-		Phase: pipeline.PhaseDescriptor, Activity: pipeline.ActivityComputeDescriptor, Sites: need,
+		Phase: pipeline.PhaseDescriptor, Mode: r.mode, Activity: pipeline.ActivityComputeDescriptor, Sites: need,
 		Input: func(site string) any {
 			return pipeline.ComputeDescriptorInput{
 				SiteCall: r.siteCall(site, pipeline.PurposeDescriptor),
@@ -264,7 +266,7 @@ func (r *round) train(ctx workflow.Context) ([]pipeline.SiteUpdate, error) {
 		clusters[r.carry.Clusters[i].Site] = &r.carry.Clusters[i]
 	}
 	res := fanOut[pipeline.TrainLocalOutput](ctx, r.spec, fanOutRequest{
-		Phase: pipeline.PhaseTrain, Activity: pipeline.ActivityTrainLocal, Sites: r.active, Heartbeat: true,
+		Phase: pipeline.PhaseTrain, Mode: r.mode, Activity: pipeline.ActivityTrainLocal, Sites: r.active, Heartbeat: true,
 		Input: func(site string) any {
 			return pipeline.TrainLocalInput{
 				SiteCall:    r.siteCall(site, pipeline.PurposeTrain),
@@ -355,7 +357,7 @@ func (r *round) evaluate(ctx workflow.Context) error {
 	}
 	r.drop(noModel)
 	res := fanOut[pipeline.EvaluateOutput](ctx, r.spec, fanOutRequest{
-		Phase: pipeline.PhaseEvaluate, Activity: pipeline.ActivityEvaluate, Sites: r.active,
+		Phase: pipeline.PhaseEvaluate, Mode: r.mode, Activity: pipeline.ActivityEvaluate, Sites: r.active,
 		Input: func(site string) any {
 			return pipeline.EvaluateInput{
 				SiteCall:  r.siteCall(site, pipeline.PurposeTrain),
