@@ -41,6 +41,19 @@ type Site struct {
 	// loadCached.
 	mu    sync.Mutex
 	cache map[string]*siteCache
+	// shifts is the listing of dataDir's shift directories as last read
+	// (dataset.ShiftRounds), kept while the directory is unchanged.
+	shifts *shiftListing
+}
+
+// shiftListing is dataset.ShiftRounds(dir) read at checked, while dir's
+// stat was st. Adding or removing a shift directory changes dir's mtime
+// and ctime, so an unchanged stat, both times safely older than the
+// reading (racyWindow), means an unchanged listing.
+type shiftListing struct {
+	st      fileStat
+	checked time.Time
+	rounds  []int
 }
 
 // siteCache is what one reading of the site's files gave. Nothing in it is
@@ -151,7 +164,7 @@ func (s *Site) load(call pipeline.SiteCall) (*siteCache, error) {
 	}
 	// The data as they are in the call's round: files under
 	// dataset.ShiftDir(dir, r) replace the originals from round r on.
-	c, err := s.loadCached(dataset.RoundDir(s.dataDir, s.name, call.Round))
+	c, err := s.loadCached(dataset.RoundDirAmong(s.dataDir, s.name, call.Round, s.shiftRounds()))
 	if err != nil {
 		var de *dataset.SiteDataError
 		if errors.As(err, &de) {
@@ -160,6 +173,32 @@ func (s *Site) load(call pipeline.SiteCall) (*siteCache, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// shiftRounds returns dataset.ShiftRounds(s.dataDir), listing the
+// directory again only when its stat changed or is too recent to trust.
+func (s *Site) shiftRounds() []int {
+	st, err := statFile(s.dataDir)
+	if err != nil {
+		return dataset.ShiftRounds(s.dataDir)
+	}
+	s.mu.Lock()
+	c := s.shifts
+	s.mu.Unlock()
+	if c != nil {
+		limit := c.checked.Add(-racyWindow).UnixNano()
+		if c.st == st && st.modTime < limit && st.changeTime < limit {
+			return c.rounds
+		}
+	}
+	checked := time.Now()
+	rounds := dataset.ShiftRounds(s.dataDir)
+	if after, err := statFile(s.dataDir); err == nil && after == st {
+		s.mu.Lock()
+		s.shifts = &shiftListing{st: st, checked: checked, rounds: rounds}
+		s.mu.Unlock()
+	}
+	return rounds
 }
 
 // loadCached returns the site's data, parsed and prepared, re-reading the

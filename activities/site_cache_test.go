@@ -64,3 +64,40 @@ func TestSiteDataCacheFollowsTheFiles(t *testing.T) {
 		t.Error("an empty test file was not reported")
 	}
 }
+
+// TestShiftListingFollowsTheDirectory: the listing of shift directories is
+// kept while the federation directory is unchanged, and a shift directory
+// created later, even at once (within the timestamp resolution), is seen.
+func TestShiftListingFollowsTheDirectory(t *testing.T) {
+	dir := t.TempDir()
+	s := NewSite("s0", dir, nil, dataset.SiteOptions{})
+	if got := s.shiftRounds(); len(got) != 0 {
+		t.Fatalf("empty directory: shift rounds %v", got)
+	}
+	// As if the listing had been read long after the directory last
+	// changed (a ctime cannot be set back to age the directory itself).
+	first := s.shifts
+	if first == nil {
+		t.Fatal("the listing of an unchanged directory was not kept")
+	}
+	first.checked = time.Now().Add(time.Hour)
+	s.shiftRounds()
+	if first == nil || s.shifts != first {
+		t.Fatal("an unchanged, old directory was listed again")
+	}
+	if err := os.Mkdir(dataset.ShiftDir(dir, 6), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dataset.ShiftDir(dir, 6), "s0_train.csv"), []byte("x0,y\n1,0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.shiftRounds(); len(got) != 1 || got[0] != 6 {
+		t.Fatalf("after creating %s: shift rounds %v, want [6]", dataset.ShiftDir(dir, 6), got)
+	}
+	if got := dataset.RoundDirAmong(dir, "s0", 7, s.shiftRounds()); got != dataset.ShiftDir(dir, 6) {
+		t.Errorf("round 7 reads %s, want %s", got, dataset.ShiftDir(dir, 6))
+	}
+	if got := dataset.RoundDirAmong(dir, "s0", 5, s.shiftRounds()); got != dir {
+		t.Errorf("round 5 reads %s, want %s", got, dir)
+	}
+}

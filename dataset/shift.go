@@ -27,9 +27,17 @@ func ShiftDir(dir string, round int) string {
 // round (1-based): the ShiftDir with the largest round not after round that
 // holds the site's training split, or dir itself.
 func RoundDir(dir, site string, round int) string {
+	return RoundDirAmong(dir, site, round, ShiftRounds(dir))
+}
+
+// ShiftRounds lists the rounds of dir's ShiftDir sub-directories, largest
+// first; none when dir cannot be read. It is the directory listing
+// RoundDir needs, for a caller that keeps it between rounds (a federation
+// directory with hundreds of sites is hundreds of entries to list per call).
+func ShiftRounds(dir string) []int {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return dir
+		return nil
 	}
 	var starts []int
 	for _, e := range entries {
@@ -37,12 +45,20 @@ func RoundDir(dir, site string, round int) string {
 			continue
 		}
 		r, err := strconv.Atoi(strings.TrimPrefix(e.Name(), ShiftDirPrefix))
-		if err == nil && r >= 1 && r <= round {
+		if err == nil && r >= 1 {
 			starts = append(starts, r)
 		}
 	}
 	sort.Sort(sort.Reverse(sort.IntSlice(starts)))
-	for _, r := range starts {
+	return starts
+}
+
+// RoundDirAmong is RoundDir with dir's ShiftRounds given.
+func RoundDirAmong(dir, site string, round int, shiftRounds []int) string {
+	for _, r := range shiftRounds {
+		if r > round {
+			continue
+		}
 		sub := ShiftDir(dir, r)
 		if _, err := SiteFile(sub, site, TrainSplit); err == nil {
 			return sub
