@@ -283,7 +283,11 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 			res.Models = append(res.Models, pipeline.SiteArtifact{Site: u.Site, Ref: ref})
 		}
 	}
-	if out.State.Global != nil || out.State.Control != nil {
+	// The server state is written only when the next round needs it:
+	// SCAFFOLD's control variate c (with the global model it goes with).
+	// The global model alone is already the "global" aggregate above, and
+	// no aggregation reads it back.
+	if out.State.Control != nil {
 		v := map[string][]float64{}
 		if out.State.Global != nil {
 			v[vecGlobal] = out.State.Global

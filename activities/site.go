@@ -414,12 +414,17 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 		}
 		res.Control = &ref
 	}
-	stateRef, err := putVectors(ctx, s.store, siteStateKey(in.Campaign, in.Round, s.name),
-		[]store.VectorRecord{siteStateRecord(in.SiteCall, out.State)})
-	if err != nil {
-		return pipeline.TrainLocalOutput{}, wrap(err)
+	// A method that keeps nothing between rounds (FedAvg, FedProx,
+	// pTopoFL, the robust baselines) writes no state object: the round
+	// carries no state for the site, and the next round reads none.
+	if st := out.State; st.Control != nil || st.Personal != nil || st.Local != nil {
+		stateRef, err := putVectors(ctx, s.store, siteStateKey(in.Campaign, in.Round, s.name),
+			[]store.VectorRecord{siteStateRecord(in.SiteCall, st)})
+		if err != nil {
+			return pipeline.TrainLocalOutput{}, wrap(err)
+		}
+		res.SiteState = &stateRef
 	}
-	res.SiteState = &stateRef
 	m := cfg.Site.Model(p.Train.NumFeatures())
 	res.Loss = m.Objective(out.Params, p.Train, nil)
 	return res, nil

@@ -106,7 +106,9 @@ type SiteState struct {
 	Control []float64
 	// Personal is pFedMe's personalised model θ_i.
 	Personal []float64
-	// Local is the model the site trained last round.
+	// Local is LocalOnly's own fit of last round, its warm start and the
+	// model it is evaluated with. Other methods leave it nil: their local
+	// model goes to the server and is not needed again at the site.
 	Local []float64
 }
 
@@ -199,9 +201,6 @@ func UpdateSite(in SiteInput) (SiteOutput, error) {
 		return SiteOutput{}, fmt.Errorf("site update round %d (%s): %w", in.Round, in.Method, err)
 	}
 	out.N = len(in.Train.X)
-	if out.State.Local == nil {
-		out.State.Local = out.Params
-	}
 	return out, nil
 }
 
