@@ -114,9 +114,11 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 	}
 	tuneGC()
 	s = &Stack{lock: lock}
+	// started, not s: an error return sets the named result s to nil.
+	started := s
 	defer func() {
 		if err != nil {
-			s.Stop()
+			started.Stop()
 		}
 	}()
 

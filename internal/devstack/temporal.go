@@ -47,9 +47,11 @@ type TemporalConfig struct {
 	// everything persisted in it: namespaces, workflows, histories. Required.
 	Dir string
 	// Port is the frontend gRPC port clients dial on 127.0.0.1. Zero picks a
-	// free port. A fixed Port also fixes the internal history, matching and
-	// worker services on Port+1, Port+2, Port+3, so that a restart on the
-	// same port finds the same addresses; with Port zero they are free ports.
+	// free port. A fixed Port also fixes the internal history and matching
+	// services on Port+1 and Port+2 (and reserves Port+3, the address the
+	// static membership gives the worker service, which is not run; see
+	// StartTemporal), so that a restart on the same port finds the same
+	// addresses; with Port zero they are free ports.
 	Port int
 	// Namespaces are registered before the server starts (idempotent on an
 	// existing database). Empty means {DefaultNamespace}.
@@ -142,11 +144,23 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 		return nil, fmt.Errorf("devstack: register namespaces in %s: %w", dbPath, err)
 	}
 
+	// No worker service: it runs Temporal's own system workflows (task queue
+	// and history scavengers, batch operations, schedules, namespace
+	// deletion, archival, parent-close policies for many children), none
+	// of which a campaign uses; parent-close policies are applied by the
+	// history service itself (dynamicConfig). Without it the stack starts
+	// faster, idles quieter, and stops in milliseconds instead of waiting
+	// about a second for the system workers' long polls to drain.
+	// The static membership must still name an address for every service;
+	// the worker's (Port+3) is never bound.
 	services := map[primitives.ServiceName]int{
 		primitives.FrontendService: ports[0],
 		primitives.HistoryService:  ports[1],
 		primitives.MatchingService: ports[2],
 		primitives.WorkerService:   ports[3],
+	}
+	serviceNames := []string{
+		string(primitives.FrontendService), string(primitives.HistoryService), string(primitives.MatchingService),
 	}
 	svcConfig := map[string]config.Service{}
 	// Static hosts instead of ringpop membership: membership rows left in the
@@ -197,7 +211,7 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 	logger := log.NewZapLogger(log.BuildZapLogger(log.Config{Level: level, OutputFile: logPath}))
 	srv, err := temporal.NewServer(
 		temporal.WithConfig(cfgServer),
-		temporal.ForServices(temporal.DefaultServices),
+		temporal.ForServices(serviceNames),
 		temporal.WithStaticHosts(hosts),
 		temporal.WithLogger(logger),
 		temporal.WithDynamicConfigClient(dynamicConfig()),
@@ -230,6 +244,10 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 //     default: every task hand-off (a workflow task after an activity
 //     completes, an activity task to matching) then waits up to 50 ms for
 //     the next poll. Raised so that a hand-off costs what the work costs.
+//   - Parent-close policies (a round or campaign still running when its
+//     parent closes is terminated) are applied by the history service
+//     inline, whatever the number of children, instead of by a system
+//     workflow for ten or more: there is no worker service to run one.
 //   - One partition per task queue: with the default four, a task written
 //     to a partition without a waiting poller is forwarded to the root at
 //     most matching.forwarderMaxRatePerSecond (10) times a second, and
@@ -246,6 +264,8 @@ func dynamicConfig() dynamicconfig.StaticClient {
 		dynamicconfig.TimerProcessorMaxPollRPS.Key():      v(pollRPS),
 		dynamicconfig.VisibilityProcessorMaxPollRPS.Key(): v(pollRPS),
 		dynamicconfig.OutboundProcessorMaxPollRPS.Key():   v(pollRPS),
+
+		dynamicconfig.EnableParentClosePolicyWorker.Key(): v(false),
 
 		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  v(1),
 		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): v(1),
@@ -309,7 +329,8 @@ func checkTemporal(ctx context.Context, hostPort, namespace string) error {
 	return err
 }
 
-// temporalPorts returns the frontend, history, matching and worker ports.
+// temporalPorts returns the frontend, history, matching and (reserved)
+// worker ports.
 func temporalPorts(frontend int) ([]int, error) {
 	if frontend < 0 || frontend > 65535-3 {
 		return nil, fmt.Errorf("devstack: temporal port %d out of range", frontend)
