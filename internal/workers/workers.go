@@ -32,6 +32,7 @@ type Options struct {
 // server activities (including the sweep's results tables), on
 // pipeline.ServerTaskQueue.
 func NewServer(c client.Client, st *store.Store, opts Options) worker.Worker {
+	nameBinary()
 	w := worker.New(c, pipeline.ServerTaskQueue, opts.Worker)
 	workflows.Register(w) // every workflow, under its pipeline name
 	workflows.RegisterSweep(w)
@@ -58,6 +59,7 @@ func NewSite(c client.Client, st *store.Store, site, dataDir string, opts Option
 	if dataDir == "" {
 		return nil, fmt.Errorf("site worker %s: no data directory", site)
 	}
+	nameBinary()
 	w := worker.New(c, pipeline.SiteTaskQueue(site), opts.Worker)
 	activities.NewSite(site, dataDir, st, opts.Site).Register(w)
 	return w, nil

@@ -1,6 +1,9 @@
 package workers
 
 import (
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"go.temporal.io/sdk/client"
@@ -25,5 +28,25 @@ func TestCompression(t *testing.T) {
 		if none != c.none {
 			t.Errorf("case %d: Compression(%q) none = %v, want %v", i, c.hostPort, none, c.none)
 		}
+	}
+}
+
+// TestGoBuildID: the build ID read from the test binary's ELF note is the
+// one `go tool buildid` prints for it.
+func TestGoBuildID(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := goBuildID(exe)
+	out, err := exec.Command("go", "tool", "buildid", exe).Output()
+	if err != nil {
+		t.Skipf("go tool buildid: %v", err)
+	}
+	if want := strings.TrimSpace(string(out)); got != want {
+		t.Errorf("goBuildID = %q, go tool buildid says %q", got, want)
+	}
+	if goBuildID("compression_test.go") != "" {
+		t.Error("a file that is not ELF has a build ID")
 	}
 }
