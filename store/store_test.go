@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/minio/minio-go/v7"
@@ -159,6 +161,44 @@ func TestServerHonoursIfNoneMatch(t *testing.T) {
 	err := testStore.put(ctx, ref, []byte("{}"), true)
 	if code := minio.ToErrorResponse(errors.Unwrap(err)).Code; code != "PreconditionFailed" {
 		t.Errorf("second conditional put: err %v (code %q), want PreconditionFailed", err, code)
+	}
+}
+
+// TestConcurrentConditionalPutsOneWins: eight writers race conditional
+// PUTs of different bodies to one key; exactly one succeeds and the object
+// holds its body (the embedded server makes conditional puts atomic with
+// an in-process lock, not a lock file).
+func TestConcurrentConditionalPutsOneWins(t *testing.T) {
+	ctx := context.Background()
+	const writers = 8
+	key := "campaigns/cond/race.json"
+	var wg sync.WaitGroup
+	errs := make([]error, writers)
+	for i := range writers {
+		wg.Go(func() {
+			body := []byte(fmt.Sprintf(`{"writer":%d}`, i))
+			errs[i] = testStore.put(ctx, testStore.Ref(key, body), body, true)
+		})
+	}
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		if err == nil {
+			if winner >= 0 {
+				t.Fatalf("writers %d and %d both succeeded", winner, i)
+			}
+			winner = i
+		} else if code := minio.ToErrorResponse(errors.Unwrap(err)).Code; code != "PreconditionFailed" {
+			t.Errorf("writer %d: %v, want PreconditionFailed", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no writer succeeded")
+	}
+	body := []byte(fmt.Sprintf(`{"writer":%d}`, winner))
+	got, err := testStore.Get(ctx, testStore.Ref(key, body))
+	if err != nil || string(got) != string(body) {
+		t.Errorf("object holds %q (err %v), want the winner's %q", got, err, body)
 	}
 }
 

@@ -145,7 +145,11 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	// fall back to a sidecar directory next to the data directory; it must
 	// not be inside it, or it would show up as a bucket.
 	var ms meta.MetadataStorer = meta.XattrMeta{}
-	opts := posix.PosixOpts{CopyObjectThreshold: copyObjectThreshold}
+	// ForceNoObjLockFile: conditional puts (a manifest written only if
+	// absent) are made atomic by a lock inside this gateway process instead
+	// of a lock file opened and flocked on every put. That is enough
+	// because one process serves a data directory (the devstack lock).
+	opts := posix.PosixOpts{CopyObjectThreshold: copyObjectThreshold, ForceNoObjLockFile: true}
 	metaNote := "xattr"
 	if xerr := (meta.XattrMeta{}).Test(dir); xerr != nil {
 		sidecar := filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+"-s3meta")
