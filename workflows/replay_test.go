@@ -24,6 +24,14 @@ const (
 	roundHistoryFile    = "round_history.json"
 )
 
+// Histories recorded by earlier versions of the workflows, which the
+// current code must still replay: "_v0" rounds keep each fan-out's
+// deadline with a workflow timer (pipeline.FanOutDeadlineTimer).
+const (
+	campaignHistoryV0File = "campaign_history_v0.json"
+	roundHistoryV0File    = "round_history_v0.json"
+)
+
 // replaySpec is the campaign of the golden histories. Changing it changes
 // nothing in the replay (the input is read from the history); it is here so
 // the generator and the test agree on the workflow IDs.
@@ -52,6 +60,8 @@ func TestReplayGoldenHistories(t *testing.T) {
 	}{
 		{campaignHistoryFile, replaySpec().Campaign},
 		{roundHistoryFile, pipeline.RoundWorkflowID(replaySpec().Campaign, 1)},
+		{campaignHistoryV0File, replaySpec().Campaign},
+		{roundHistoryV0File, pipeline.RoundWorkflowID(replaySpec().Campaign, 1)},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := filepath.Join("testdata", tc.file)
