@@ -142,6 +142,24 @@ func putBlob(ctx context.Context, st *store.Store, key string, data []byte) (sto
 	return ref, nil
 }
 
+// putModel encodes rec, writes it at key like putBlob, and caches its
+// parameters as the decoded value, so a reader in this process (the
+// aggregation reading a site's model, a site reading its aggregate) skips
+// the parquet decoding too. The plain encoding stores each float64's bits,
+// so what getParams would decode is exactly rec.Params.
+func putModel(ctx context.Context, st *store.Store, key string, rec store.ModelRecord) (store.ArtifactRef, error) {
+	b, err := store.EncodeModel(rec)
+	if err != nil {
+		return store.ArtifactRef{}, err
+	}
+	ref, err := putBlob(ctx, st, key, b)
+	if err != nil {
+		return ref, err
+	}
+	blobs.setDecoded(blobKeyOf(st, ref), cloneFloats(rec.Params))
+	return ref, nil
+}
+
 // getDecoded returns what ref decodes to, from the cache or by reading and
 // decoding it (and then caching a private copy); clone makes the copies,
 // so no caller ever shares memory with the cache or with another caller.

@@ -1,6 +1,11 @@
 package activities
 
-import "testing"
+import (
+	"math"
+	"testing"
+
+	"github.com/ptopofl/ptopofl/store"
+)
 
 func TestBlobCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	c := newBlobCache(10, 6)
@@ -29,5 +34,29 @@ func TestBlobCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	}
 	if c.used != 8 {
 		t.Errorf("used = %d, want 8", c.used)
+	}
+}
+
+// TestModelParamsSurviveEncoding is putModel's premise: decoding an encoded
+// model gives back its parameters bit for bit, so caching rec.Params as the
+// decoded value at put time is what a reader would decode.
+func TestModelParamsSurviveEncoding(t *testing.T) {
+	params := []float64{0, math.Copysign(0, -1), 1, -1.5, math.SmallestNonzeroFloat64, -math.SmallestNonzeroFloat64,
+		math.MaxFloat64, -math.MaxFloat64, 0.1 + 0.2, 1e-300, math.Nextafter(1, 2)}
+	b, err := store.EncodeModel(store.ModelRecord{Campaign: "c", Round: 1, Site: "s", Method: "fedavg", Kind: store.KindModel, Params: params})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := store.DecodeModel(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Params) != len(params) {
+		t.Fatalf("%d params decoded, %d encoded", len(m.Params), len(params))
+	}
+	for i := range params {
+		if math.Float64bits(m.Params[i]) != math.Float64bits(params[i]) {
+			t.Errorf("param %d: decoded %v (%#x), encoded %v (%#x)", i, m.Params[i], math.Float64bits(m.Params[i]), params[i], math.Float64bits(params[i]))
+		}
 	}
 }

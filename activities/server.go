@@ -236,13 +236,9 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 	}
 
 	put := func(name string, params []float64) (pipeline.ArtifactRef, error) {
-		b, err := store.EncodeModel(store.ModelRecord{
+		ref, err := putModel(ctx, s.store, pipeline.AggregateKey(in.Campaign, in.Round, name), store.ModelRecord{
 			Campaign: in.Campaign, Round: in.Round, Site: name, Method: in.Method, Kind: store.KindAggregate, Params: params,
 		})
-		if err != nil {
-			return pipeline.ArtifactRef{}, err
-		}
-		ref, err := putBlob(ctx, s.store, pipeline.AggregateKey(in.Campaign, in.Round, name), b)
 		return toPipeline(ref), err
 	}
 	res := pipeline.AggregateOutput{}

@@ -394,13 +394,9 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 	}
 
 	res := pipeline.TrainLocalOutput{NumTrain: out.N}
-	model, err := store.EncodeModel(store.ModelRecord{
+	ref, err := putModel(ctx, s.store, pipeline.ModelKey(in.Campaign, in.Round, s.name), store.ModelRecord{
 		Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: in.Method, Kind: store.KindModel, Params: out.Params,
 	})
-	if err != nil {
-		return pipeline.TrainLocalOutput{}, wrap(err)
-	}
-	ref, err := putBlob(ctx, s.store, pipeline.ModelKey(in.Campaign, in.Round, s.name), model)
 	if err != nil {
 		return pipeline.TrainLocalOutput{}, wrap(err)
 	}
