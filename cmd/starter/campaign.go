@@ -121,12 +121,36 @@ func waitCampaign(ctx context.Context, c client.Client, run client.WorkflowRun, 
 			}
 		}()
 	}
-	err := run.Get(ctx, &out)
+	err := awaitResult(ctx, run, &out)
 	close(done)
 	if err != nil {
 		return out, fmt.Errorf("campaign %s: %w", spec.Campaign, err)
 	}
 	return out, nil
+}
+
+// resultPoll bounds each wait for a workflow's result. Temporal v1.32's
+// history service keeps one pending close notification per waiting client
+// and drops a second that arrives before the first is read: on a loaded
+// machine a workflow whose last updates come a few milliseconds apart can
+// close without waking the client's long poll, which then sits out its
+// full 20 s (seen in make bench-pipeline: a 2.9 s campaign reported after
+// 20 s). A fresh poll reads the history first, so re-polling bounds the
+// stall to this interval.
+var resultPoll = 2 * time.Second
+
+// awaitResult is run.Get, re-polled every resultPoll until the workflow has
+// a result or ctx ends.
+func awaitResult(ctx context.Context, run client.WorkflowRun, valuePtr any) error {
+	for {
+		pctx, cancel := context.WithTimeout(ctx, resultPoll)
+		err := run.Get(pctx, valuePtr)
+		attemptTimedOut := pctx.Err() != nil
+		cancel()
+		if err == nil || ctx.Err() != nil || !attemptTimedOut {
+			return err
+		}
+	}
 }
 
 // queryStatus asks the campaign for its status, bounded so that a campaign

@@ -440,7 +440,7 @@ func runSweepWorkflow(ctx context.Context, c client.Client, spec pipeline.SweepS
 		}()
 	}
 	var out pipeline.SweepWorkflowOutput
-	err = run.Get(ctx, &out)
+	err = awaitResult(ctx, run, &out)
 	close(done)
 	if err != nil {
 		return out, fmt.Errorf("sweep %s: %w", spec.Sweep, err)
