@@ -2,6 +2,7 @@ package learn
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -252,6 +253,29 @@ func TestSCAFFOLDMessage(t *testing.T) {
 		if ok.State.Control[j] != bug.State.Control[j] || bug.Control[j] != bug.State.Control[j] ||
 			math.Abs(ok.Control[j]-(ok.State.Control[j]-0.5)) > tol {
 			t.Errorf("coordinate %d: correct sends %v, bug sends %v, state %v", j, ok.Control[j], bug.Control[j], ok.State.Control[j])
+		}
+	}
+}
+
+// TestLossAndSigmoidAreTheSeparateFunctions: the fused evaluation the
+// L-BFGS objective uses gives, bit for bit, LogLoss and exactSigmoid, on
+// zeros of both signs, subnormals, values around the branch points and the
+// clip, large magnitudes and a sweep of random logits.
+func TestLossAndSigmoidAreTheSeparateFunctions(t *testing.T) {
+	zs := []float64{0, math.Copysign(0, -1), math.SmallestNonzeroFloat64, -math.SmallestNonzeroFloat64,
+		1e-300, -1e-300, 1e-17, -1e-17, 0.5, -0.5, 1, -1, 30, -30, 36.7, -36.7, 709, -709, 745, -745, 1e308, -1e308,
+		math.Inf(1), math.Inf(-1)}
+	rng := rand.New(rand.NewPCG(7, 11))
+	for range 20000 {
+		zs = append(zs, (rng.Float64()*2-1)*math.Pow(10, float64(rng.IntN(8))-3))
+	}
+	for _, z := range zs {
+		for _, y := range []float64{0, 1} {
+			l, s := lossAndSigmoid(y, z)
+			wl, ws := LogLoss(y, z), exactSigmoid(z)
+			if math.Float64bits(l) != math.Float64bits(wl) || math.Float64bits(s) != math.Float64bits(ws) {
+				t.Fatalf("z=%v y=%v: fused (%v, %v), separate (%v, %v)", z, y, l, s, wl, ws)
+			}
 		}
 	}
 }

@@ -124,14 +124,17 @@ func (m Logistic) Objective(params []float64, d Data, grad []float64) float64 {
 		if d.Weights != nil {
 			w = d.Weights[i]
 		}
-		loss += w * LogLoss(d.Y[i], z)
-		if grad != nil {
-			r := w * (exactSigmoid(z) - d.Y[i])
-			for j, v := range x {
-				grad[j] += r * v
-			}
-			grad[nf] += r
+		if grad == nil {
+			loss += w * LogLoss(d.Y[i], z)
+			continue
 		}
+		l, sig := lossAndSigmoid(d.Y[i], z)
+		loss += w * l
+		r := w * (sig - d.Y[i])
+		for j, v := range x {
+			grad[j] += r * v
+		}
+		grad[nf] += r
 	}
 	reg := 0.0
 	for j := 0; j < nf; j++ {
