@@ -3,10 +3,15 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // stallingRun is a client.WorkflowRun whose first stalls calls to Get block
@@ -15,6 +20,7 @@ import (
 type stallingRun struct {
 	client.WorkflowRun
 	stalls, calls int
+	early         error // if set, a stalled Get returns this at once instead of waiting for its context
 	result        string
 	err           error
 }
@@ -22,6 +28,9 @@ type stallingRun struct {
 func (r *stallingRun) Get(ctx context.Context, valuePtr any) error {
 	r.calls++
 	if r.calls <= r.stalls {
+		if r.early != nil {
+			return r.early
+		}
 		<-ctx.Done()
 		return ctx.Err()
 	}
@@ -32,12 +41,16 @@ func (r *stallingRun) Get(ctx context.Context, valuePtr any) error {
 	return nil
 }
 
+// errAny in a case means any error will do.
+var errAny = errors.New("any error")
+
 func TestAwaitResult(t *testing.T) {
 	defer func(d time.Duration) { resultPoll = d }(resultPoll)
 	resultPoll = 50 * time.Millisecond
 	failed := errors.New("workflow failed")
 	cases := []struct {
 		stalls    int
+		early     error
 		err       error
 		ctxAfter  time.Duration // outer deadline; 0: none
 		wantCalls int
@@ -47,9 +60,18 @@ func TestAwaitResult(t *testing.T) {
 		1: {stalls: 2, wantCalls: 3},                                                                // two missed closes, then the result
 		2: {stalls: 1, err: failed, wantCalls: 2, wantErr: failed},                                  // a failure is returned, not retried
 		3: {stalls: 100, ctxAfter: resultPoll / 2, wantCalls: 1, wantErr: context.DeadlineExceeded}, // the caller's deadline ends the wait
+		// The poll cut short the way the client reports it: before the
+		// attempt's own deadline, as a gRPC status or a service error.
+		4: {stalls: 2, early: status.Error(codes.Canceled, "stream terminated by RST_STREAM with error code: CANCEL"), wantCalls: 3},
+		5: {stalls: 2, early: serviceerror.NewDeadlineExceeded("context deadline exceeded"), wantCalls: 3},
+		6: {stalls: 1, early: fmt.Errorf("get result: %w", context.DeadlineExceeded), wantCalls: 2},
+		// A cancelled workflow is an outcome, not a cut poll (run.Get
+		// returns this cause inside a WorkflowExecutionError, which the SDK
+		// gives no way to build here).
+		7: {stalls: 5, early: temporal.NewCanceledError(), wantCalls: 1, wantErr: errAny},
 	}
 	for i, c := range cases {
-		r := &stallingRun{stalls: c.stalls, result: "done", err: c.err}
+		r := &stallingRun{stalls: c.stalls, early: c.early, result: "done", err: c.err}
 		ctx := context.Background()
 		if c.ctxAfter > 0 {
 			var cancel context.CancelFunc
@@ -59,7 +81,11 @@ func TestAwaitResult(t *testing.T) {
 		var got string
 		start := time.Now()
 		err := awaitResult(ctx, r, &got)
-		if !errors.Is(err, c.wantErr) {
+		if c.wantErr == errAny {
+			if err == nil {
+				t.Errorf("case %d: no error", i)
+			}
+		} else if !errors.Is(err, c.wantErr) {
 			t.Errorf("case %d: err %v, want %v", i, err, c.wantErr)
 		}
 		if r.calls != c.wantCalls {

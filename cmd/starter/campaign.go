@@ -10,6 +10,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/pipeline"
@@ -145,12 +148,36 @@ func awaitResult(ctx context.Context, run client.WorkflowRun, valuePtr any) erro
 	for {
 		pctx, cancel := context.WithTimeout(ctx, resultPoll)
 		err := run.Get(pctx, valuePtr)
-		attemptTimedOut := pctx.Err() != nil
 		cancel()
-		if err == nil || ctx.Err() != nil || !attemptTimedOut {
+		if err == nil || ctx.Err() != nil || !pollInterrupted(err) {
 			return err
 		}
 	}
+}
+
+// pollInterrupted reports whether err is the end of a cut-short poll
+// rather than the workflow's outcome: a deadline or cancellation, as a Go
+// context error or as the gRPC status the client or server turned it into
+// (the server may answer a moment before the deadline, the transport may
+// reset the stream).
+func pollInterrupted(err error) bool {
+	var outcome *temporal.WorkflowExecutionError
+	if errors.As(err, &outcome) {
+		return false // the workflow failed, timed out, was cancelled or terminated
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	var deadline *serviceerror.DeadlineExceeded
+	var canceled *serviceerror.Canceled
+	if errors.As(err, &deadline) || errors.As(err, &canceled) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.DeadlineExceeded, codes.Canceled:
+		return true
+	}
+	return false
 }
 
 // queryStatus asks the campaign for its status, bounded so that a campaign
