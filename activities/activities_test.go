@@ -173,3 +173,44 @@ func TestBadSiteData(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainLocalScoresOwnUpdate: asked to, the training activity of a
+// LocalOnly site scores its own fit exactly as the evaluation activity
+// would; a method scored on the aggregated model refuses the request.
+func TestTrainLocalScoresOwnUpdate(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	site := activities.NewSite("client0", golden, testStore, dataset.SiteOptions{})
+	env := s.NewTestActivityEnvironment()
+	site.Register(env)
+
+	c := call("own", "client0", 1)
+	c.Method = pipeline.MethodLocal
+	v, err := env.ExecuteActivity(pipeline.ActivityTrainLocal, pipeline.TrainLocalInput{SiteCall: c, Evaluate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr pipeline.TrainLocalOutput
+	if err := v.Get(&tr); err != nil {
+		t.Fatal(err)
+	}
+	if tr.Evaluation == nil {
+		t.Fatal("no evaluation returned")
+	}
+	v, err = env.ExecuteActivity(pipeline.ActivityEvaluate, pipeline.EvaluateInput{SiteCall: c, Model: tr.Model, SiteState: tr.SiteState})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev pipeline.EvaluateOutput
+	if err := v.Get(&ev); err != nil {
+		t.Fatal(err)
+	}
+	if *tr.Evaluation != ev {
+		t.Errorf("scored in training %+v, by the evaluation activity %+v", *tr.Evaluation, ev)
+	}
+
+	c = call("own", "client0", 1) // FedAvg: scored on the global model
+	if _, err := env.ExecuteActivity(pipeline.ActivityTrainLocal, pipeline.TrainLocalInput{SiteCall: c, Evaluate: true}); err == nil ||
+		!strings.Contains(err.Error(), "scores the aggregated model") {
+		t.Errorf("FedAvg asked to evaluate in training: err %v", err)
+	}
+}

@@ -423,6 +423,19 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 	}
 	m := cfg.Site.Model(p.Train.NumFeatures())
 	res.Loss = m.Objective(out.Params, p.Train, nil)
+	if in.Evaluate {
+		if !pipeline.EvaluatesOwnUpdate(in.Method) {
+			return pipeline.TrainLocalOutput{}, temporal.NewNonRetryableApplicationError(
+				wrap(fmt.Errorf("asked to evaluate in training, but %s scores the aggregated model", in.Method)).Error(), "BadRequest", nil)
+		}
+		// The model to score is the site's own update (nothing the
+		// aggregation sends back changes it), so no pushed model.
+		ev, err := score(cfg, p.Test, nil, out.State)
+		if err != nil {
+			return pipeline.TrainLocalOutput{}, wrap(fmt.Errorf("evaluate: %w", err))
+		}
+		res.Evaluation = &ev
+	}
 	return res, nil
 }
 
@@ -485,13 +498,24 @@ func (s *Site) Evaluate(ctx context.Context, in pipeline.EvaluateInput) (pipelin
 	if err != nil {
 		return pipeline.EvaluateOutput{}, wrap(err)
 	}
-	params := learn.EvaluationParams(cfg.Method, pushed, state)
-	if params == nil {
-		return pipeline.EvaluateOutput{}, wrap(fmt.Errorf("method %s evaluates the site's own state, and the site has none", cfg.Method))
-	}
-	auc, acc, err := simulate.EvaluateSite(cfg.Site, params, p.Test)
+	ev, err := score(cfg, p.Test, pushed, state)
 	if err != nil {
 		return pipeline.EvaluateOutput{}, wrap(err)
 	}
-	return pipeline.EvaluateOutput{AUC: auc, Accuracy: acc, NumTest: len(p.Test.X)}, nil
+	return ev, nil
+}
+
+// score evaluates, on the site's test split, the model the method scores
+// the site with (learn.EvaluationParams) given the pushed model and the
+// site's state after the round.
+func score(cfg simulate.Config, test learn.Data, pushed []float64, state learn.SiteState) (pipeline.EvaluateOutput, error) {
+	params := learn.EvaluationParams(cfg.Method, pushed, state)
+	if params == nil {
+		return pipeline.EvaluateOutput{}, fmt.Errorf("method %s evaluates the site's own state, and the site has none", cfg.Method)
+	}
+	auc, acc, err := simulate.EvaluateSite(cfg.Site, params, test)
+	if err != nil {
+		return pipeline.EvaluateOutput{}, err
+	}
+	return pipeline.EvaluateOutput{AUC: auc, Accuracy: acc, NumTest: len(test.X)}, nil
 }

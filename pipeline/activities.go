@@ -73,6 +73,11 @@ type TrainLocalInput struct {
 	Clustering *ArtifactRef `json:"clustering,omitempty"`
 	Cluster    *SiteCluster `json:"cluster,omitempty"`
 	Descriptor *ArtifactRef `json:"descriptor,omitempty"` // the site's latest descriptor, if any
+	// Evaluate asks the site to score, in this activity, the model it will
+	// be evaluated with after this round (only for methods where that is
+	// its own update: EvaluatesOwnUpdate), sparing the round an evaluation
+	// fan-out.
+	Evaluate bool `json:"evaluate,omitempty"`
 }
 
 // TrainLocalOutput: the local model is written to ModelKey(Campaign, Round, Site).
@@ -82,6 +87,8 @@ type TrainLocalOutput struct {
 	SiteState *ArtifactRef `json:"site_state,omitempty"` // new site state; nil keeps the previous one
 	NumTrain  int          `json:"n_train"`
 	Loss      float64      `json:"loss"`
+	// Evaluation is the site's score when TrainLocalInput.Evaluate asked.
+	Evaluation *EvaluateOutput `json:"evaluation,omitempty"`
 }
 
 // EvaluateInput asks a site to score the model it holds after this round's

@@ -88,23 +88,26 @@ type RoundWorkflowInput struct {
 	Spec  CampaignSpec `json:"spec"` // already defaulted and validated
 	Round int          `json:"round"`
 	Carry RoundCarry   `json:"carry"`
-	// FanOut is how the round bounds a fan-out by the round deadline:
-	// FanOutDeadlineTimer (zero, what rounds started by an older
+	// Protocol is the version of the round's steps the CampaignWorkflow
+	// asked for: RoundProtocolLegacy (zero, what rounds started by an older
 	// CampaignWorkflow carry, so their histories still replay) or
-	// FanOutActivityTimeout (what the CampaignWorkflow starts now).
-	FanOut int `json:"fan_out,omitempty"`
+	// RoundProtocolCurrent.
+	Protocol int `json:"protocol,omitempty"`
 }
 
-// The values of RoundWorkflowInput.FanOut.
+// The values of RoundWorkflowInput.Protocol.
 const (
-	// FanOutDeadlineTimer: a workflow timer of RoundDeadline per fan-out,
-	// cancelled when every site has answered.
-	FanOutDeadlineTimer = 0
-	// FanOutActivityTimeout: no timer; every site activity's
-	// ScheduleToClose timeout is the round deadline, so the server ends
-	// each one that has not answered by then. Same deadline, two history
-	// events and a timer task fewer per fan-out.
-	FanOutActivityTimeout = 1
+	// RoundProtocolLegacy: a workflow timer of RoundDeadline bounds each
+	// fan-out (cancelled when every site has answered), and every method
+	// has an evaluation fan-out.
+	RoundProtocolLegacy = 0
+	// RoundProtocolCurrent: no timer; every site activity's ScheduleToClose
+	// timeout is the round deadline, so the server ends each one that has
+	// not answered by then (same deadline, two history events and a timer
+	// task fewer per fan-out). Methods evaluated on the site's own update
+	// (EvaluatesOwnUpdate: LocalOnly, pFedMe) score it in the training
+	// activity, so their rounds have no evaluation fan-out.
+	RoundProtocolCurrent = 1
 )
 
 // RoundWorkflowOutput is a committed round.

@@ -37,6 +37,12 @@ var Methods = []string{
 // for persistent homology.
 func NeedsDescriptors(method string) bool { return method == MethodPTopoFL }
 
+// EvaluatesOwnUpdate reports whether method scores each site with a model
+// the site's own update produced, not with what the aggregation sends back
+// (learn.EvaluationParams): LocalOnly's own fit, pFedMe's personal model.
+// Such a site can score it in the training activity.
+func EvaluatesOwnUpdate(method string) bool { return method == MethodLocal || method == MethodPFedMe }
+
 // Presets.
 const (
 	PresetDefault = "default" // the paper's intent: exact Vietoris–Rips H1

@@ -126,7 +126,7 @@ func (c *campaign) runRound(ctx workflow.Context) error {
 	})
 	var out pipeline.RoundWorkflowOutput
 	err := workflow.ExecuteChildWorkflow(cctx, RoundWorkflow, pipeline.RoundWorkflowInput{
-		Spec: c.spec, Round: n, Carry: c.st.Carry, FanOut: pipeline.FanOutActivityTimeout,
+		Spec: c.spec, Round: n, Carry: c.st.Carry, Protocol: pipeline.RoundProtocolCurrent,
 	}).Get(ctx, &out)
 	if err != nil {
 		return c.fail(n, err)

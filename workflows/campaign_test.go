@@ -196,7 +196,7 @@ func (s *CampaignSuite) Test_SiteTimingOutIsDropped() {
 }
 
 // Test_LegacyRoundKeepsItsDeadlineTimer: a round started by an older
-// CampaignWorkflow (FanOut zero) still waits on a workflow timer, so its
+// CampaignWorkflow (Protocol zero) still waits on a workflow timer, so its
 // history replays; a site answering three hours late is dropped at the
 // 30-minute deadline all the same.
 func (s *CampaignSuite) Test_LegacyRoundKeepsItsDeadlineTimer() {
@@ -205,7 +205,7 @@ func (s *CampaignSuite) Test_LegacyRoundKeepsItsDeadlineTimer() {
 		mock.MatchedBy(func(in pipeline.TrainLocalInput) bool { return in.Site == "c2" })).
 		Return(s.fed.TrainLocal).After(3 * time.Hour)
 	s.mockAll()
-	s.env.ExecuteWorkflow(RoundWorkflow, pipeline.RoundWorkflowInput{Spec: spec, Round: 1, FanOut: pipeline.FanOutDeadlineTimer})
+	s.env.ExecuteWorkflow(RoundWorkflow, pipeline.RoundWorkflowInput{Spec: spec, Round: 1, Protocol: pipeline.RoundProtocolLegacy})
 	s.Require().True(s.env.IsWorkflowCompleted())
 	s.Require().NoError(s.env.GetWorkflowError())
 	ms := s.fed.committed()

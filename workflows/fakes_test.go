@@ -75,20 +75,31 @@ func (f *fakeFederation) TrainLocal(ctx context.Context, in pipeline.TrainLocalI
 	if f.bad[in.Site] {
 		return pipeline.TrainLocalOutput{}, pipeline.NewBadSiteDataError(in.Site, in.Site+"_train.csv", 17, "expected 20 features, got 19")
 	}
-	return pipeline.TrainLocalOutput{
+	out := pipeline.TrainLocalOutput{
 		Model:    fakeRef(in.Bucket, pipeline.ModelKey(in.Campaign, in.Round, in.Site)),
 		NumTrain: 100 + in.SiteIndex,
 		Loss:     0.5,
-	}, nil
+	}
+	if in.Evaluate {
+		ev := fakeScore(in.SiteCall)
+		out.Evaluation = &ev
+	}
+	return out, nil
 }
 
 func (f *fakeFederation) Evaluate(ctx context.Context, in pipeline.EvaluateInput) (pipeline.EvaluateOutput, error) {
 	f.count(pipeline.ActivityEvaluate)
+	return fakeScore(in.SiteCall), nil
+}
+
+// fakeScore is a site's score in a round, the same whichever activity
+// computes it.
+func fakeScore(call pipeline.SiteCall) pipeline.EvaluateOutput {
 	return pipeline.EvaluateOutput{
-		AUC:      0.75 + 0.01*float64(in.Round) + 0.001*float64(in.SiteIndex),
-		Accuracy: 0.70 + 0.01*float64(in.Round),
+		AUC:      0.75 + 0.01*float64(call.Round) + 0.001*float64(call.SiteIndex),
+		Accuracy: 0.70 + 0.01*float64(call.Round),
 		NumTest:  40,
-	}, nil
+	}
 }
 
 func (f *fakeFederation) ClusterSites(ctx context.Context, in pipeline.ClusterSitesInput) (pipeline.ClusterSitesOutput, error) {

@@ -18,9 +18,10 @@ type fanOutRequest struct {
 	Activity  string   // activity type name
 	Sites     []string // in spec order
 	Heartbeat bool     // set a heartbeat timeout (long-running training)
-	// Mode is the round's pipeline.FanOut* value: how the deadline is kept.
-	Mode  int
-	Input func(site string) any
+	// Protocol is the round's pipeline.RoundProtocol*: how the deadline
+	// is kept.
+	Protocol int
+	Input    func(site string) any
 }
 
 // fanOutResult holds the answers in a map that is only ever read by key
@@ -38,15 +39,15 @@ type fanOutResult[T any] struct {
 // Nothing is silently dropped: every site of req.Sites ends in OK or in
 // Drops.
 //
-// The deadline is kept in one of two ways (req.Mode):
+// The deadline is kept in one of two ways (req.Protocol):
 //
-//   - pipeline.FanOutActivityTimeout: every activity's ScheduleToClose
+//   - pipeline.RoundProtocolCurrent: every activity's ScheduleToClose
 //     timeout is the round deadline (siteActivityOptions), counted from
 //     the same moment, so the server ends every attempt and retry still
 //     running then with a ScheduleToClose timeout, and every future is
 //     resolved by the deadline. No timer: two history events and a timer
 //     task fewer per fan-out.
-//   - pipeline.FanOutDeadlineTimer, for rounds started by an older
+//   - pipeline.RoundProtocolLegacy, for rounds started by an older
 //     CampaignWorkflow: a workflow timer of spec.RoundDeadline, after which
 //     the activities still running are cancelled. Kept so that their
 //     histories replay.
@@ -68,7 +69,7 @@ func fanOut[T any](ctx workflow.Context, spec pipeline.CampaignSpec, req fanOutR
 
 	sel := workflow.NewSelector(ctx)
 	timedOut := false
-	if req.Mode == pipeline.FanOutDeadlineTimer {
+	if req.Protocol == pipeline.RoundProtocolLegacy {
 		// A workflow timer, not time.Now: it is recorded in the history, so
 		// a replay sees the deadline fire at the same point of the fan-out.
 		// Started before the activities, as it always was: the order of

@@ -26,7 +26,7 @@ const (
 
 // Histories recorded by earlier versions of the workflows, which the
 // current code must still replay: "_v0" rounds keep each fan-out's
-// deadline with a workflow timer (pipeline.FanOutDeadlineTimer).
+// deadline with a workflow timer (pipeline.RoundProtocolLegacy).
 const (
 	campaignHistoryV0File = "campaign_history_v0.json"
 	roundHistoryV0File    = "round_history_v0.json"

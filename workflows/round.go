@@ -17,7 +17,11 @@ import (
 //     activity (clustering, trust, drift);
 //  2. local-training fan-out;
 //  3. the Aggregate server activity;
-//  4. evaluation fan-out with the model each site now holds;
+//  4. evaluation fan-out with the model each site now holds (under
+//     RoundProtocolCurrent, methods scored on the site's own update,
+//     LocalOnly and pFedMe, are scored by the training activity instead:
+//     what the aggregation sends back does not change that model, so the
+//     round trip would only repeat the training's inputs);
 //  5. the CommitRound server activity, which writes the manifest.
 //
 // Each fan-out waits at most RoundDeadline for its sites. (One deadline for
@@ -65,26 +69,37 @@ func RoundWorkflow(ctx workflow.Context, in pipeline.RoundWorkflowInput) (pipeli
 // through maps; every walk goes through r.active or r.spec.Sites, which are
 // in spec order, never through a map.
 type round struct {
-	spec   pipeline.CampaignSpec
-	n      int // round number
-	mode   int // pipeline.FanOut*: how fan-outs keep the deadline
-	carry  pipeline.RoundCarry
-	m      pipeline.RoundManifest
-	index  map[string]int // site → position in spec.Sites
-	active []string       // sites still in the round, spec order
-	nTrain map[string]int // site → training rows, from this round's training
+	spec     pipeline.CampaignSpec
+	n        int // round number
+	protocol int // pipeline.RoundProtocol*: the version of the round's steps
+	carry    pipeline.RoundCarry
+	m        pipeline.RoundManifest
+	index    map[string]int // site → position in spec.Sites
+	active   []string       // sites still in the round, spec order
+	nTrain   map[string]int // site → training rows, from this round's training
+	// scored holds each site's evaluation from its training activity, for
+	// methods scored on their own update (evaluatesInTraining).
+	scored map[string]*pipeline.EvaluateOutput
+}
+
+// evaluatesInTraining reports whether this round's sites score their model
+// in the training activity instead of an evaluation fan-out: under the
+// current protocol, for methods scored on the site's own update.
+func (r *round) evaluatesInTraining() bool {
+	return r.protocol >= pipeline.RoundProtocolCurrent && pipeline.EvaluatesOwnUpdate(r.spec.Method)
 }
 
 func newRound(ctx workflow.Context, in pipeline.RoundWorkflowInput) *round {
 	spec := in.Spec
 	r := &round{
-		spec:   spec,
-		n:      in.Round,
-		mode:   in.FanOut,
-		carry:  in.Carry,
-		index:  make(map[string]int, len(spec.Sites)),
-		nTrain: make(map[string]int, len(spec.Sites)),
-		active: spec.SiteNames(),
+		spec:     spec,
+		n:        in.Round,
+		protocol: in.Protocol,
+		carry:    in.Carry,
+		index:    make(map[string]int, len(spec.Sites)),
+		nTrain:   make(map[string]int, len(spec.Sites)),
+		scored:   make(map[string]*pipeline.EvaluateOutput, len(spec.Sites)),
+		active:   spec.SiteNames(),
 		m: pipeline.RoundManifest{
 			Schema:             pipeline.ManifestSchema,
 			Campaign:           spec.Campaign,
@@ -206,7 +221,7 @@ func (r *round) descriptors(ctx workflow.Context) error {
 	}
 	r.m.DescriptorsRecomputed = true
 	res := fanOut[pipeline.ComputeDescriptorOutput](ctx, r.spec, fanOutRequest{
-		Phase: pipeline.PhaseDescriptor, Mode: r.mode, Activity: pipeline.ActivityComputeDescriptor, Sites: need,
+		Phase: pipeline.PhaseDescriptor, Protocol: r.protocol, Activity: pipeline.ActivityComputeDescriptor, Sites: need,
 		Input: func(site string) any {
 			return pipeline.ComputeDescriptorInput{
 				SiteCall: r.siteCall(site, pipeline.PurposeDescriptor),
@@ -266,7 +281,7 @@ func (r *round) train(ctx workflow.Context) ([]pipeline.SiteUpdate, error) {
 		clusters[r.carry.Clusters[i].Site] = &r.carry.Clusters[i]
 	}
 	res := fanOut[pipeline.TrainLocalOutput](ctx, r.spec, fanOutRequest{
-		Phase: pipeline.PhaseTrain, Mode: r.mode, Activity: pipeline.ActivityTrainLocal, Sites: r.active, Heartbeat: true,
+		Phase: pipeline.PhaseTrain, Protocol: r.protocol, Activity: pipeline.ActivityTrainLocal, Sites: r.active, Heartbeat: true,
 		Input: func(site string) any {
 			return pipeline.TrainLocalInput{
 				SiteCall:    r.siteCall(site, pipeline.PurposeTrain),
@@ -276,6 +291,7 @@ func (r *round) train(ctx workflow.Context) ([]pipeline.SiteUpdate, error) {
 				Clustering:  r.carry.Clustering,
 				Cluster:     clusters[site],
 				Descriptor:  descs[site],
+				Evaluate:    r.evaluatesInTraining(),
 			}
 		},
 	})
@@ -296,6 +312,7 @@ func (r *round) train(ctx workflow.Context) ([]pipeline.SiteUpdate, error) {
 			states[site] = out.SiteState
 		}
 		r.nTrain[site] = out.NumTrain
+		r.scored[site] = out.Evaluation
 		updates = append(updates, pipeline.SiteUpdate{
 			Site: site, Model: out.Model, Control: out.Control, NumTrain: out.NumTrain,
 		})
@@ -344,28 +361,25 @@ func (r *round) aggregate(ctx workflow.Context, updates []pipeline.SiteUpdate) e
 }
 
 func (r *round) evaluate(ctx workflow.Context) error {
-	models := siteRefs(r.carry.Models)
-	states := siteRefs(r.carry.SiteStates)
-	var noModel []pipeline.SiteDrop
-	for _, site := range r.active {
-		if models[site] == nil {
-			noModel = append(noModel, pipeline.SiteDrop{
-				Site: site, Phase: pipeline.PhaseEvaluate, Reason: pipeline.DropNoModel,
-				Error: "the aggregation returned no model for this site",
-			})
-		}
-	}
-	r.drop(noModel)
-	res := fanOut[pipeline.EvaluateOutput](ctx, r.spec, fanOutRequest{
-		Phase: pipeline.PhaseEvaluate, Mode: r.mode, Activity: pipeline.ActivityEvaluate, Sites: r.active,
-		Input: func(site string) any {
-			return pipeline.EvaluateInput{
-				SiteCall:  r.siteCall(site, pipeline.PurposeTrain),
-				Model:     *models[site],
-				SiteState: states[site],
+	res := fanOutResult[pipeline.EvaluateOutput]{OK: map[string]pipeline.EvaluateOutput{}}
+	if r.evaluatesInTraining() {
+		// Scored in the training activity; every site still in the round
+		// trained, so each has its score.
+		var missing []pipeline.SiteDrop
+		for _, site := range r.active {
+			if ev := r.scored[site]; ev != nil {
+				res.OK[site] = *ev
+			} else {
+				missing = append(missing, pipeline.SiteDrop{
+					Site: site, Phase: pipeline.PhaseEvaluate, Reason: pipeline.DropError,
+					Error: "the training activity returned no evaluation",
+				})
 			}
-		},
-	})
+		}
+		res.Drops = missing
+	} else {
+		res = r.evaluateFanOut(ctx)
+	}
 	r.drop(res.Drops)
 	if err := r.quorum(ctx, pipeline.PhaseEvaluate); err != nil {
 		return err
@@ -385,6 +399,34 @@ func (r *round) evaluate(ctx workflow.Context) error {
 	r.m.Mean = pipeline.RoundMetrics{Round: r.n, AUC: sumAUC / float64(n), Accuracy: sumAcc / float64(n), Sites: n}
 	r.m.Participants = append([]string(nil), r.active...)
 	return nil
+}
+
+// evaluateFanOut asks every site still in the round to score the model it
+// holds after the aggregation. A site the aggregation returned no model
+// for is dropped first.
+func (r *round) evaluateFanOut(ctx workflow.Context) fanOutResult[pipeline.EvaluateOutput] {
+	models := siteRefs(r.carry.Models)
+	states := siteRefs(r.carry.SiteStates)
+	var noModel []pipeline.SiteDrop
+	for _, site := range r.active {
+		if models[site] == nil {
+			noModel = append(noModel, pipeline.SiteDrop{
+				Site: site, Phase: pipeline.PhaseEvaluate, Reason: pipeline.DropNoModel,
+				Error: "the aggregation returned no model for this site",
+			})
+		}
+	}
+	r.drop(noModel)
+	return fanOut[pipeline.EvaluateOutput](ctx, r.spec, fanOutRequest{
+		Phase: pipeline.PhaseEvaluate, Protocol: r.protocol, Activity: pipeline.ActivityEvaluate, Sites: r.active,
+		Input: func(site string) any {
+			return pipeline.EvaluateInput{
+				SiteCall:  r.siteCall(site, pipeline.PurposeTrain),
+				Model:     *models[site],
+				SiteState: states[site],
+			}
+		},
+	})
 }
 
 // commit writes the manifest through the CommitRound server activity.

@@ -114,3 +114,37 @@ func (s *CampaignSuite) Test_MethodWithoutDescriptorsSkipsThem() {
 	}
 	s.Equal(3, starts)
 }
+
+// Test_OwnUpdateMethodsScoreInTraining: LocalOnly and pFedMe sites are
+// scored on their own update, so the training activity scores it and the
+// round has no evaluation fan-out; the manifest's metrics are those the
+// evaluation activity would have given. Other methods keep the fan-out.
+func (s *CampaignSuite) Test_OwnUpdateMethodsScoreInTraining() {
+	for i, c := range []struct {
+		method        string
+		wantEvaluates int
+	}{
+		0: {pipeline.MethodLocal, 0},
+		1: {pipeline.MethodPFedMe, 0},
+		2: {pipeline.MethodFedAvg, 6}, // 3 sites × 2 rounds
+	} {
+		s.SetupTest()
+		spec := testSpec(2)
+		spec.Method = c.method
+		s.mockAll()
+		out, err := s.run(pipeline.CampaignWorkflowInput{Spec: spec})
+		s.Require().NoError(err, "case %d", i)
+		s.Equal(2, out.RoundsDone, "case %d", i)
+		s.Equal(c.wantEvaluates, s.fed.callCount(pipeline.ActivityEvaluate), "case %d: evaluation activities", i)
+		ms := s.fed.committed()
+		s.Require().Len(ms, 2, "case %d", i)
+		for _, m := range ms {
+			s.Require().Len(m.Metrics, 3, "case %d round %d", i, m.Round)
+			for k, sm := range m.Metrics {
+				want := fakeScore(pipeline.SiteCall{Round: m.Round, SiteIndex: k})
+				s.Equal(want.AUC, sm.AUC, "case %d round %d site %s", i, m.Round, sm.Site)
+				s.Equal(want.NumTest, sm.NumTest, "case %d round %d site %s", i, m.Round, sm.Site)
+			}
+		}
+	}
+}

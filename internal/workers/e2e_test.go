@@ -190,7 +190,8 @@ func startWorkers(t *testing.T, s *stack, sites []pipeline.Site) {
 }
 
 // TestCampaignMatchesSimulate runs 15-round paper-preset campaigns of
-// pTopoFL, FedAvg and FedProx over the golden healthcare federation on the
+// pTopoFL, FedAvg, FedProx, pFedMe and LocalOnly (the last two scored in
+// their training activity) over the golden healthcare federation on the
 // local stack (embedded Temporal and S3, in-process workers for all eight
 // sites) and requires the per-round AUC and accuracy curves and every
 // site's final model to equal the in-memory reference bit for bit. Then it
@@ -204,7 +205,7 @@ func TestCampaignMatchesSimulate(t *testing.T) {
 	startWorkers(t, s, sites)
 
 	var campaigns []string
-	for _, method := range []string{pipeline.MethodPTopoFL, pipeline.MethodFedAvg, pipeline.MethodFedProx} {
+	for _, method := range []string{pipeline.MethodPTopoFL, pipeline.MethodFedAvg, pipeline.MethodFedProx, pipeline.MethodPFedMe, pipeline.MethodLocal} {
 		t.Run(method, func(t *testing.T) {
 			cfg, err := simulate.Preset(simulate.PaperPreset, learn.Method(method))
 			if err != nil {
