@@ -9,7 +9,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/ptopofl/ptopofl/internal/workers"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
@@ -24,18 +23,7 @@ func TestRoundDeadlineOnRealServer(t *testing.T) {
 	}
 	s := startStack(t)
 	sites := []pipeline.Site{{Name: "client0"}, {Name: "client1"}, {Name: "client2"}}
-	w, err := workers.StartServer(s.client, s.store, workers.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
-	for _, site := range sites[:2] {
-		w, err := workers.StartSite(s.client, s.store, site.Name, s.dataDir, workers.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(w.Stop)
-	}
+	startWorkers(t, s, sites[:2]) // the server worker, client0 and client1
 	// client2's worker takes its training task and hangs until the
 	// activity's context ends (the deadline) or a minute passes.
 	hung := worker.New(s.client, pipeline.SiteTaskQueue("client2"), worker.Options{})
