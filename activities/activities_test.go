@@ -15,6 +15,7 @@ import (
 	"github.com/ptopofl/ptopofl/activities"
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/internal/s3local"
+	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"
 )
@@ -212,5 +213,20 @@ func TestTrainLocalScoresOwnUpdate(t *testing.T) {
 	if _, err := env.ExecuteActivity(pipeline.ActivityTrainLocal, pipeline.TrainLocalInput{SiteCall: c, Evaluate: true}); err == nil ||
 		!strings.Contains(err.Error(), "scores the aggregated model") {
 		t.Errorf("FedAvg asked to evaluate in training: err %v", err)
+	}
+}
+
+// TestEvaluatesOwnUpdateAgreesWithLearn: the workflow asks a site to score
+// in training exactly for the methods whose score learn.EvaluationParams
+// takes from the site's own state rather than from the pushed model.
+func TestEvaluatesOwnUpdateAgreesWithLearn(t *testing.T) {
+	pushed := []float64{1}
+	state := learn.SiteState{Local: []float64{2}, Personal: []float64{3}}
+	for i, m := range pipeline.Methods {
+		own := &learn.EvaluationParams(learn.Method(m), pushed, state)[0] != &pushed[0]
+		if got := pipeline.EvaluatesOwnUpdate(m); got != own {
+			t.Errorf("case %d (%s): EvaluatesOwnUpdate = %v, learn.EvaluationParams scores the %s", i, m, got,
+				map[bool]string{true: "site's own state", false: "pushed model"}[own])
+		}
 	}
 }

@@ -85,31 +85,6 @@ func (s *Store) GetMetrics(ctx context.Context, ref ArtifactRef) ([]MetricsRecor
 	return rows, nil
 }
 
-// PutResults writes a sweep's results table at SweepResultsKey(sweep).
-func (s *Store) PutResults(ctx context.Context, sweep string, rows []ResultRow) (ArtifactRef, error) {
-	if err := ValidateName(sweep); err != nil {
-		return ArtifactRef{}, fmt.Errorf("store: sweep: %w", err)
-	}
-	b, err := EncodeResults(rows)
-	if err != nil {
-		return ArtifactRef{}, err
-	}
-	return s.Put(ctx, SweepResultsKey(sweep), b)
-}
-
-// GetResults fetches, verifies and decodes a sweep's results table.
-func (s *Store) GetResults(ctx context.Context, ref ArtifactRef) ([]ResultRow, error) {
-	b, err := s.Get(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := DecodeResults(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", ref.Key, err)
-	}
-	return rows, nil
-}
-
 func checkNames(campaign, site string) error {
 	if err := ValidateName(campaign); err != nil {
 		return fmt.Errorf("store: campaign: %w", err)

@@ -3,6 +3,8 @@ package store
 import (
 	"fmt"
 	"strings"
+
+	"github.com/ptopofl/ptopofl/pipeline"
 )
 
 // MaxNameLen bounds campaign, sweep, site and cluster names used in keys.
@@ -46,35 +48,39 @@ func mustRound(round int) int {
 	return round
 }
 
+// The keys below are pipeline's (DESIGN §4), one definition for the
+// activities and the store, with the names checked here: a key function
+// panics on an invalid name.
+
 // CampaignPrefix is "campaigns/<campaign>/", the prefix of every key of a campaign.
 func CampaignPrefix(campaign string) string {
-	return "campaigns/" + mustName("campaign", campaign) + "/"
+	return pipeline.CampaignPrefix(mustName("campaign", campaign))
 }
 
 // SpecKey is "campaigns/<campaign>/spec.json".
-func SpecKey(campaign string) string { return CampaignPrefix(campaign) + "spec.json" }
+func SpecKey(campaign string) string { return pipeline.SpecKey(mustName("campaign", campaign)) }
 
 // RoundPrefix is "campaigns/<campaign>/round-0007/": rounds are zero-padded to
 // four digits so that keys sort by round up to round 9999.
 func RoundPrefix(campaign string, round int) string {
-	return fmt.Sprintf("%sround-%04d/", CampaignPrefix(campaign), mustRound(round))
+	return pipeline.RoundPrefix(mustName("campaign", campaign), mustRound(round))
 }
 
 // DescriptorKey is "campaigns/<campaign>/round-0007/descriptors/<site>.parquet".
 func DescriptorKey(campaign string, round int, site string) string {
-	return RoundPrefix(campaign, round) + "descriptors/" + mustName("site", site) + ".parquet"
+	return pipeline.DescriptorKey(mustName("campaign", campaign), mustRound(round), mustName("site", site))
 }
 
 // ModelKey is "campaigns/<campaign>/round-0007/models/<site>.parquet": the
 // local model a site trained in the round.
 func ModelKey(campaign string, round int, site string) string {
-	return RoundPrefix(campaign, round) + "models/" + mustName("site", site) + ".parquet"
+	return pipeline.ModelKey(mustName("campaign", campaign), mustRound(round), mustName("site", site))
 }
 
 // AggregateKey is "campaigns/<campaign>/round-0007/aggregate/<target>.parquet":
 // the model sent back to a cluster or a site after aggregation.
 func AggregateKey(campaign string, round int, target string) string {
-	return RoundPrefix(campaign, round) + "aggregate/" + mustName("aggregate target", target) + ".parquet"
+	return pipeline.AggregateKey(mustName("campaign", campaign), mustRound(round), mustName("aggregate target", target))
 }
 
 // MetricsKey is "campaigns/<campaign>/round-0007/metrics/<site>.parquet": one
@@ -86,12 +92,7 @@ func MetricsKey(campaign string, round int, site string) string {
 // ManifestKey is "campaigns/<campaign>/round-0007/manifest.json", the audit
 // record of the round.
 func ManifestKey(campaign string, round int) string {
-	return RoundPrefix(campaign, round) + "manifest.json"
-}
-
-// SweepResultsKey is "sweeps/<sweep>/results.parquet".
-func SweepResultsKey(sweep string) string {
-	return "sweeps/" + mustName("sweep", sweep) + "/results.parquet"
+	return pipeline.ManifestKey(mustName("campaign", campaign), mustRound(round))
 }
 
 // ParseRoundPrefix returns the round of a key under RoundPrefix, and false

@@ -13,7 +13,6 @@ func TestKeys(t *testing.T) {
 		{AggregateKey("c1", 12, "cluster-1"), "campaigns/c1/round-0012/aggregate/cluster-1.parquet"},
 		{ManifestKey("c1", 7), "campaigns/c1/round-0007/manifest.json"},
 		{MetricsKey("c1", 7, "a"), "campaigns/c1/round-0007/metrics/a.parquet"},
-		{SweepResultsKey("grid.v2"), "sweeps/grid.v2/results.parquet"},
 		{RoundPrefix("c1", 12345), "campaigns/c1/round-12345/"}, // wider than 4 digits past 9999
 	} {
 		if tc.got != tc.want {

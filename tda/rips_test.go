@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -157,22 +158,10 @@ func TestVietorisRipsSmall(t *testing.T) {
 			t.Fatalf("case %d: %v", i, err)
 		}
 		got := VietorisRips(m)
-		if !equalPairs(got.H0, test.want.H0) || !equalPairs(got.H1, test.want.H1) {
+		if !slices.Equal(got.H0, test.want.H0) || !slices.Equal(got.H1, test.want.H1) {
 			t.Errorf("case %d: got %v, want %v", i, got, test.want)
 		}
 	}
-}
-
-func equalPairs(a, b []Pair) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestVietorisRipsBruteForce compares with a textbook Z/2 reduction of the
@@ -196,7 +185,7 @@ func TestVietorisRipsBruteForce(t *testing.T) {
 		}
 		got := VietorisRips(m)
 		want := bruteForceRips(m)
-		if !equalPairs(got.H0, want.H0) || !equalPairs(got.H1, want.H1) {
+		if !slices.Equal(got.H0, want.H0) || !slices.Equal(got.H1, want.H1) {
 			t.Fatalf("cloud %d (%v):\ngot  %v\nwant %v", c, pts, got, want)
 		}
 	}

@@ -361,22 +361,9 @@ func (r *round) aggregate(ctx workflow.Context, updates []pipeline.SiteUpdate) e
 }
 
 func (r *round) evaluate(ctx workflow.Context) error {
-	res := fanOutResult[pipeline.EvaluateOutput]{OK: map[string]pipeline.EvaluateOutput{}}
+	var res fanOutResult[pipeline.EvaluateOutput]
 	if r.evaluatesInTraining() {
-		// Scored in the training activity; every site still in the round
-		// trained, so each has its score.
-		var missing []pipeline.SiteDrop
-		for _, site := range r.active {
-			if ev := r.scored[site]; ev != nil {
-				res.OK[site] = *ev
-			} else {
-				missing = append(missing, pipeline.SiteDrop{
-					Site: site, Phase: pipeline.PhaseEvaluate, Reason: pipeline.DropError,
-					Error: "the training activity returned no evaluation",
-				})
-			}
-		}
-		res.Drops = missing
+		res = r.scoredInTraining()
 	} else {
 		res = r.evaluateFanOut(ctx)
 	}
@@ -399,6 +386,23 @@ func (r *round) evaluate(ctx workflow.Context) error {
 	r.m.Mean = pipeline.RoundMetrics{Round: r.n, AUC: sumAUC / float64(n), Accuracy: sumAcc / float64(n), Sites: n}
 	r.m.Participants = append([]string(nil), r.active...)
 	return nil
+}
+
+// scoredInTraining collects the scores the training activities returned:
+// every site still in the round trained, so each should have one.
+func (r *round) scoredInTraining() fanOutResult[pipeline.EvaluateOutput] {
+	res := fanOutResult[pipeline.EvaluateOutput]{OK: make(map[string]pipeline.EvaluateOutput, len(r.active))}
+	for _, site := range r.active {
+		if ev := r.scored[site]; ev != nil {
+			res.OK[site] = *ev
+		} else {
+			res.Drops = append(res.Drops, pipeline.SiteDrop{
+				Site: site, Phase: pipeline.PhaseEvaluate, Reason: pipeline.DropError,
+				Error: "the training activity returned no evaluation",
+			})
+		}
+	}
+	return res
 }
 
 // evaluateFanOut asks every site still in the round to score the model it

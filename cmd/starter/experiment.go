@@ -18,6 +18,7 @@ import (
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/experiments"
+	"github.com/ptopofl/ptopofl/internal/workers"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/report"
 	"github.com/ptopofl/ptopofl/store"
@@ -162,7 +163,7 @@ func writeExperimentFederations(plan experiments.Plan, dir string) (sweepPlan, e
 func experimentSweepSpec(plan experiments.Plan, preset, bucket string, tiny bool) (pipeline.SweepSpec, error) {
 	s := pipeline.SweepSpec{
 		Preset: preset, Rounds: plan.Rounds, Settings: plan.Settings, Concurrency: plan.Concurrency,
-		Bucket: bucket, CodeVersion: codeVersion(),
+		Bucket: bucket, CodeVersion: workers.CodeVersion(),
 	}
 	for _, m := range plan.Methods {
 		h, err := presetHyperparameters(preset, m)
@@ -405,11 +406,7 @@ func stabilityInput(ctx context.Context, st *store.Store, plan experiments.Plan,
 			if !ok {
 				continue
 			}
-			b, err := st.Get(ctx, toStoreRef(a.Ref))
-			if err != nil {
-				return in, err
-			}
-			d, err := store.DecodeDescriptor(b)
+			d, err := st.GetDescriptor(ctx, toStoreRef(a.Ref))
 			if err != nil {
 				return in, err
 			}
@@ -444,21 +441,13 @@ func privacyInput(ctx context.Context, st *store.Store, plan experiments.Plan, r
 		for _, a := range m.Outputs {
 			switch {
 			case a.Role == pipeline.RoleLocalModel && params == 0:
-				b, err := st.Get(ctx, toStoreRef(a.Ref))
-				if err != nil {
-					return in, err
-				}
-				mod, err := store.DecodeModel(b)
+				mod, err := st.GetModel(ctx, toStoreRef(a.Ref))
 				if err != nil {
 					return in, err
 				}
 				params = len(mod.Params)
 			case a.Role == pipeline.RoleDescriptor && dim == 0:
-				b, err := st.Get(ctx, toStoreRef(a.Ref))
-				if err != nil {
-					return in, err
-				}
-				d, err := store.DecodeDescriptor(b)
+				d, err := st.GetDescriptor(ctx, toStoreRef(a.Ref))
 				if err != nil {
 					return in, err
 				}

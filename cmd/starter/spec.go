@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ptopofl/ptopofl/eval"
+	"github.com/ptopofl/ptopofl/internal/workers"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/simulate"
@@ -268,7 +269,7 @@ func buildSpec(cf *campaignFile, o specOptions, fed *federation) (pipeline.Campa
 	if s.Campaign == "" {
 		s.Campaign = defaultCampaignName(s, fed)
 	}
-	s.CodeVersion = codeVersion()
+	s.CodeVersion = workers.CodeVersion()
 	s = s.WithDefaults()
 	if err := s.Validate(); err != nil {
 		if cf != nil {

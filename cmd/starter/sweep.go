@@ -155,7 +155,7 @@ func buildSweepSpec(sf sweepFile, file, bucket string, bucketGiven bool) (sweepP
 	s := pipeline.SweepSpec{
 		Sweep: sf.Sweep, Preset: sf.Preset, Rounds: sf.Rounds, Seeds: sf.Seeds,
 		Concurrency: sf.Concurrency, ContinueAsNewEvery: sf.ContinueAsNewEvery, Bucket: sf.Bucket,
-		CodeVersion: codeVersion(),
+		CodeVersion: workers.CodeVersion(),
 	}
 	if s.Preset == "" {
 		s.Preset = pipeline.PresetDefault

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -143,10 +144,10 @@ func TestDescriptorGolden(t *testing.T) {
 				t.Errorf("%s: descriptor[%d] = %v, want %v", v.variant, k, g, w)
 			}
 		}
-		if !samePairs(got.H0, ref.H0Pairs) {
+		if !slices.Equal(got.H0, ref.H0Pairs) {
 			t.Errorf("%s: h0 differs from the reference h0_pairs", v.variant)
 		}
-		if !samePairs(got.H1, v.h1) {
+		if !slices.Equal(got.H1, v.h1) {
 			t.Errorf("%s: h1 differs from the reference", v.variant)
 		}
 	}
@@ -243,18 +244,6 @@ func TestHelp(t *testing.T) {
 	if code != 0 || out != "" || !strings.Contains(errOut, "usage: tda diagram") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
-}
-
-func samePairs(a, b [][2]float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // dataLines drops the comment lines of a diagram file.

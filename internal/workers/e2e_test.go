@@ -277,11 +277,7 @@ func TestCampaignMatchesSimulate(t *testing.T) {
 				if !ok {
 					t.Fatalf("manifest of round 15 has no site model for %s", site.Name)
 				}
-				b, err := s.store.Get(ctx, store.ArtifactRef(ref))
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := store.DecodeModel(b)
+				got, err := s.store.GetModel(ctx, store.ArtifactRef(ref))
 				if err != nil {
 					t.Fatal(err)
 				}
