@@ -11,7 +11,7 @@
 //
 // Starting again with the same DIR resumes: workflows, histories and objects
 // persist. Fixed ports can be reused right after a kill -9. A fixed
-// --temporal-port P also uses P+1..P+3 for Temporal's internal services.
+// --temporal-port P also uses P+1 and P+2 for Temporal's internal services.
 package main
 
 import (
@@ -35,7 +35,7 @@ func main() {
 func run() int {
 	fs := flag.NewFlagSet("devstack", flag.ContinueOnError)
 	data := fs.String("data", "", "data directory (required); created if missing, resumed if it exists")
-	temporalPort := fs.Int("temporal-port", 0, "Temporal frontend port on 127.0.0.1 (0: a free port); P+1..P+3 are used too")
+	temporalPort := fs.Int("temporal-port", 0, "Temporal frontend port on 127.0.0.1 (0: a free port); P+1 and P+2 are used too")
 	s3Port := fs.Int("s3-port", 0, "S3 port on 127.0.0.1 (0: a free port)")
 	namespace := fs.String("namespace", devstack.DefaultNamespace, "Temporal namespace to create")
 	bucket := fs.String("bucket", devstack.DefaultBucket, "S3 bucket to create")

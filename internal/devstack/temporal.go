@@ -48,10 +48,10 @@ type TemporalConfig struct {
 	Dir string
 	// Port is the frontend gRPC port clients dial on 127.0.0.1. Zero picks a
 	// free port. A fixed Port also fixes the internal history and matching
-	// services on Port+1 and Port+2 (and reserves Port+3, the address the
-	// static membership gives the worker service, which is not run; see
-	// StartTemporal), so that a restart on the same port finds the same
-	// addresses; with Port zero they are free ports.
+	// services on Port+1 and Port+2 (Port+3 is only named as the address
+	// of the worker service, which is not run: never bound, never
+	// checked; see StartTemporal), so that a restart on the same port finds
+	// the same addresses; with Port zero they are free ports.
 	Port int
 	// Namespaces are registered before the server starts (idempotent on an
 	// existing database). Empty means {DefaultNamespace}.
@@ -101,7 +101,11 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range ports {
+	// The worker service's port (ports[3]) is only named, never bound (see
+	// below), so while the server runs any outgoing connection may take it
+	// as its source port: checking it would make a restart on the same
+	// ports fail for a port nobody listens on.
+	for _, p := range ports[:3] {
 		if err := checkPortFree(p); err != nil {
 			return nil, err
 		}
@@ -336,8 +340,8 @@ func checkTemporal(ctx context.Context, hostPort, namespace string) error {
 	return err
 }
 
-// temporalPorts returns the frontend, history, matching and (reserved)
-// worker ports.
+// temporalPorts returns the frontend, history and matching ports, and the
+// worker port the static membership names but nothing binds.
 func temporalPorts(frontend int) ([]int, error) {
 	if frontend < 0 || frontend > 65535-3 {
 		return nil, fmt.Errorf("devstack: temporal port %d out of range", frontend)
