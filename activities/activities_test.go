@@ -16,6 +16,7 @@ import (
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/internal/s3local"
 	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"
 )
@@ -56,10 +57,9 @@ func TestMain(m *testing.M) {
 }
 
 func call(campaign, site string, round int) pipeline.SiteCall {
-	h := pipeline.DefaultHyperparameters()
-	h.Descriptor = pipeline.DescriptorTriangle
+	h := method.Defaults(method.Paper)
 	return pipeline.SiteCall{
-		Campaign: campaign, Round: round, Site: site, Method: pipeline.MethodFedAvg, Preset: pipeline.PresetPaper,
+		Campaign: campaign, Round: round, Site: site, Method: learn.FedAvg, Preset: method.Paper,
 		Hyperparameters: h, Bucket: testStore.Bucket(), CampaignSeed: 42,
 		Seed: pipeline.DeriveSeed(42, round, site, pipeline.PurposeTrain),
 	}
@@ -185,7 +185,7 @@ func TestTrainLocalScoresOwnUpdate(t *testing.T) {
 	site.Register(env)
 
 	c := call("own", "client0", 1)
-	c.Method = pipeline.MethodLocal
+	c.Method = learn.LocalOnly
 	v, err := env.ExecuteActivity(pipeline.ActivityTrainLocal, pipeline.TrainLocalInput{SiteCall: c, Evaluate: true})
 	if err != nil {
 		t.Fatal(err)
@@ -222,9 +222,9 @@ func TestTrainLocalScoresOwnUpdate(t *testing.T) {
 func TestEvaluatesOwnUpdateAgreesWithLearn(t *testing.T) {
 	pushed := []float64{1}
 	state := learn.SiteState{Local: []float64{2}, Personal: []float64{3}}
-	for i, m := range pipeline.Methods {
+	for i, m := range learn.Methods {
 		own := &learn.EvaluationParams(learn.Method(m), pushed, state)[0] != &pushed[0]
-		if got := pipeline.EvaluatesOwnUpdate(m); got != own {
+		if got := method.EvaluatesOwnUpdate(m); got != own {
 			t.Errorf("case %d (%s): EvaluatesOwnUpdate = %v, learn.EvaluationParams scores the %s", i, m, got,
 				map[bool]string{true: "site's own state", false: "pushed model"}[own])
 		}

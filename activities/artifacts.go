@@ -114,7 +114,7 @@ func siteStateRecord(call pipeline.SiteCall, s learn.SiteState) store.VectorReco
 	if s.Personal != nil {
 		v[vecPersonal] = s.Personal
 	}
-	return store.VectorRecord{Campaign: call.Campaign, Round: call.Round, Site: call.Site, Method: call.Method, Kind: kindSiteState, Vectors: v}
+	return store.VectorRecord{Campaign: call.Campaign, Round: call.Round, Site: call.Site, Method: string(call.Method), Kind: kindSiteState, Vectors: v}
 }
 
 func getSiteState(ctx context.Context, st *store.Store, ref *pipeline.ArtifactRef) (learn.SiteState, error) {
@@ -175,7 +175,7 @@ func clusteringRecords(call pipeline.ServerCall, rows []siteClustering) []store.
 			flag = 1
 		}
 		recs[i] = store.VectorRecord{
-			Campaign: call.Campaign, Round: call.Round, Site: r.Site, Method: call.Method, Kind: kindClustering,
+			Campaign: call.Campaign, Round: call.Round, Site: r.Site, Method: string(call.Method), Kind: kindClustering,
 			Vectors: map[string][]float64{
 				vecLabel: {float64(r.Label)}, vecTrust: {r.Trust}, vecZScore: {r.ZScore},
 				vecFlagged: {flag}, vecDrift: {r.Drift}, vecReference: r.Reference, vecDriftSum: {r.DriftSum},

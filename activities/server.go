@@ -10,6 +10,7 @@ import (
 
 	"github.com/ptopofl/ptopofl/aggregation"
 	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"
 	"github.com/ptopofl/ptopofl/tda"
@@ -43,7 +44,7 @@ func (s *Server) checkBucket(bucket string) error {
 }
 
 func serverConfig(call pipeline.ServerCall) (aggregation.Config, learn.Method, error) {
-	cfg, err := Config(call.Method, call.Preset, call.Hyperparameters)
+	cfg, err := method.Resolve(call.Method, call.Preset, call.Hyperparameters)
 	if err != nil {
 		return aggregation.Config{}, "", temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrTypeInvalidSpec, err)
 	}
@@ -237,7 +238,7 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 
 	put := func(name string, params []float64) (pipeline.ArtifactRef, error) {
 		ref, err := putModel(ctx, s.store, pipeline.AggregateKey(in.Campaign, in.Round, name), store.ModelRecord{
-			Campaign: in.Campaign, Round: in.Round, Site: name, Method: in.Method, Kind: store.KindAggregate, Params: params,
+			Campaign: in.Campaign, Round: in.Round, Site: name, Method: string(in.Method), Kind: store.KindAggregate, Params: params,
 		})
 		return toPipeline(ref), err
 	}
@@ -292,7 +293,7 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 			v[vecControl] = out.State.Control
 		}
 		ref, err := putVectors(ctx, s.store, serverStateKey(in.Campaign, in.Round), []store.VectorRecord{{
-			Campaign: in.Campaign, Round: in.Round, Method: in.Method, Kind: kindServerState, Vectors: v,
+			Campaign: in.Campaign, Round: in.Round, Method: string(in.Method), Kind: kindServerState, Vectors: v,
 		}})
 		if err != nil {
 			return pipeline.AggregateOutput{}, wrap(err)

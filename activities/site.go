@@ -16,8 +16,8 @@ import (
 
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
-	"github.com/ptopofl/ptopofl/simulate"
 	"github.com/ptopofl/ptopofl/store"
 	"github.com/ptopofl/ptopofl/tda"
 )
@@ -65,7 +65,7 @@ type siteCache struct {
 	// checked is when the files were last hashed (see fresh).
 	checked time.Time
 	data    *dataset.SiteData
-	prep    simulate.PreparedSite
+	prep    method.PreparedSite
 	// prepErr is PrepareSite's error for these files: bad data stays bad
 	// until the files change.
 	prepErr error
@@ -263,7 +263,7 @@ func (s *Site) loadCached(dir string) (*siteCache, error) {
 		return nil, lerr
 	}
 	c = &siteCache{data: d, checked: checked}
-	c.prep, c.prepErr = simulate.PrepareSite(simulate.Site{Name: s.name, TrainX: d.Train.X, TrainY: d.Train.Y, TestX: d.Test.X, TestY: d.Test.Y})
+	c.prep, c.prepErr = method.PrepareSite(s.name, d.Train.X, d.Train.Y, d.Test.X, d.Test.Y)
 	// Cache only what was read from files that did not change while they
 	// were being read; otherwise the next call reads them again.
 	if _, after, err2 := stamps(); err == nil && err2 == nil && after == before {
@@ -278,19 +278,19 @@ func (s *Site) loadCached(dir string) (*siteCache, error) {
 	return c, nil
 }
 
-func (s *Site) prepare(call pipeline.SiteCall) (*dataset.SiteData, simulate.PreparedSite, simulate.Config, error) {
-	cfg, err := Config(call.Method, call.Preset, call.Hyperparameters)
+func (s *Site) prepare(call pipeline.SiteCall) (*dataset.SiteData, method.PreparedSite, method.Config, error) {
+	cfg, err := method.Resolve(call.Method, call.Preset, call.Hyperparameters)
 	if err != nil {
-		return nil, simulate.PreparedSite{}, simulate.Config{}, temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrTypeInvalidSpec, err)
+		return nil, method.PreparedSite{}, method.Config{}, temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrTypeInvalidSpec, err)
 	}
 	c, err := s.load(call)
 	if err != nil {
-		return nil, simulate.PreparedSite{}, simulate.Config{}, err
+		return nil, method.PreparedSite{}, method.Config{}, err
 	}
 	if c.prepErr != nil {
 		// The data passed validation, so what is left (a constant
 		// column overflowing the scaler, say) is still the data's fault.
-		return nil, simulate.PreparedSite{}, simulate.Config{}, pipeline.NewBadSiteDataError(s.name, c.data.TrainFile, 0, "%v", c.prepErr)
+		return nil, method.PreparedSite{}, method.Config{}, pipeline.NewBadSiteDataError(s.name, c.data.TrainFile, 0, "%v", c.prepErr)
 	}
 	return c.data, c.prep, cfg, nil
 }
@@ -309,7 +309,7 @@ func descriptorSeed(call pipeline.SiteCall) uint64 {
 // raw training rows (in.Rows, or NSub rows drawn with descriptorSeed) and
 // writes it to DescriptorKey.
 func (s *Site) ComputeDescriptor(ctx context.Context, in pipeline.ComputeDescriptorInput) (pipeline.ComputeDescriptorOutput, error) {
-	cfg, err := Config(in.Method, in.Preset, in.Hyperparameters)
+	cfg, err := method.Resolve(in.Method, in.Preset, in.Hyperparameters)
 	if err != nil {
 		return pipeline.ComputeDescriptorOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrTypeInvalidSpec, err)
 	}
@@ -327,7 +327,7 @@ func (s *Site) ComputeDescriptor(ctx context.Context, in pipeline.ComputeDescrip
 		return pipeline.ComputeDescriptorOutput{}, pipeline.NewBadSiteDataError(s.name, d.TrainFile, 0, "descriptor: %v", err)
 	}
 	rec := store.DescriptorRecord{
-		Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: in.Method,
+		Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method),
 		Descriptor: desc.Vector, H0: pairs(desc.H0), H1: pairs(desc.H1),
 	}
 	b, err := store.EncodeDescriptor(rec)
@@ -360,7 +360,7 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 	}
 	wrap := func(err error) error { return fmt.Errorf("site %s round %d: %w", s.name, in.Round, err) }
 	sin := learn.SiteInput{
-		Method: cfg.Method, Round: in.Round, Seed: trainSeed(in.SiteCall),
+		Method: cfg.Method, Round: in.Round, Seed: method.TrainSeed(in.Preset, in.CampaignSeed, in.SiteIndex, in.Seed),
 		Train: p.Train, TopologyX: d.Train.X, Config: cfg.Site,
 	}
 	if in.StartModel != nil {
@@ -395,14 +395,14 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 
 	res := pipeline.TrainLocalOutput{NumTrain: out.N}
 	ref, err := putModel(ctx, s.store, pipeline.ModelKey(in.Campaign, in.Round, s.name), store.ModelRecord{
-		Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: in.Method, Kind: store.KindModel, Params: out.Params,
+		Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method), Kind: store.KindModel, Params: out.Params,
 	})
 	if err != nil {
 		return pipeline.TrainLocalOutput{}, wrap(err)
 	}
 	res.Model = toPipeline(ref)
 	if out.Control != nil {
-		rec := store.VectorRecord{Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: in.Method,
+		rec := store.VectorRecord{Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method),
 			Kind: kindControl, Vectors: map[string][]float64{vecControl: out.Control}}
 		ref, err := putVectors(ctx, s.store, controlKey(in.Campaign, in.Round, s.name), []store.VectorRecord{rec})
 		if err != nil {
@@ -424,7 +424,7 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 	m := cfg.Site.Model(p.Train.NumFeatures())
 	res.Loss = m.Objective(out.Params, p.Train, nil)
 	if in.Evaluate {
-		if !pipeline.EvaluatesOwnUpdate(in.Method) {
+		if !method.EvaluatesOwnUpdate(in.Method) {
 			return pipeline.TrainLocalOutput{}, temporal.NewNonRetryableApplicationError(
 				wrap(fmt.Errorf("asked to evaluate in training, but %s scores the aggregated model", in.Method)).Error(), "BadRequest", nil)
 		}
@@ -508,12 +508,12 @@ func (s *Site) Evaluate(ctx context.Context, in pipeline.EvaluateInput) (pipelin
 // score evaluates, on the site's test split, the model the method scores
 // the site with (learn.EvaluationParams) given the pushed model and the
 // site's state after the round.
-func score(cfg simulate.Config, test learn.Data, pushed []float64, state learn.SiteState) (pipeline.EvaluateOutput, error) {
+func score(cfg method.Config, test learn.Data, pushed []float64, state learn.SiteState) (pipeline.EvaluateOutput, error) {
 	params := learn.EvaluationParams(cfg.Method, pushed, state)
 	if params == nil {
 		return pipeline.EvaluateOutput{}, fmt.Errorf("method %s evaluates the site's own state, and the site has none", cfg.Method)
 	}
-	auc, acc, err := simulate.EvaluateSite(cfg.Site, params, test)
+	auc, acc, err := method.EvaluateSite(cfg.Site, params, test)
 	if err != nil {
 		return pipeline.EvaluateOutput{}, err
 	}

@@ -74,8 +74,8 @@ func (s *Sweep) BuildSweepResults(ctx context.Context, in pipeline.BuildSweepRes
 	if err != nil {
 		return pipeline.BuildSweepResultsOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrTypeInvalidSpec, err)
 	}
-	var results []SweepResultRow
-	var curves []SweepCurveRow
+	var results []store.SweepResultRow
+	var curves []store.SweepCurveRow
 	for _, o := range in.Outcomes {
 		if o.Index < 0 || o.Index >= len(campaigns) {
 			return pipeline.BuildSweepResultsOutput{}, temporal.NewNonRetryableApplicationError(
@@ -90,11 +90,11 @@ func (s *Sweep) BuildSweepResults(ctx context.Context, in pipeline.BuildSweepRes
 		curves = append(curves, rounds...)
 		activity.RecordHeartbeat(ctx, o.Index)
 	}
-	rb, err := EncodeSweepResults(results)
+	rb, err := store.EncodeSweepResults(results)
 	if err != nil {
 		return pipeline.BuildSweepResultsOutput{}, err
 	}
-	cb, err := EncodeSweepCurves(curves)
+	cb, err := store.EncodeSweepCurves(curves)
 	if err != nil {
 		return pipeline.BuildSweepResultsOutput{}, err
 	}
@@ -111,17 +111,13 @@ func (s *Sweep) BuildSweepResults(ctx context.Context, in pipeline.BuildSweepRes
 
 // campaignRows reads the manifests of rounds 1.. of one campaign, up to the
 // last one it committed (and the failed round's manifest, if it failed).
-func (s *Sweep) campaignRows(ctx context.Context, sweep string, c pipeline.SweepCampaign, o pipeline.CampaignOutcome) (SweepResultRow, []SweepCurveRow, error) {
-	h := c.Spec.Hyperparameters
-	row := SweepResultRow{
+func (s *Sweep) campaignRows(ctx context.Context, sweep string, c pipeline.SweepCampaign, o pipeline.CampaignOutcome) (store.SweepResultRow, []store.SweepCurveRow, error) {
+	row := store.SweepResultRow{
 		Sweep: sweep, Campaign: c.Spec.Campaign, WorkflowID: c.WorkflowID, CampaignIndex: c.Index,
-		Federation: c.Federation, Method: c.Method, Setting: c.Setting, Seed: c.Seed,
+		Federation: c.Federation, Method: string(c.Method), Setting: c.Setting, Seed: c.Seed,
 		Preset: c.Spec.Preset, Rounds: c.Spec.Rounds, State: o.State, Error: o.Error,
 		NumSites: len(c.Spec.Sites), MinSites: c.Spec.MinSites,
-		Clusters: h.Clusters, Beta: h.Beta, AnomalyThreshold: h.AnomalyThreshold, DriftThreshold: h.DriftThreshold,
-		DriftCheckEvery: h.DriftCheckEvery, NSub: h.NSub, BettiResolution: h.BettiResolution, Descriptor: h.Descriptor,
-		C: h.C, MaxIter: h.MaxIter, Tol: h.Tol, LR: h.LR, Steps: h.Steps, Mu: h.Mu, Lambda: h.Lambda,
-		LRPersonal: h.LRPersonal, LROuter: h.LROuter, TrimFraction: h.TrimFraction, Byzantine: h.Byzantine,
+		Hyperparameters: c.Spec.Hyperparameters,
 		FinalAUC: math.NaN(), FinalAcc: math.NaN(), BestAUC: math.NaN(),
 		SpecHash: c.Spec.SpecHash(), SpecKey: pipeline.SpecKey(c.Spec.Campaign),
 		ArtifactsPrefix: pipeline.CampaignPrefix(c.Spec.Campaign),
@@ -132,7 +128,7 @@ func (s *Sweep) campaignRows(ctx context.Context, sweep string, c pipeline.Sweep
 			last = r // the failed round's manifest says why it failed
 		}
 	}
-	var curves []SweepCurveRow
+	var curves []store.SweepCurveRow
 	var auc []float64
 	for r := 1; r <= last; r++ {
 		var m pipeline.RoundManifest
@@ -140,8 +136,8 @@ func (s *Sweep) campaignRows(ctx context.Context, sweep string, c pipeline.Sweep
 		if err != nil {
 			return row, nil, fmt.Errorf("campaign %s round %d: %w", c.Spec.Campaign, r, err)
 		}
-		cr := SweepCurveRow{
-			Sweep: sweep, Campaign: c.Spec.Campaign, Federation: c.Federation, Method: c.Method, Setting: c.Setting, Seed: c.Seed,
+		cr := store.SweepCurveRow{
+			Sweep: sweep, Campaign: c.Spec.Campaign, Federation: c.Federation, Method: string(c.Method), Setting: c.Setting, Seed: c.Seed,
 			Round: r, Outcome: m.Outcome, AUC: m.Mean.AUC, Acc: m.Mean.Accuracy, SitesEvaluated: m.Mean.Sites,
 			Participants: len(m.Participants), Dropped: len(m.Dropped), NumClusters: numClusters(m.Clusters),
 			NumFlagged: len(m.Flagged), Flagged: strings.Join(m.Flagged, ","),

@@ -12,6 +12,8 @@ import (
 	"math"
 
 	"github.com/ptopofl/ptopofl/eval"
+	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
@@ -61,9 +63,9 @@ type Federation struct {
 type Plan struct {
 	Experiment string
 	Rounds     int
-	Methods    []string
+	Methods    []learn.Method
 	// Base overrides every method's hyper-parameters (before Settings).
-	Base []pipeline.ParamValue
+	Base []method.ParamValue
 	// Settings are the grid; nil means the methods' base settings only.
 	Settings    []pipeline.SweepSetting
 	Federations []Federation
@@ -72,11 +74,11 @@ type Plan struct {
 }
 
 // Methods of table1: pTopoFL and the paper's baselines.
-var table1Methods = []string{pipeline.MethodPTopoFL, pipeline.MethodFedAvg, pipeline.MethodFedProx,
-	pipeline.MethodSCAFFOLD, pipeline.MethodPFedMe, pipeline.MethodLocal}
+var table1Methods = []learn.Method{learn.PTopoFL, learn.FedAvg, learn.FedProx,
+	learn.SCAFFOLD, learn.PFedMe, learn.LocalOnly}
 
 // Methods of adversarial: pTopoFL, FedAvg and two robust aggregators.
-var adversarialMethods = []string{pipeline.MethodPTopoFL, pipeline.MethodFedAvg, pipeline.MethodMedian, pipeline.MethodKrum}
+var adversarialMethods = []learn.Method{learn.PTopoFL, learn.FedAvg, learn.Median, learn.Krum}
 
 // AttackLevels are the adversarial fractions of the adversarial experiment.
 var AttackLevels = []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5}
@@ -126,10 +128,10 @@ func Build(name string, o Options) (Plan, error) {
 		}
 	case Stability:
 		p.Rounds = StabilityRounds
-		p.Methods = []string{pipeline.MethodPTopoFL}
+		p.Methods = []learn.Method{learn.PTopoFL}
 		// Descriptors every round, so drift Δ (Eq. 9) is measured every
 		// round and re-clustering can fire when it exceeds the threshold.
-		p.Base = []pipeline.ParamValue{{Name: "drift_check_every", Value: 1}}
+		p.Base = []method.ParamValue{{Name: "drift_check_every", Value: 1}}
 		after := ShiftAfter
 		if o.Rounds > 0 {
 			after = max(1, o.Rounds/4)
@@ -149,7 +151,7 @@ func Build(name string, o Options) (Plan, error) {
 		// size and the real model and descriptor sizes, all of which a
 		// short pTopoFL campaign records in S3.
 		p.Rounds = 2
-		p.Methods = []string{pipeline.MethodPTopoFL}
+		p.Methods = []learn.Method{learn.PTopoFL}
 		for _, sc := range []string{Healthcare, Benchmark} {
 			for s := range o.Seeds {
 				if err = p.add(o, sc, o.FirstSeed+uint64(s), 0, nil); err != nil {
@@ -158,7 +160,7 @@ func Build(name string, o Options) (Plan, error) {
 			}
 		}
 	case Ablation:
-		p.Methods = []string{pipeline.MethodPTopoFL}
+		p.Methods = []learn.Method{learn.PTopoFL}
 		p.Settings = AblationSettings()
 		for s := range o.Seeds {
 			if err = p.add(o, Healthcare, o.FirstSeed+uint64(s), 0, nil); err != nil {
@@ -179,13 +181,13 @@ func Build(name string, o Options) (Plan, error) {
 // and the automatic M (clusters = 0: the number of clusters chosen by
 // silhouette).
 func AblationSettings() []pipeline.SweepSetting {
-	only := []string{pipeline.MethodPTopoFL}
+	only := []learn.Method{learn.PTopoFL}
 	s := []pipeline.SweepSetting{
 		{Label: "full", Methods: only},
-		{Label: "M1", Set: []pipeline.ParamValue{{Name: "clusters", Value: 1}}, Methods: only},
-		{Label: "beta0", Set: []pipeline.ParamValue{{Name: "beta", Value: 0}}, Methods: only},
+		{Label: "M1", Set: []method.ParamValue{{Name: "clusters", Value: 1}}, Methods: only},
+		{Label: "beta0", Set: []method.ParamValue{{Name: "beta", Value: 0}}, Methods: only},
 	}
-	s = append(s, pipeline.SweepSetting{Label: "autoM", Set: []pipeline.ParamValue{{Name: "clusters", Value: 0}}, Methods: only})
+	s = append(s, pipeline.SweepSetting{Label: "autoM", Set: []method.ParamValue{{Name: "clusters", Value: 0}}, Methods: only})
 	return s
 }
 

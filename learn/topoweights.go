@@ -3,6 +3,8 @@ package learn
 import (
 	"fmt"
 	"math"
+
+	"github.com/ptopofl/ptopofl/tda"
 )
 
 // TopologyWeightConfig holds the constants of pTopoFL's topology-guided
@@ -22,7 +24,7 @@ type TopologyWeightConfig struct {
 
 // DefaultTopologyWeights are the reference's constants (expected.json
 // pTopoFL `sample_weight_clip` and `notes`).
-var DefaultTopologyWeights = TopologyWeightConfig{ClipMin: 0.2, ClipMax: 5, MinBandwidth: 0.1, StandardiseEps: 1e-8, DescriptorIndex: 42}
+var DefaultTopologyWeights = TopologyWeightConfig{ClipMin: 0.2, ClipMax: 5, MinBandwidth: 0.1, StandardiseEps: 1e-8, DescriptorIndex: tda.AmplitudeH0}
 
 // TopologySampleWeights returns pTopoFL's per-sample weights (paper §3.2,
 // "topology-guided sample weighting", as the reference computes it,

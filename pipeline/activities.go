@@ -1,5 +1,10 @@
 package pipeline
 
+import (
+	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/method"
+)
+
 // Activity inputs and outputs. Each is a named struct so that fields can be
 // added without breaking running histories (a new field decodes as its zero
 // value from an old payload). They carry references and small numbers only.
@@ -7,15 +12,15 @@ package pipeline
 // SiteCall is what every site activity is told about the call. It is
 // embedded, so its fields appear at the top level of the JSON payload.
 type SiteCall struct {
-	Campaign        string          `json:"campaign"`
-	Round           int             `json:"round"` // 1-based
-	Site            string          `json:"site"`
-	SiteIndex       int             `json:"site_index"` // position in CampaignSpec.Sites; the paper preset seeds by it
-	Method          string          `json:"method"`
-	Preset          string          `json:"preset"`
-	Hyperparameters Hyperparameters `json:"hyperparameters"`
-	Bucket          string          `json:"bucket"`
-	CampaignSeed    uint64          `json:"campaign_seed"`
+	Campaign        string                 `json:"campaign"`
+	Round           int                    `json:"round"` // 1-based
+	Site            string                 `json:"site"`
+	SiteIndex       int                    `json:"site_index"` // position in CampaignSpec.Sites; the paper preset seeds by it
+	Method          learn.Method           `json:"method"`
+	Preset          string                 `json:"preset"`
+	Hyperparameters method.Hyperparameters `json:"hyperparameters"`
+	Bucket          string                 `json:"bucket"`
+	CampaignSeed    uint64                 `json:"campaign_seed"`
 	// Seed is DeriveSeed(CampaignSeed, Round, Site, purpose) with the
 	// activity's purpose (PurposeDescriptor, PurposeTrain; evaluation draws
 	// nothing and gets PurposeTrain's seed for reference only).
@@ -24,14 +29,14 @@ type SiteCall struct {
 
 // ServerCall is what every server activity is told about the call.
 type ServerCall struct {
-	Campaign        string          `json:"campaign"`
-	Round           int             `json:"round"`
-	Method          string          `json:"method"`
-	Preset          string          `json:"preset"`
-	Hyperparameters Hyperparameters `json:"hyperparameters"`
-	Bucket          string          `json:"bucket"`
-	CampaignSeed    uint64          `json:"campaign_seed"`
-	Seed            uint64          `json:"seed"` // DeriveSeed(CampaignSeed, Round, "", purpose)
+	Campaign        string                 `json:"campaign"`
+	Round           int                    `json:"round"`
+	Method          learn.Method           `json:"method"`
+	Preset          string                 `json:"preset"`
+	Hyperparameters method.Hyperparameters `json:"hyperparameters"`
+	Bucket          string                 `json:"bucket"`
+	CampaignSeed    uint64                 `json:"campaign_seed"`
+	Seed            uint64                 `json:"seed"` // DeriveSeed(CampaignSeed, Round, "", purpose)
 	// Sites is the whole federation in spec order, so an activity can map a
 	// site to its index.
 	Sites []string `json:"sites"`

@@ -1,5 +1,7 @@
 package pipeline
 
+import "github.com/ptopofl/ptopofl/learn"
+
 // Campaign states reported by the status query.
 const (
 	StateRunning  = "running"
@@ -52,7 +54,7 @@ type RoundCarry struct {
 // campaign: enough for `starter run --format json` without reading S3.
 type CampaignWorkflowOutput struct {
 	Campaign     string        `json:"campaign"`
-	Method       string        `json:"method"`
+	Method       learn.Method  `json:"method"`
 	State        string        `json:"state"` // StateDone or StateStopped
 	RoundsDone   int           `json:"rounds_done"`
 	AUCCurve     []float64     `json:"auc_curve"`

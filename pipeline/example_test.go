@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"fmt"
 
+	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
@@ -11,7 +12,7 @@ import (
 func ExampleCampaignSpec_Validate() {
 	spec := pipeline.CampaignSpec{
 		Campaign: "demo",
-		Method:   pipeline.MethodPTopoFL,
+		Method:   learn.PTopoFL,
 		Rounds:   15,
 		Sites:    []pipeline.Site{{Name: "hospital-a"}, {Name: "hospital-b"}},
 		Bucket:   "ptopofl",

@@ -1,5 +1,7 @@
 package pipeline
 
+import "github.com/ptopofl/ptopofl/learn"
+
 // ManifestSchema is the version of the RoundManifest layout.
 const ManifestSchema = 1
 
@@ -73,16 +75,16 @@ type SeedRecord struct {
 // spec order (CampaignSpec.Sites) so that the same round always yields the
 // same bytes.
 type RoundManifest struct {
-	Schema             int    `json:"schema"`
-	Campaign           string `json:"campaign"`
-	Round              int    `json:"round"`
-	Method             string `json:"method"`
-	Preset             string `json:"preset"`
-	Outcome            string `json:"outcome"`
-	FailureReason      string `json:"failure_reason,omitempty"`
-	SpecHash           string `json:"spec_hash"`
-	CodeVersion        string `json:"code_version,omitempty"`
-	PrevManifestSHA256 string `json:"prev_manifest_sha256"` // "" for round 1
+	Schema             int          `json:"schema"`
+	Campaign           string       `json:"campaign"`
+	Round              int          `json:"round"`
+	Method             learn.Method `json:"method"`
+	Preset             string       `json:"preset"`
+	Outcome            string       `json:"outcome"`
+	FailureReason      string       `json:"failure_reason,omitempty"`
+	SpecHash           string       `json:"spec_hash"`
+	CodeVersion        string       `json:"code_version,omitempty"`
+	PrevManifestSHA256 string       `json:"prev_manifest_sha256"` // "" for round 1
 
 	Sites                 []string         `json:"sites"`        // the whole federation, in spec order
 	Participants          []string         `json:"participants"` // completed every phase, spec order

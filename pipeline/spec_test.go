@@ -4,11 +4,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/method"
+	"github.com/ptopofl/ptopofl/tda"
 )
 
 func validSpec() CampaignSpec {
 	return CampaignSpec{
-		Campaign: "hc-42", Method: MethodPTopoFL, Rounds: 15, Seed: 42, Bucket: "ptopofl",
+		Campaign: "hc-42", Method: learn.PTopoFL, Rounds: 15, Seed: 42, Bucket: "ptopofl",
 		Sites: []Site{{"client0"}, {"client1"}, {"client2"}},
 	}.WithDefaults()
 }
@@ -36,7 +40,7 @@ func TestCampaignSpecValidate(t *testing.T) {
 		{func(s *CampaignSpec) { s.Hyperparameters.Descriptor = "cech" }, "hyperparameters.descriptor"},       // 12
 		{func(s *CampaignSpec) { s.DescriptorRows = map[string][]int{"nobody": {1}} }, "descriptor_rows"},     // 13
 		{func(s *CampaignSpec) { s.DescriptorRows = map[string][]int{"client1": {-1}} }, "descriptor_rows"},   // 14
-		{func(s *CampaignSpec) { s.Method = MethodFedProx; s.Hyperparameters.LR = -1 }, "hyperparameters.lr"}, // 15
+		{func(s *CampaignSpec) { s.Method = learn.FedProx; s.Hyperparameters.LR = -1 }, "hyperparameters.lr"}, // 15
 		{func(s *CampaignSpec) { s.ContinueAsNewEvery = -1 }, "continue_as_new_every"},                        // 16
 	} {
 		s := validSpec()
@@ -54,13 +58,13 @@ func TestCampaignSpecValidate(t *testing.T) {
 }
 
 func TestWithDefaults(t *testing.T) {
-	s := CampaignSpec{Preset: PresetPaper, Sites: []Site{{"a"}, {"b"}}}.WithDefaults()
+	s := CampaignSpec{Preset: method.Paper, Sites: []Site{{"a"}, {"b"}}}.WithDefaults()
 	if s.MinSites != 2 || s.RoundDeadline != DefaultRoundDeadline || s.ContinueAsNewEvery != DefaultContinueAsNewEvery {
 		t.Errorf("defaults not applied: %+v", s)
 	}
 	// Clusters and beta are kept as given: 0 is meaningful for both
 	// (automatic M, no blending).
-	if s.Hyperparameters.Descriptor != DescriptorTriangle || s.Hyperparameters.Clusters != 0 || s.Hyperparameters.Beta != 0 {
+	if s.Hyperparameters.Descriptor != tda.VariantTriangle || s.Hyperparameters.Clusters != 0 || s.Hyperparameters.Beta != 0 {
 		t.Errorf("paper preset hyper-parameters: %+v", s.Hyperparameters)
 	}
 }

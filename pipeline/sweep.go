@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/method"
 )
 
 // Sweep workflow, activity, query and update names.
@@ -50,16 +53,8 @@ func SweepCampaignWorkflowID(sweep, campaign string) string { return sweep + "/"
 // starter resolves them from the preset, as `starter run` does, so the
 // workflow never needs the core's presets).
 type SweepMethod struct {
-	Method          string          `json:"method"`
-	Hyperparameters Hyperparameters `json:"hyperparameters"`
-}
-
-// ParamValue sets one hyper-parameter by its JSON name (see
-// Hyperparameters). Value holds numbers; Text holds "descriptor".
-type ParamValue struct {
-	Name  string  `json:"name"`
-	Value float64 `json:"value"`
-	Text  string  `json:"text,omitempty"`
+	Method          learn.Method           `json:"method"`
+	Hyperparameters method.Hyperparameters `json:"hyperparameters"`
 }
 
 // SweepSetting is one point of the hyper-parameter grid: a label (part of
@@ -67,9 +62,9 @@ type ParamValue struct {
 // over a method's base hyper-parameters. Methods, when not empty, limits the
 // setting to those methods (an ablation of β means nothing to FedAvg).
 type SweepSetting struct {
-	Label   string       `json:"label"`
-	Set     []ParamValue `json:"set,omitempty"`
-	Methods []string     `json:"methods,omitempty"`
+	Label   string              `json:"label"`
+	Set     []method.ParamValue `json:"set,omitempty"`
+	Methods []learn.Method      `json:"methods,omitempty"`
 }
 
 // SweepFederation is one federation a sweep runs on: its sites (whose
@@ -118,7 +113,7 @@ type SweepSpec struct {
 // and settings.
 func (s SweepSpec) WithDefaults() SweepSpec {
 	if s.Preset == "" {
-		s.Preset = PresetDefault
+		s.Preset = method.Default
 	}
 	if s.Concurrency == 0 {
 		s.Concurrency = DefaultSweepConcurrency
@@ -136,7 +131,7 @@ func (s SweepSpec) WithDefaults() SweepSpec {
 type SweepCampaign struct {
 	Index      int          `json:"index"`
 	Federation string       `json:"federation"`
-	Method     string       `json:"method"`
+	Method     learn.Method `json:"method"`
 	Setting    string       `json:"setting"`
 	Seed       uint64       `json:"seed"`
 	Spec       CampaignSpec `json:"spec"` // defaulted
@@ -157,7 +152,7 @@ func (s SweepSpec) Campaigns() ([]SweepCampaign, error) {
 				if !settingApplies(set, m.Method) {
 					continue
 				}
-				h, err := ApplyParams(m.Hyperparameters, set.Set)
+				h, err := m.Hyperparameters.Apply(set.Set)
 				if err != nil {
 					return nil, fmt.Errorf("settings[%s]: %w", set.Label, err)
 				}
@@ -167,7 +162,7 @@ func (s SweepSpec) Campaigns() ([]SweepCampaign, error) {
 				}
 				for _, seed := range seeds {
 					i := len(out)
-					name := sweepCampaignName(s.Sweep, fed.Name, m.Method, set.Label, seed, i)
+					name := sweepCampaignName(s.Sweep, fed.Name, string(m.Method), set.Label, seed, i)
 					spec := CampaignSpec{
 						Campaign: name, Method: m.Method, Preset: s.Preset, Rounds: s.Rounds, Seed: seed,
 						Sites: fed.Sites, MinSites: fed.MinSites,
@@ -187,7 +182,7 @@ func (s SweepSpec) Campaigns() ([]SweepCampaign, error) {
 	return out, nil
 }
 
-func settingApplies(set SweepSetting, method string) bool {
+func settingApplies(set SweepSetting, method learn.Method) bool {
 	if len(set.Methods) == 0 {
 		return true
 	}
@@ -277,73 +272,8 @@ func (s SweepSpec) Validate() error {
 	return nil
 }
 
-// ApplyParams returns h with every override applied; an unknown name is an
-// error naming it. It is a switch, not reflection, so workflows may call it.
-func ApplyParams(h Hyperparameters, set []ParamValue) (Hyperparameters, error) {
-	for _, p := range set {
-		v := p.Value
-		iv := int(v)
-		isInt := float64(iv) == v
-		needInt := func() error {
-			if !isInt {
-				return fmt.Errorf("hyperparameter %s = %v: want an integer", p.Name, v)
-			}
-			return nil
-		}
-		var err error
-		switch p.Name {
-		case "clusters":
-			err, h.Clusters = needInt(), iv
-		case "beta":
-			h.Beta = v
-		case "anomaly_threshold":
-			h.AnomalyThreshold = v
-		case "drift_threshold":
-			h.DriftThreshold = v
-		case "drift_check_every":
-			err, h.DriftCheckEvery = needInt(), iv
-		case "n_sub":
-			err, h.NSub = needInt(), iv
-		case "betti_resolution":
-			err, h.BettiResolution = needInt(), iv
-		case "descriptor":
-			h.Descriptor = p.Text
-		case "c":
-			h.C = v
-		case "max_iter":
-			err, h.MaxIter = needInt(), iv
-		case "tol":
-			h.Tol = v
-		case "lr":
-			h.LR = v
-		case "steps":
-			err, h.Steps = needInt(), iv
-		case "mu":
-			h.Mu = v
-		case "lambda":
-			h.Lambda = v
-		case "lr_personal":
-			h.LRPersonal = v
-		case "lr_outer":
-			h.LROuter = v
-		case "personal_steps":
-			err, h.PersonalSteps = needInt(), iv
-		case "trim_fraction":
-			h.TrimFraction = v
-		case "byzantine":
-			err, h.Byzantine = needInt(), iv
-		default:
-			return h, fmt.Errorf("hyperparameter %q: unknown; want a JSON name of the hyperparameters (clusters, beta, lr, ...)", p.Name)
-		}
-		if err != nil {
-			return h, err
-		}
-	}
-	return h, nil
-}
-
 // SettingLabel makes a label from overrides, e.g. "beta0.3_clusters2".
-func SettingLabel(set []ParamValue) string {
+func SettingLabel(set []method.ParamValue) string {
 	if len(set) == 0 {
 		return "base"
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/simulate"
 )
 
@@ -24,7 +25,7 @@ func ExampleRun() {
 		}
 		return s
 	}
-	cfg, err := simulate.Preset(simulate.PaperPreset, learn.FedAvg)
+	cfg, err := simulate.Preset(method.Paper, learn.FedAvg)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/method"
 )
 
 // The golden files under ../testdata/paper are copied from
@@ -129,7 +130,7 @@ func samePartition(a, b []int) bool {
 }
 
 func paperConfig(t testing.TB, m learn.Method) Config {
-	c, err := Preset(PaperPreset, m)
+	c, err := Preset(method.Paper, m)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/ptopofl/ptopofl/aggregation"
 	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/tda"
 )
 
@@ -42,54 +43,6 @@ type Result struct {
 	SampleWeights [][]float64
 }
 
-// PreparedSite is a site's standardised data: the scaler is fitted on the
-// raw training rows and applied to both splits (expected.json `semantics`).
-type PreparedSite struct {
-	Train, Test learn.Data
-	Scaler      learn.Scaler
-}
-
-// PrepareSite fits the site's StandardScaler and standardises its splits.
-func PrepareSite(s Site) (PreparedSite, error) {
-	sc, err := learn.FitStandardScaler(s.TrainX)
-	if err != nil {
-		return PreparedSite{}, fmt.Errorf("site %s: train: %w", s.Name, err)
-	}
-	tr, err := sc.Transform(s.TrainX)
-	if err != nil {
-		return PreparedSite{}, fmt.Errorf("site %s: train: %w", s.Name, err)
-	}
-	te, err := sc.Transform(s.TestX)
-	if err != nil {
-		return PreparedSite{}, fmt.Errorf("site %s: test: %w", s.Name, err)
-	}
-	p := PreparedSite{Train: learn.Data{X: tr, Y: s.TrainY}, Test: learn.Data{X: te, Y: s.TestY}, Scaler: sc}
-	if err := p.Train.Validate(); err != nil {
-		return PreparedSite{}, fmt.Errorf("site %s: train: %w", s.Name, err)
-	}
-	if err := p.Test.Validate(); err != nil {
-		return PreparedSite{}, fmt.Errorf("site %s: test: %w", s.Name, err)
-	}
-	return p, nil
-}
-
-// EvaluateSite returns a site's test ROC AUC and accuracy for params
-// (scores σ(x·w+b), logit clipped to [−30, 30]).
-func EvaluateSite(cfg learn.SiteConfig, params []float64, test learn.Data) (auc, acc float64, err error) {
-	m := cfg.Model(test.NumFeatures())
-	if len(params) != m.NumParams() {
-		return 0, 0, fmt.Errorf("evaluate: model has %d parameters, want %d", len(params), m.NumParams())
-	}
-	s := learn.Scores(m, params, test.X)
-	if auc, err = eval.ROCAUC(s, test.Y); err != nil {
-		return 0, 0, fmt.Errorf("evaluate: %w", err)
-	}
-	if acc, err = eval.Accuracy(s, test.Y); err != nil {
-		return 0, 0, fmt.Errorf("evaluate: %w", err)
-	}
-	return auc, acc, nil
-}
-
 // Run runs cfg.Rounds rounds of cfg.Method over sites. Each round: every
 // site runs learn.UpdateSite with what the server pushed last round; the
 // server runs aggregation.AggregateRound; every site is evaluated with
@@ -103,9 +56,9 @@ func Run(sites []Site, cfg Config) (Result, error) {
 		return Result{}, fmt.Errorf("simulate: no sites")
 	}
 	k := len(sites)
-	prep := make([]PreparedSite, k)
+	prep := make([]method.PreparedSite, k)
 	for i, s := range sites {
-		p, err := PrepareSite(s)
+		p, err := method.PrepareSite(s.Name, s.TrainX, s.TrainY, s.TestX, s.TestY)
 		if err != nil {
 			return Result{}, err
 		}
@@ -149,7 +102,7 @@ func Run(sites []Site, cfg Config) (Result, error) {
 		rec := RoundRecord{Round: r, SiteAUC: make([]float64, k), SiteAcc: make([]float64, k),
 			Labels: agg.Labels, Trust: agg.Trust, Flagged: agg.Flagged, Drift: agg.Drift}
 		for i, s := range sites {
-			auc, acc, err := EvaluateSite(cfg.Site, learn.EvaluationParams(cfg.Method, pushed[i], states[i]), prep[i].Test)
+			auc, acc, err := method.EvaluateSite(cfg.Site, learn.EvaluationParams(cfg.Method, pushed[i], states[i]), prep[i].Test)
 			if err != nil {
 				return Result{}, fmt.Errorf("simulate: site %s round %d: %w", s.Name, r, err)
 			}

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
@@ -51,7 +52,7 @@ func (s *CampaignSuite) mockAll() {
 
 func testSpec(rounds int) pipeline.CampaignSpec {
 	return pipeline.CampaignSpec{
-		Campaign: "hc-test", Method: pipeline.MethodPTopoFL, Rounds: rounds, Seed: 42,
+		Campaign: "hc-test", Method: learn.PTopoFL, Rounds: rounds, Seed: 42,
 		Sites:         []pipeline.Site{{Name: "c0"}, {Name: "c1"}, {Name: "c2"}},
 		MinSites:      2,
 		RoundDeadline: 30 * time.Minute, SiteActivityTimeout: time.Hour,

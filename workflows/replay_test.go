@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
@@ -37,7 +38,7 @@ const (
 // the generator and the test agree on the workflow IDs.
 func replaySpec() pipeline.CampaignSpec {
 	return pipeline.CampaignSpec{
-		Campaign: "golden-replay", Method: pipeline.MethodPTopoFL, Rounds: 2, Seed: 42,
+		Campaign: "golden-replay", Method: learn.PTopoFL, Rounds: 2, Seed: 42,
 		Sites:         []pipeline.Site{{Name: "c0"}, {Name: "c1"}, {Name: "c2"}},
 		MinSites:      2,
 		RoundDeadline: time.Minute, SiteActivityTimeout: 30 * time.Second,

@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
@@ -36,7 +37,7 @@ import (
 func RoundWorkflow(ctx workflow.Context, in pipeline.RoundWorkflowInput) (pipeline.RoundWorkflowOutput, error) {
 	r := newRound(ctx, in)
 
-	if pipeline.NeedsDescriptors(in.Spec.Method) {
+	if method.NeedsDescriptors(in.Spec.Method) {
 		if err := r.descriptors(ctx); err != nil {
 			return pipeline.RoundWorkflowOutput{}, err
 		}
@@ -86,7 +87,7 @@ type round struct {
 // in the training activity instead of an evaluation fan-out: under the
 // current protocol, for methods scored on the site's own update.
 func (r *round) evaluatesInTraining() bool {
-	return r.protocol >= pipeline.RoundProtocolCurrent && pipeline.EvaluatesOwnUpdate(r.spec.Method)
+	return r.protocol >= pipeline.RoundProtocolCurrent && method.EvaluatesOwnUpdate(r.spec.Method)
 }
 
 func newRound(ctx workflow.Context, in pipeline.RoundWorkflowInput) *round {

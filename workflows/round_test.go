@@ -5,6 +5,7 @@ import (
 
 	"go.temporal.io/sdk/converter"
 
+	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
@@ -94,7 +95,7 @@ func (s *CampaignSuite) Test_PayloadsStayFarBelowTheLimit() {
 
 func (s *CampaignSuite) Test_MethodWithoutDescriptorsSkipsThem() {
 	spec := testSpec(2)
-	spec.Method = pipeline.MethodFedAvg
+	spec.Method = learn.FedAvg
 	s.mockAll()
 	out, err := s.run(pipeline.CampaignWorkflowInput{Spec: spec})
 	s.Require().NoError(err)
@@ -121,12 +122,12 @@ func (s *CampaignSuite) Test_MethodWithoutDescriptorsSkipsThem() {
 // evaluation activity would have given. Other methods keep the fan-out.
 func (s *CampaignSuite) Test_OwnUpdateMethodsScoreInTraining() {
 	for i, c := range []struct {
-		method        string
+		method        learn.Method
 		wantEvaluates int
 	}{
-		0: {pipeline.MethodLocal, 0},
-		1: {pipeline.MethodPFedMe, 0},
-		2: {pipeline.MethodFedAvg, 6}, // 3 sites × 2 rounds
+		0: {learn.LocalOnly, 0},
+		1: {learn.PFedMe, 0},
+		2: {learn.FedAvg, 6}, // 3 sites × 2 rounds
 	} {
 		s.SetupTest()
 		spec := testSpec(2)

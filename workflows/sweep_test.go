@@ -15,6 +15,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
@@ -96,8 +98,8 @@ func sweepSpec(concurrency int) pipeline.SweepSpec {
 	return pipeline.SweepSpec{
 		Sweep: "sw", Rounds: 3, Seeds: []uint64{1, 2, 3},
 		Methods: []pipeline.SweepMethod{
-			{Method: pipeline.MethodPTopoFL, Hyperparameters: pipeline.DefaultHyperparameters()},
-			{Method: pipeline.MethodFedAvg, Hyperparameters: pipeline.DefaultHyperparameters()},
+			{Method: learn.PTopoFL, Hyperparameters: method.Defaults(method.Default)},
+			{Method: learn.FedAvg, Hyperparameters: method.Defaults(method.Default)},
 		},
 		Federations: []pipeline.SweepFederation{{Name: "fed", Sites: []pipeline.Site{{Name: "c0"}, {Name: "c1"}, {Name: "c2"}}}},
 		Concurrency: concurrency, Bucket: "ptopofl",
@@ -280,8 +282,8 @@ func TestSweepCampaignsGrid(t *testing.T) {
 	spec := sweepSpec(2)
 	spec.Settings = []pipeline.SweepSetting{
 		{Label: "full"},
-		{Label: "M1", Set: []pipeline.ParamValue{{Name: "clusters", Value: 1}}, Methods: []string{pipeline.MethodPTopoFL}},
-		{Label: "beta0", Set: []pipeline.ParamValue{{Name: "beta", Value: 0}}, Methods: []string{pipeline.MethodPTopoFL}},
+		{Label: "M1", Set: []method.ParamValue{{Name: "clusters", Value: 1}}, Methods: []learn.Method{learn.PTopoFL}},
+		{Label: "beta0", Set: []method.ParamValue{{Name: "beta", Value: 0}}, Methods: []learn.Method{learn.PTopoFL}},
 	}
 	cs, err := spec.WithDefaults().Campaigns()
 	if err != nil {
@@ -313,7 +315,7 @@ func TestSweepCampaignsGrid(t *testing.T) {
 		}
 	}
 	bad := spec
-	bad.Settings = []pipeline.SweepSetting{{Label: "x", Set: []pipeline.ParamValue{{Name: "betta", Value: 1}}}}
+	bad.Settings = []pipeline.SweepSetting{{Label: "x", Set: []method.ParamValue{{Name: "betta", Value: 1}}}}
 	if err := bad.WithDefaults().Validate(); err == nil {
 		t.Error("unknown hyper-parameter accepted")
 	}

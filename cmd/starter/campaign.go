@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/ptopofl/ptopofl/eval"
+	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
@@ -24,7 +25,7 @@ import (
 type campaignResult struct {
 	Label        string             `json:"label,omitempty"` // table variants only
 	Campaign     string             `json:"campaign"`
-	Method       string             `json:"method"`
+	Method       learn.Method       `json:"method"`
 	Preset       string             `json:"preset"`
 	State        string             `json:"state"`
 	RoundsDone   int                `json:"rounds_done"`

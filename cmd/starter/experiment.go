@@ -14,11 +14,12 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ptopofl/ptopofl/activities"
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/experiments"
 	"github.com/ptopofl/ptopofl/internal/workers"
+	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/report"
 	"github.com/ptopofl/ptopofl/store"
@@ -34,15 +35,15 @@ const (
 
 // experimentOutput is what `experiment --format json` prints.
 type experimentOutput struct {
-	Experiment  string                      `json:"experiment"`
-	Sweep       string                      `json:"sweep"`
-	State       string                      `json:"state"`
-	Out         string                      `json:"out"`
-	Files       []string                    `json:"files"`
-	Results     string                      `json:"results"`
-	Curves      string                      `json:"curves"`
-	Rows        []activities.SweepResultRow `json:"rows"`
-	WallSeconds float64                     `json:"wall_seconds"`
+	Experiment  string                 `json:"experiment"`
+	Sweep       string                 `json:"sweep"`
+	State       string                 `json:"state"`
+	Out         string                 `json:"out"`
+	Files       []string               `json:"files"`
+	Results     string                 `json:"results"`
+	Curves      string                 `json:"curves"`
+	Rows        []store.SweepResultRow `json:"rows"`
+	WallSeconds float64                `json:"wall_seconds"`
 }
 
 // runExperiment runs one of the paper's experiments as one durable sweep
@@ -53,7 +54,7 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	var conn connFlags
 	conn.register(fs)
 	seeds := fs.Int("seeds", 3, "number of seeds (1, 2, ...): each generates its own federations and seeds its campaigns")
-	preset := fs.String("preset", pipeline.PresetDefault, "hyper-parameter preset: default or paper")
+	preset := fs.String("preset", method.Default, "hyper-parameter preset: default or paper")
 	out := fs.String("out", "", "report directory (default out/<experiment>)")
 	rounds := fs.Int("rounds", 0, "rounds per campaign (default: the experiment's, 15; stability 20; privacy 2)")
 	concurrency := fs.Int("concurrency", 0, "campaigns at once (default 3)")
@@ -69,7 +70,7 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := conn.check(); err != nil {
 		return err
 	}
-	if *preset != pipeline.PresetDefault && *preset != pipeline.PresetPaper {
+	if *preset != method.Default && *preset != method.Paper {
 		return inputErrorf("--preset %q: want default or paper", *preset)
 	}
 	if *rounds < 0 || *concurrency < 0 {
@@ -166,11 +167,8 @@ func experimentSweepSpec(plan experiments.Plan, preset, bucket string, tiny bool
 		Bucket: bucket, CodeVersion: workers.CodeVersion(),
 	}
 	for _, m := range plan.Methods {
-		h, err := presetHyperparameters(preset, m)
+		h, err := method.Defaults(preset).Apply(plan.Base)
 		if err != nil {
-			return s, err
-		}
-		if h, err = pipeline.ApplyParams(h, plan.Base); err != nil {
 			return s, err
 		}
 		s.Methods = append(s.Methods, pipeline.SweepMethod{Method: m, Hyperparameters: h})
@@ -220,16 +218,16 @@ func writeReport(dir string, rep *report.Report) ([]string, error) {
 
 // buildExperimentReport reads what the sweep left in S3 (results.parquet,
 // curves.parquet, manifests, descriptors, models) and builds the report.
-func buildExperimentReport(ctx context.Context, st *store.Store, plan experiments.Plan, spec pipeline.SweepSpec, rows []activities.SweepResultRow) (*report.Report, error) {
+func buildExperimentReport(ctx context.Context, st *store.Store, plan experiments.Plan, spec pipeline.SweepSpec, rows []store.SweepResultRow) (*report.Report, error) {
 	_, cb, err := st.GetKey(ctx, pipeline.SweepCurvesKey(spec.Sweep))
 	if err != nil {
 		return nil, err
 	}
-	curves, err := activities.DecodeSweepCurves(cb)
+	curves, err := store.DecodeSweepCurves(cb)
 	if err != nil {
 		return nil, err
 	}
-	byCampaign := map[string][]activities.SweepCurveRow{}
+	byCampaign := map[string][]store.SweepCurveRow{}
 	for _, c := range curves {
 		byCampaign[c.Campaign] = append(byCampaign[c.Campaign], c)
 	}
@@ -265,7 +263,7 @@ func buildExperimentReport(ctx context.Context, st *store.Store, plan experiment
 	return nil, fmt.Errorf("experiment %q: no report", plan.Experiment)
 }
 
-func reportRun(r activities.SweepResultRow, curve []activities.SweepCurveRow) report.Run {
+func reportRun(r store.SweepResultRow, curve []store.SweepCurveRow) report.Run {
 	out := report.Run{Seed: int64(r.Seed), FinalAUC: r.FinalAUC, FinalAccuracy: r.FinalAcc, ConvergenceRound: r.ConvRound}
 	for _, c := range curve {
 		if c.Outcome == pipeline.OutcomeCommitted {
@@ -276,14 +274,14 @@ func reportRun(r activities.SweepResultRow, curve []activities.SweepCurveRow) re
 	return out
 }
 
-func table1Input(plan experiments.Plan, rows []activities.SweepResultRow, curves map[string][]activities.SweepCurveRow, feds map[string]experiments.Federation) report.Table1Input {
-	in := report.Table1Input{Reference: pipeline.MethodPTopoFL}
+func table1Input(plan experiments.Plan, rows []store.SweepResultRow, curves map[string][]store.SweepCurveRow, feds map[string]experiments.Federation) report.Table1Input {
+	in := report.Table1Input{Reference: string(learn.PTopoFL)}
 	for _, sc := range []string{experiments.Healthcare, experiments.Benchmark} {
 		s := report.Table1Scenario{Name: sc}
 		for _, m := range plan.Methods {
-			mr := report.MethodRuns{Method: m}
+			mr := report.MethodRuns{Method: string(m)}
 			for _, r := range rows {
-				if r.Method == m && feds[r.Federation].Scenario == sc {
+				if learn.Method(r.Method) == m && feds[r.Federation].Scenario == sc {
 					mr.Runs = append(mr.Runs, reportRun(r, curves[r.Campaign]))
 				}
 			}
@@ -294,7 +292,7 @@ func table1Input(plan experiments.Plan, rows []activities.SweepResultRow, curves
 	return in
 }
 
-func adversarialInput(plan experiments.Plan, rows []activities.SweepResultRow, feds map[string]experiments.Federation) report.AdversarialInput {
+func adversarialInput(plan experiments.Plan, rows []store.SweepResultRow, feds map[string]experiments.Federation) report.AdversarialInput {
 	var in report.AdversarialInput
 	var levels []float64
 	seen := map[float64]bool{}
@@ -309,9 +307,9 @@ func adversarialInput(plan experiments.Plan, rows []activities.SweepResultRow, f
 		// The level's real fraction: round(fraction·K) sites of K.
 		al := report.AttackLevel{Fraction: lv}
 		for _, m := range plan.Methods {
-			ms := report.MethodScores{Method: m}
+			ms := report.MethodScores{Method: string(m)}
 			for _, r := range rows {
-				if r.Method == m && feds[r.Federation].AttackFraction == lv {
+				if learn.Method(r.Method) == m && feds[r.Federation].AttackFraction == lv {
 					ms.FinalAUC = append(ms.FinalAUC, r.FinalAUC)
 				}
 			}
@@ -319,7 +317,7 @@ func adversarialInput(plan experiments.Plan, rows []activities.SweepResultRow, f
 		}
 		for _, r := range rows {
 			f := feds[r.Federation]
-			if r.Method != pipeline.MethodPTopoFL || f.AttackFraction != lv {
+			if learn.Method(r.Method) != learn.PTopoFL || f.AttackFraction != lv {
 				continue
 			}
 			flagged := map[string]bool{}
@@ -349,7 +347,7 @@ func adversarialInput(plan experiments.Plan, rows []activities.SweepResultRow, f
 // stabilityInput traces every site of the first seed's campaign over its
 // rounds: H0/H1 entropy from the descriptor each round computed, drift Δ
 // and re-clustering from the round manifests.
-func stabilityInput(ctx context.Context, st *store.Store, plan experiments.Plan, rows []activities.SweepResultRow) (report.StabilityInput, error) {
+func stabilityInput(ctx context.Context, st *store.Store, plan experiments.Plan, rows []store.SweepResultRow) (report.StabilityInput, error) {
 	in := report.StabilityInput{}
 	if len(rows) == 0 {
 		return in, fmt.Errorf("no campaign")
@@ -393,7 +391,7 @@ func stabilityInput(ctx context.Context, st *store.Store, plan experiments.Plan,
 			// Re-clustering fires when Δ exceeds the threshold (or the
 			// site's cluster changes).
 			prev, had := prevCluster[c.Site]
-			if (r.DriftThreshold > 0 && c.Drift > r.DriftThreshold && r.Preset != pipeline.PresetPaper) || (had && prev != c.Cluster) {
+			if (r.DriftThreshold > 0 && c.Drift > r.DriftThreshold && r.Preset != method.Paper) || (had && prev != c.Cluster) {
 				traces[i].Reclustered = append(traces[i].Reclustered, round)
 			}
 			prevCluster[c.Site] = c.Cluster
@@ -424,7 +422,7 @@ func stabilityInput(ctx context.Context, st *store.Store, plan experiments.Plan,
 // campaigns recorded: each site's training size (manifest metrics), the
 // model size (a local model artifact) and the descriptor size (a
 // descriptor artifact).
-func privacyInput(ctx context.Context, st *store.Store, plan experiments.Plan, rows []activities.SweepResultRow, feds map[string]experiments.Federation) (report.PrivacyInput, error) {
+func privacyInput(ctx context.Context, st *store.Store, plan experiments.Plan, rows []store.SweepResultRow, feds map[string]experiments.Federation) (report.PrivacyInput, error) {
 	var in report.PrivacyInput
 	for _, r := range rows {
 		var m pipeline.RoundManifest
@@ -470,7 +468,7 @@ func privacyInput(ctx context.Context, st *store.Store, plan experiments.Plan, r
 	return in, nil
 }
 
-func ablationInput(rows []activities.SweepResultRow) report.AblationInput {
+func ablationInput(rows []store.SweepResultRow) report.AblationInput {
 	in := report.AblationInput{Scenario: experiments.Healthcare}
 	var order []string
 	byLabel := map[string]*report.AblationVariant{}

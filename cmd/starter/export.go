@@ -91,7 +91,7 @@ func exportRows(manifests []storedManifest) ([]store.ExportRow, error) {
 		m := sm.Manifest
 		for _, site := range m.Sites {
 			r := store.ExportRow{
-				Campaign: m.Campaign, Method: m.Method, Round: m.Round, Site: site,
+				Campaign: m.Campaign, Method: string(m.Method), Round: m.Round, Site: site,
 				Participated:   slices.Contains(m.Participants, site),
 				Flagged:        slices.Contains(m.Flagged, site),
 				ManifestSHA256: sm.SHA256,

@@ -54,7 +54,7 @@ func TestCampaignFileErrors(t *testing.T) {
 		{"method: fedavg\nround_deadline: soon\n", "round_deadline"},                    // 4 duration
 		{"method: fedavg\nmin_sites: 9\n", "min_sites = 9"},                             // 5 quorum above the sites
 		{"method: ptopofl\nhyperparameters: {beta: 2}\n", "hyperparameters.beta"},       // 6 range
-		{"method: ptopofl\nhyperparameters: {betta: 0.1}\n", `unknown field "betta"`},   // 7 typo
+		{"method: ptopofl\nhyperparameters: {betta: 0.1}\n", `hyperparameter "betta": unknown`},   // 7 typo
 		{"method: fedavg\nsites: [site0, nowhere]\n", `"nowhere"`},                      // 8 site not in the federation
 		{"method: fedavg\nsites: [site0, site0]\n", "duplicate"},                        // 9
 		{"method: fedavg\ndescriptor_rows: {siteX: [1]}\n", `descriptor_rows["siteX"]`}, // 10
@@ -89,7 +89,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"run", "--local", "--federation", fed, "--method", "x"}, `method "x"`},                                    // 1
 		{[]string{"run", "--local", "--federation", fed, "--method", "fedavg", "--format", "xml"}, "--format"},              // 2
 		{[]string{"run", "--method", "fedavg", "--federation", fed}, "--temporal"},                                          // 3 neither local nor remote
-		{[]string{"run", "--local", "--federation", fed, "--method", "ptopofl", "--set", "nope=1"}, `unknown field "nope"`}, // 4
+		{[]string{"run", "--local", "--federation", fed, "--method", "ptopofl", "--set", "nope=1"}, `hyperparameter "nope": unknown`}, // 4
 		{[]string{"run", "--local", "--federation", "/nonexistent", "--method", "fedavg"}, "no <site>_train.csv"},           // 5
 		{[]string{"status"}, "CAMPAIGN"},                                                   // 6
 		{[]string{"frobnicate"}, "unknown command"},                                        // 7

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
@@ -33,8 +35,8 @@ func (f *campaignFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.file, "file", "", "campaign file (YAML); flags given too override it")
 	fs.StringVar(&f.federation, "federation", "", "federation directory of <site>_train.csv/<site>_test.csv; with --local, one in-process site worker per site")
 	fs.StringVar(&f.spec.campaign, "campaign", "", "campaign name (default: <method>-<hash of spec and federation>, so a re-run re-attaches)")
-	fs.StringVar(&f.spec.method, "method", "", "method: "+strings.Join(pipeline.Methods, ", "))
-	fs.StringVar(&f.spec.preset, "preset", pipeline.PresetDefault, "hyper-parameter preset: default or paper")
+	fs.StringVar(&f.spec.method, "method", "", "method: "+methodNames())
+	fs.StringVar(&f.spec.preset, "preset", method.Default, "hyper-parameter preset: default or paper")
 	fs.IntVar(&f.spec.rounds, "rounds", 15, "number of rounds")
 	fs.Uint64Var(&f.spec.seed, "seed", 42, "campaign seed")
 	fs.IntVar(&f.spec.minSites, "min-sites", 0, "quorum (default: all sites)")
@@ -226,4 +228,13 @@ func printWhere(w io.Writer, e *env, campaign, lastManifest string) {
 	if e.local != nil {
 		fmt.Fprintf(w, "on disk    %s/s3/%s/%s\n", e.local.Dir, e.store.Bucket(), pipeline.CampaignPrefix(campaign))
 	}
+}
+
+// methodNames lists the method names for flag help.
+func methodNames() string {
+	names := make([]string, len(learn.Methods))
+	for i, m := range learn.Methods {
+		names[i] = string(m)
+	}
+	return strings.Join(names, ", ")
 }

@@ -18,8 +18,8 @@ import (
 	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/internal/workers"
 	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
-	"github.com/ptopofl/ptopofl/simulate"
 )
 
 // campaignFile is the YAML campaign file. Unknown keys are errors, so a typo
@@ -39,7 +39,7 @@ import (
 //	continue_as_new_every: 10
 //	bucket: ptopofl
 //	descriptor_rows: {site0: [3, 17, 42]}
-//	hyperparameters: {beta: 0.3, clusters: 2}   # JSON names of pipeline.Hyperparameters
+//	hyperparameters: {beta: 0.3, clusters: 2}   # JSON names of method.Hyperparameters
 type campaignFile struct {
 	Campaign            string           `yaml:"campaign"`
 	Method              string           `yaml:"method"`
@@ -91,58 +91,46 @@ type specOptions struct {
 	given          map[string]bool // flags the user set explicitly
 }
 
-// presetHyperparameters returns the method's hyper-parameters under preset,
-// taken from simulate.Preset so the pipeline runs what the in-memory
-// reference runs.
-func presetHyperparameters(preset, method string) (pipeline.Hyperparameters, error) {
-	h := pipeline.DefaultHyperparameters()
-	cfg, err := simulate.Preset(preset, learn.Method(method))
-	if err != nil {
-		return h, err
+// applyHyperparameters sets overrides (JSON names of
+// method.Hyperparameters, values as a campaign file or --set gives them)
+// over h; an unknown name or a value of the wrong kind is an error naming
+// it. Names are applied in sorted order so the first error is the same on
+// every run.
+func applyHyperparameters(h *method.Hyperparameters, overrides map[string]any, where string) error {
+	names := make([]string, 0, len(overrides))
+	for k := range overrides {
+		names = append(names, k)
 	}
-	h.Clusters = cfg.Server.M
-	h.Beta = cfg.Server.Beta
-	h.AnomalyThreshold = cfg.Server.Tau
-	h.DriftThreshold = cfg.Server.DriftThreshold
-	h.NSub = cfg.NSub
-	h.Descriptor = cfg.Descriptor
-	h.C = cfg.Site.C
-	h.MaxIter = cfg.Site.LBFGS.MaxIter
-	h.Tol = cfg.Site.LBFGS.GradTol
-	h.TrimFraction = cfg.Server.TrimFraction
-	h.Byzantine = cfg.Server.KrumF
-	h.Mu = cfg.Site.FedProx.Mu
-	h.Lambda = cfg.Site.PFedMe.Lambda
-	h.LRPersonal = cfg.Site.PFedMe.LRPersonal
-	h.LROuter = cfg.Site.PFedMe.LROuter
-	h.PersonalSteps = cfg.Site.PFedMe.Steps
-	if learn.Method(method) == learn.SCAFFOLD {
-		h.LR, h.Steps = cfg.Site.SCAFFOLD.LR, cfg.Site.SCAFFOLD.Steps
-	} else {
-		h.LR, h.Steps = cfg.Site.FedProx.LR, cfg.Site.FedProx.Steps
-	}
-	return h, nil
-}
-
-// applyHyperparameters decodes overrides (JSON names of
-// pipeline.Hyperparameters) over h; an unknown name is an error naming it.
-func applyHyperparameters(h *pipeline.Hyperparameters, overrides map[string]any, where string) error {
-	if len(overrides) == 0 {
-		return nil
-	}
-	b, err := json.Marshal(overrides)
-	if err != nil {
-		return inputErrorf("%s: %v", where, err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(h); err != nil {
-		return inputErrorf("%s: %v", where, strings.TrimPrefix(err.Error(), "json: "))
+	sort.Strings(names)
+	for _, name := range names {
+		pv, err := paramValue(name, overrides[name])
+		if err != nil {
+			return inputErrorf("%s: %v", where, err)
+		}
+		if *h, err = h.Apply([]method.ParamValue{pv}); err != nil {
+			return inputErrorf("%s: %v", where, err)
+		}
 	}
 	return nil
 }
 
-// parseSet turns ["beta=0", "clusters=1"] into a map of typed values.
+// paramValue reads one override as YAML or --set gave it: a YAML number,
+// or a text that is a number for numeric parameters and a name for the
+// others. A quoted number in YAML ("0.3") is text; method.ParseValue reads
+// it as the number it spells.
+func paramValue(name string, v any) (method.ParamValue, error) {
+	switch x := v.(type) {
+	case int:
+		return method.ParseValue(name, strconv.Itoa(x))
+	case float64:
+		return method.ParseValue(name, strconv.FormatFloat(x, 'g', -1, 64))
+	case string:
+		return method.ParseValue(name, x)
+	}
+	return method.ParamValue{}, fmt.Errorf("hyperparameter %s = %v: want a number or a name", name, v)
+}
+
+// parseSet turns ["beta=0", "clusters=1"] into a map of name to text.
 func parseSet(kvs []string) (map[string]any, error) {
 	m := map[string]any{}
 	for _, kv := range kvs {
@@ -150,11 +138,7 @@ func parseSet(kvs []string) (map[string]any, error) {
 		if !ok || k == "" {
 			return nil, inputErrorf("--set %q: want NAME=VALUE", kv)
 		}
-		if f, err := strconv.ParseFloat(v, 64); err == nil {
-			m[k] = f
-		} else {
-			m[k] = v
-		}
+		m[k] = v
 	}
 	return m, nil
 }
@@ -166,7 +150,7 @@ func buildSpec(cf *campaignFile, o specOptions, fed *federation) (pipeline.Campa
 	var s pipeline.CampaignSpec
 	var overrides map[string]any
 	if cf != nil {
-		s.Campaign, s.Method, s.Preset = cf.Campaign, cf.Method, cf.Preset
+		s.Campaign, s.Method, s.Preset = cf.Campaign, learn.Method(cf.Method), cf.Preset
 		s.Rounds, s.Seed = 15, 42
 		if cf.Rounds != nil {
 			s.Rounds = *cf.Rounds
@@ -206,7 +190,7 @@ func buildSpec(cf *campaignFile, o specOptions, fed *federation) (pipeline.Campa
 		s.Campaign = o.campaign
 	}
 	if o.given["method"] || cf == nil {
-		s.Method = o.method
+		s.Method = learn.Method(o.method)
 	}
 	if o.given["preset"] || s.Preset == "" {
 		s.Preset = o.preset
@@ -245,16 +229,12 @@ func buildSpec(cf *campaignFile, o specOptions, fed *federation) (pipeline.Campa
 		}
 	}
 	if s.Method == "" {
-		return s, inputErrorf("method: required (--method NAME or method: in the campaign file); want one of %v", pipeline.Methods)
+		return s, inputErrorf("method: required (--method NAME or method: in the campaign file); want one of %v", learn.Methods)
 	}
 	if s.Preset == "" {
-		s.Preset = pipeline.PresetDefault
+		s.Preset = method.Default
 	}
-	h, err := presetHyperparameters(s.Preset, s.Method)
-	if err != nil {
-		// Validate below names the bad method or preset.
-		h = pipeline.DefaultHyperparameters()
-	}
+	h := method.Defaults(s.Preset) // an unknown preset is named by Validate below
 	if err := applyHyperparameters(&h, overrides, "campaign file: hyperparameters"); err != nil {
 		return s, err
 	}
@@ -291,7 +271,7 @@ func defaultCampaignName(s pipeline.CampaignSpec, fed *federation) string {
 	if fed != nil {
 		fmt.Fprintf(h, "%s\n", fed.Hash)
 	}
-	return s.Method + "-" + hex.EncodeToString(h.Sum(nil))[:12]
+	return string(s.Method) + "-" + hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 // federation is a directory of <site>_train.csv / <site>_test.csv files.

@@ -20,6 +20,8 @@ import (
 	"github.com/ptopofl/ptopofl/activities"
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/internal/workers"
+	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"
 )
@@ -67,7 +69,7 @@ type sweepFileFederation struct {
 
 type sweepFileVariant struct {
 	Label   string         `yaml:"label"`
-	Methods []string       `yaml:"methods"`
+	Methods []learn.Method `yaml:"methods"`
 	Set     map[string]any `yaml:"set"`
 }
 
@@ -95,28 +97,16 @@ func readSweepFile(path string) (sweepFile, error) {
 }
 
 // paramValues turns {name: value} into sorted ParamValues.
-func paramValues(m map[string]any, where string) ([]pipeline.ParamValue, error) {
-	var out []pipeline.ParamValue
+func paramValues(m map[string]any, where string) ([]method.ParamValue, error) {
+	var out []method.ParamValue
 	for _, k := range sortedKeys(m) {
-		pv, err := paramValue(k, m[k], where)
+		pv, err := paramValue(k, m[k])
 		if err != nil {
-			return nil, err
+			return nil, inputErrorf("%s: %v", where, err)
 		}
 		out = append(out, pv)
 	}
 	return out, nil
-}
-
-func paramValue(name string, v any, where string) (pipeline.ParamValue, error) {
-	switch x := v.(type) {
-	case int:
-		return pipeline.ParamValue{Name: name, Value: float64(x)}, nil
-	case float64:
-		return pipeline.ParamValue{Name: name, Value: x}, nil
-	case string:
-		return pipeline.ParamValue{Name: name, Text: x}, nil
-	}
-	return pipeline.ParamValue{}, inputErrorf("%s: %s = %v: want a number or a string", where, name, v)
 }
 
 // gridSettings expands {a: [1,2], b: [x]} into the cartesian product, in
@@ -130,11 +120,11 @@ func gridSettings(grid map[string][]any) ([]pipeline.SweepSetting, error) {
 		var next []pipeline.SweepSetting
 		for _, s := range settings {
 			for _, v := range grid[name] {
-				pv, err := paramValue(name, v, "sweep file: grid")
+				pv, err := paramValue(name, v)
 				if err != nil {
-					return nil, err
+					return nil, inputErrorf("sweep file: grid: %v", err)
 				}
-				next = append(next, pipeline.SweepSetting{Set: append(append([]pipeline.ParamValue(nil), s.Set...), pv)})
+				next = append(next, pipeline.SweepSetting{Set: append(append([]method.ParamValue(nil), s.Set...), pv)})
 			}
 		}
 		settings = next
@@ -158,7 +148,7 @@ func buildSweepSpec(sf sweepFile, file, bucket string, bucketGiven bool) (sweepP
 		CodeVersion: workers.CodeVersion(),
 	}
 	if s.Preset == "" {
-		s.Preset = pipeline.PresetDefault
+		s.Preset = method.Default
 	}
 	if s.Rounds == 0 {
 		s.Rounds = 15
@@ -178,14 +168,14 @@ func buildSweepSpec(sf sweepFile, file, bucket string, bucketGiven bool) (sweepP
 		return plan, err
 	}
 	for _, m := range sf.Methods {
-		h, err := presetHyperparameters(s.Preset, m)
-		if err != nil {
-			return plan, inputErrorf("sweep file: methods: %q: %v", m, err)
+		if _, err := learn.ParseMethod(m); err != nil {
+			return plan, inputErrorf("sweep file: methods: %q: unknown; want one of %v", m, learn.Methods)
 		}
-		if h, err = pipeline.ApplyParams(h, base); err != nil {
+		h, err := method.Defaults(s.Preset).Apply(base)
+		if err != nil {
 			return plan, inputErrorf("sweep file: hyperparameters: %v", err)
 		}
-		s.Methods = append(s.Methods, pipeline.SweepMethod{Method: m, Hyperparameters: h})
+		s.Methods = append(s.Methods, pipeline.SweepMethod{Method: learn.Method(m), Hyperparameters: h})
 	}
 	if s.Settings, err = gridSettings(sf.Grid); err != nil {
 		return plan, err
@@ -256,15 +246,15 @@ func siteDirsConsistent(plan sweepPlan) error {
 
 // sweepOutput is what `sweep --format json` prints.
 type sweepOutput struct {
-	Sweep          string                      `json:"sweep"`
-	State          string                      `json:"state"`
-	CampaignsDone  int                         `json:"campaigns_done"`
-	CampaignsTotal int                         `json:"campaigns_total"`
-	Failed         int                         `json:"failed"`
-	Results        string                      `json:"results"` // s3://bucket/sweeps/<sweep>/results.parquet
-	Curves         string                      `json:"curves"`
-	Rows           []activities.SweepResultRow `json:"rows"`
-	WallSeconds    float64                     `json:"wall_seconds"`
+	Sweep          string                 `json:"sweep"`
+	State          string                 `json:"state"`
+	CampaignsDone  int                    `json:"campaigns_done"`
+	CampaignsTotal int                    `json:"campaigns_total"`
+	Failed         int                    `json:"failed"`
+	Results        string                 `json:"results"` // s3://bucket/sweeps/<sweep>/results.parquet
+	Curves         string                 `json:"curves"`
+	Rows           []store.SweepResultRow `json:"rows"`
+	WallSeconds    float64                `json:"wall_seconds"`
 }
 
 // runSweep runs a sweep file: `starter sweep FILE.yaml`.
@@ -338,7 +328,7 @@ func executeSweep(ctx context.Context, conn *connFlags, plan sweepPlan, stderr i
 	if err != nil {
 		return sweepOutput{}, fmt.Errorf("sweep %s: read results: %w", plan.spec.Sweep, err)
 	}
-	rows, err := activities.DecodeSweepResults(b)
+	rows, err := store.DecodeSweepResults(b)
 	if err != nil {
 		return sweepOutput{}, fmt.Errorf("sweep %s: %w", plan.spec.Sweep, err)
 	}

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ptopofl/ptopofl/activities"
 	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/store"
 )
 
 // tinyFederation writes a 3-site healthcare federation of 30-50 rows per
@@ -83,7 +83,7 @@ concurrency: 2
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := activities.DecodeSweepResults(rb)
+	rows, err := store.DecodeSweepResults(rb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ concurrency: 2
 	if err != nil {
 		t.Fatal(err)
 	}
-	curves, err := activities.DecodeSweepCurves(cb)
+	curves, err := store.DecodeSweepCurves(cb)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
@@ -41,8 +43,8 @@ func TestRoundDeadlineOnRealServer(t *testing.T) {
 
 	const deadline = 3 * time.Second
 	spec := pipeline.CampaignSpec{
-		Campaign: "deadline", Method: pipeline.MethodFedAvg, Rounds: 1, Seed: 1, Sites: sites, MinSites: 2,
-		RoundDeadline: deadline, Bucket: s.store.Bucket(), Hyperparameters: pipeline.DefaultHyperparameters(),
+		Campaign: "deadline", Method: learn.FedAvg, Rounds: 1, Seed: 1, Sites: sites, MinSites: 2,
+		RoundDeadline: deadline, Bucket: s.store.Bucket(), Hyperparameters: method.Defaults(method.Default),
 	}.WithDefaults()
 	if err := spec.Validate(); err != nil {
 		t.Fatal(err)

@@ -25,6 +25,7 @@ import (
 	"github.com/ptopofl/ptopofl/internal/s3local"
 	"github.com/ptopofl/ptopofl/internal/workers"
 	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/simulate"
 	"github.com/ptopofl/ptopofl/store"
@@ -123,9 +124,9 @@ func goldenSites(t *testing.T, dataDir string) ([]pipeline.Site, map[string][]in
 func referenceModels(t *testing.T, sites []simulate.Site, cfg simulate.Config) (auc, acc []float64, models [][]float64) {
 	t.Helper()
 	k := len(sites)
-	prep := make([]simulate.PreparedSite, k)
+	prep := make([]method.PreparedSite, k)
 	for i, s := range sites {
-		p, err := simulate.PrepareSite(s)
+		p, err := method.PrepareSite(s.Name, s.TrainX, s.TrainY, s.TestX, s.TestY)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +157,7 @@ func referenceModels(t *testing.T, sites []simulate.Site, cfg simulate.Config) (
 		server, control, pushed = agg.State, agg.Control, agg.Models
 		sa, sc := make([]float64, k), make([]float64, k)
 		for i := range sites {
-			a, c, err := simulate.EvaluateSite(cfg.Site, learn.EvaluationParams(cfg.Method, pushed[i], states[i]), prep[i].Test)
+			a, c, err := method.EvaluateSite(cfg.Site, learn.EvaluationParams(cfg.Method, pushed[i], states[i]), prep[i].Test)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -205,9 +206,9 @@ func TestCampaignMatchesSimulate(t *testing.T) {
 	startWorkers(t, s, sites)
 
 	var campaigns []string
-	for _, method := range []string{pipeline.MethodPTopoFL, pipeline.MethodFedAvg, pipeline.MethodFedProx, pipeline.MethodPFedMe, pipeline.MethodLocal} {
-		t.Run(method, func(t *testing.T) {
-			cfg, err := simulate.Preset(simulate.PaperPreset, learn.Method(method))
+	for _, m := range []learn.Method{learn.PTopoFL, learn.FedAvg, learn.FedProx, learn.PFedMe, learn.LocalOnly} {
+		t.Run(string(m), func(t *testing.T) {
+			cfg, err := simulate.Preset(method.Paper, m)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -220,13 +221,11 @@ func TestCampaignMatchesSimulate(t *testing.T) {
 				t.Fatalf("the test's reference loop disagrees with simulate.Run: %v vs %v", refAUC, want.AUCCurve)
 			}
 
-			// WithDefaults leaves beta, mu and trim_fraction as given (zero
-			// is meaningful for them), so start from the paper's values; an
-			// empty descriptor lets the paper preset pick "triangle".
-			h := pipeline.DefaultHyperparameters()
-			h.Descriptor = ""
+			// The paper preset's values: WithDefaults leaves beta, mu,
+			// trim_fraction and drift_threshold as given (zero is meaningful).
+			h := method.Defaults(method.Paper)
 			spec := pipeline.CampaignSpec{
-				Campaign: "e2e-" + method, Method: method, Preset: pipeline.PresetPaper, Rounds: 15, Seed: 42,
+				Campaign: "e2e-" + string(m), Method: m, Preset: method.Paper, Rounds: 15, Seed: 42,
 				Sites: sites, Bucket: s.store.Bucket(), DescriptorRows: rows, Hyperparameters: h,
 			}.WithDefaults()
 			if err := spec.Validate(); err != nil {
@@ -246,14 +245,14 @@ func TestCampaignMatchesSimulate(t *testing.T) {
 			if err := run.Get(ctx, &out); err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("%s: 15 rounds in %v; final AUC %.6f acc %.6f", method, time.Since(start).Round(time.Millisecond), out.AUCCurve[len(out.AUCCurve)-1], out.AccCurve[len(out.AccCurve)-1])
+			t.Logf("%s: 15 rounds in %v; final AUC %.6f acc %.6f", m, time.Since(start).Round(time.Millisecond), out.AUCCurve[len(out.AUCCurve)-1], out.AccCurve[len(out.AccCurve)-1])
 			if !sameBits(out.AUCCurve, want.AUCCurve) {
 				t.Errorf("AUC curve\n got %v\nwant %v", out.AUCCurve, want.AUCCurve)
 			}
 			if !sameBits(out.AccCurve, want.AccCurve) {
 				t.Errorf("accuracy curve\n got %v\nwant %v", out.AccCurve, want.AccCurve)
 			}
-			if method == pipeline.MethodPTopoFL {
+			if m == learn.PTopoFL {
 				last := want.Rounds[len(want.Rounds)-1]
 				for i, c := range out.Clusters {
 					if c.Cluster != last.Labels[i] || c.Trust != last.Trust[i] || c.Flagged != last.Flagged[i] {

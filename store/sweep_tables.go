@@ -1,13 +1,14 @@
-package activities
+package store
 
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/ptopofl/ptopofl/store"
+	"github.com/ptopofl/ptopofl/method"
 )
 
 // SweepResultRow is one row of sweeps/<sweep>/results.parquet: one
@@ -32,25 +33,9 @@ type SweepResultRow struct {
 	NumSites      int    `json:"n_sites"`
 	MinSites      int    `json:"min_sites"`
 
-	Clusters         int     `json:"clusters"`
-	Beta             float64 `json:"beta"`
-	AnomalyThreshold float64 `json:"anomaly_threshold"`
-	DriftThreshold   float64 `json:"drift_threshold"`
-	DriftCheckEvery  int     `json:"drift_check_every"`
-	NSub             int     `json:"n_sub"`
-	BettiResolution  int     `json:"betti_resolution"`
-	Descriptor       string  `json:"descriptor"`
-	C                float64 `json:"c"`
-	MaxIter          int     `json:"max_iter"`
-	Tol              float64 `json:"tol"`
-	LR               float64 `json:"lr"`
-	Steps            int     `json:"steps"`
-	Mu               float64 `json:"mu"`
-	Lambda           float64 `json:"lambda"`
-	LRPersonal       float64 `json:"lr_personal"`
-	LROuter          float64 `json:"lr_outer"`
-	TrimFraction     float64 `json:"trim_fraction"`
-	Byzantine        int     `json:"byzantine"`
+	// Hyperparameters are the settings the campaign ran with, one column
+	// each, named and typed as method.Params declares them.
+	method.Hyperparameters
 
 	// Outcome: the last committed round's mean metrics (NaN when no round
 	// was committed), the best mean AUC, the convergence round (first round
@@ -138,7 +123,12 @@ func boolCol[R any](name string, f func(*R) *bool) column[R] {
 type resultRow = SweepResultRow
 type curveRow = SweepCurveRow
 
-var resultColumns = []column[resultRow]{
+// resultColumns lists the results table's columns: the campaign's
+// identity, then one column per hyper-parameter (hyperparameterColumns),
+// then the outcome and the record.
+var resultColumns = slices.Concat(resultIdentityColumns, hyperparameterColumns(), resultOutcomeColumns)
+
+var resultIdentityColumns = []column[resultRow]{
 	strCol("sweep", func(r *resultRow) *string { return &r.Sweep }),
 	strCol("campaign", func(r *resultRow) *string { return &r.Campaign }),
 	strCol("workflow_id", func(r *resultRow) *string { return &r.WorkflowID }),
@@ -154,25 +144,9 @@ var resultColumns = []column[resultRow]{
 	strCol("error", func(r *resultRow) *string { return &r.Error }),
 	intCol("n_sites", func(r *resultRow) *int { return &r.NumSites }),
 	intCol("min_sites", func(r *resultRow) *int { return &r.MinSites }),
-	intCol("clusters", func(r *resultRow) *int { return &r.Clusters }),
-	f64Col("beta", func(r *resultRow) *float64 { return &r.Beta }),
-	f64Col("anomaly_threshold", func(r *resultRow) *float64 { return &r.AnomalyThreshold }),
-	f64Col("drift_threshold", func(r *resultRow) *float64 { return &r.DriftThreshold }),
-	intCol("drift_check_every", func(r *resultRow) *int { return &r.DriftCheckEvery }),
-	intCol("n_sub", func(r *resultRow) *int { return &r.NSub }),
-	intCol("betti_resolution", func(r *resultRow) *int { return &r.BettiResolution }),
-	strCol("descriptor", func(r *resultRow) *string { return &r.Descriptor }),
-	f64Col("c", func(r *resultRow) *float64 { return &r.C }),
-	intCol("max_iter", func(r *resultRow) *int { return &r.MaxIter }),
-	f64Col("tol", func(r *resultRow) *float64 { return &r.Tol }),
-	f64Col("lr", func(r *resultRow) *float64 { return &r.LR }),
-	intCol("steps", func(r *resultRow) *int { return &r.Steps }),
-	f64Col("mu", func(r *resultRow) *float64 { return &r.Mu }),
-	f64Col("lambda", func(r *resultRow) *float64 { return &r.Lambda }),
-	f64Col("lr_personal", func(r *resultRow) *float64 { return &r.LRPersonal }),
-	f64Col("lr_outer", func(r *resultRow) *float64 { return &r.LROuter }),
-	f64Col("trim_fraction", func(r *resultRow) *float64 { return &r.TrimFraction }),
-	intCol("byzantine", func(r *resultRow) *int { return &r.Byzantine }),
+}
+
+var resultOutcomeColumns = []column[resultRow]{
 	f64Col("final_auc", func(r *resultRow) *float64 { return &r.FinalAUC }),
 	f64Col("final_acc", func(r *resultRow) *float64 { return &r.FinalAcc }),
 	f64Col("best_auc", func(r *resultRow) *float64 { return &r.BestAUC }),
@@ -186,6 +160,41 @@ var resultColumns = []column[resultRow]{
 	strCol("artifacts_prefix", func(r *resultRow) *string { return &r.ArtifactsPrefix }),
 	strCol("last_manifest_key", func(r *resultRow) *string { return &r.LastManifestKey }),
 	strCol("last_manifest_sha256", func(r *resultRow) *string { return &r.LastManifestSHA256 }),
+}
+
+// hyperparameterColumns returns one column per method.Params entry, in
+// declaration order: Int as int64, Float as float64, Text as string. A
+// hyper-parameter declared in package method is a results column without
+// any edit here.
+func hyperparameterColumns() []column[resultRow] {
+	cols := make([]column[resultRow], len(method.Params))
+	for i, p := range method.Params {
+		switch p.Kind {
+		case method.Int:
+			cols[i] = column[resultRow]{p.Name, arrow.PrimitiveTypes.Int64,
+				func(b array.Builder, r *resultRow) {
+					b.(*array.Int64Builder).Append(int64(p.Get(r.Hyperparameters).Num))
+				},
+				func(a arrow.Array, j int, r *resultRow) {
+					_ = p.Set(&r.Hyperparameters, method.Value{Num: float64(a.(*array.Int64).Value(j))})
+				}}
+		case method.Float:
+			cols[i] = column[resultRow]{p.Name, arrow.PrimitiveTypes.Float64,
+				func(b array.Builder, r *resultRow) { b.(*array.Float64Builder).Append(p.Get(r.Hyperparameters).Num) },
+				func(a arrow.Array, j int, r *resultRow) {
+					_ = p.Set(&r.Hyperparameters, method.Value{Num: a.(*array.Float64).Value(j)})
+				}}
+		case method.Text:
+			cols[i] = column[resultRow]{p.Name, arrow.BinaryTypes.String,
+				func(b array.Builder, r *resultRow) { b.(*array.StringBuilder).Append(p.Get(r.Hyperparameters).Text) },
+				func(a arrow.Array, j int, r *resultRow) {
+					if v := a.(*array.String).Value(j); v != "" {
+						_ = p.Set(&r.Hyperparameters, method.Value{Text: v})
+					}
+				}}
+		}
+	}
+	return cols
 }
 
 var curveColumns = []column[curveRow]{
@@ -210,6 +219,15 @@ var curveColumns = []column[curveRow]{
 	boolCol("descriptors_recomputed", func(r *curveRow) *bool { return &r.DescriptorsRecomputed }),
 	strCol("manifest_key", func(r *curveRow) *string { return &r.ManifestKey }),
 	strCol("manifest_sha256", func(r *curveRow) *string { return &r.ManifestSHA256 }),
+}
+
+// SweepResultColumns lists the column names of results.parquet in order.
+func SweepResultColumns() []string {
+	names := make([]string, len(resultColumns))
+	for i, c := range resultColumns {
+		names[i] = c.name
+	}
+	return names
 }
 
 // EncodeSweepResults writes rows as results.parquet, in the order given.
@@ -240,7 +258,7 @@ func schemaOf[R any](cols []column[R]) *arrow.Schema {
 
 // encodeTable writes rows through store.WriteParquet (deterministic bytes).
 func encodeTable[R any](cols []column[R], rows []R) ([]byte, error) {
-	b, err := store.WriteParquet(schemaOf(cols), func(b *array.RecordBuilder) {
+	b, err := WriteParquet(schemaOf(cols), func(b *array.RecordBuilder) {
 		for i := range rows {
 			for j, c := range cols {
 				c.put(b.Field(j), &rows[i])
@@ -255,7 +273,7 @@ func encodeTable[R any](cols []column[R], rows []R) ([]byte, error) {
 
 func decodeTable[R any](what string, cols []column[R], b []byte) ([]R, error) {
 	var out []R
-	err := store.ReadParquet("sweep "+what, b, schemaOf(cols), func(rec arrow.RecordBatch) error {
+	err := ReadParquet("sweep "+what, b, schemaOf(cols), func(rec arrow.RecordBatch) error {
 		for i := 0; i < int(rec.NumRows()); i++ {
 			var r R
 			for j, c := range cols {

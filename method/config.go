@@ -1,0 +1,107 @@
+package method
+
+import (
+	"fmt"
+
+	"github.com/ptopofl/ptopofl/aggregation"
+	"github.com/ptopofl/ptopofl/learn"
+)
+
+// Presets. A preset is a set of defaults (Param.DefaultFor) plus the few
+// fixed settings of the core that no campaign tunes (Resolve).
+const (
+	// Default is the paper's intent: exact Vietoris–Rips H1, sites flagged
+	// by z > τ, drift re-clustering.
+	Default = "default"
+	// Paper reproduces the authors' code: triangle H1, `flagged` as
+	// trust < 0.5 (their τ is unused), clusters fitted once.
+	Paper = "paper"
+)
+
+// Presets lists the preset names.
+var Presets = []string{Default, Paper}
+
+// Config is a method's complete configuration as the core packages read
+// it: what the site update (Site), the server (Server) and the descriptor
+// (Descriptor, NSub) use. Resolve builds it from a campaign's method,
+// preset and hyper-parameters; the durable pipeline and the in-memory run
+// both run exactly this.
+type Config struct {
+	Method learn.Method
+	Preset string
+	// Descriptor names the tda descriptor variant the sites compute.
+	Descriptor string
+	// NSub is the number of rows subsampled per site for the descriptor.
+	NSub   int
+	Site   learn.SiteConfig
+	Server aggregation.Config
+}
+
+// Resolve returns the core configuration of method m under preset with
+// the hyper-parameters h (zero fields whose zero is not a setting take the
+// preset's defaults). It validates everything and names the first bad
+// field.
+func Resolve(m learn.Method, preset string, h Hyperparameters) (Config, error) {
+	if _, err := learn.ParseMethod(string(m)); err != nil {
+		return Config{}, fmt.Errorf("method %q: unknown; want one of %v", m, learn.Methods)
+	}
+	if err := CheckPreset(preset); err != nil {
+		return Config{}, err
+	}
+	h = h.WithDefaults(preset)
+	if err := h.Validate(m); err != nil {
+		return Config{}, err
+	}
+	c := Config{
+		Method: m, Preset: preset,
+		Site:   learn.DefaultSiteConfig(),
+		Server: aggregation.DefaultConfig(),
+	}
+	if preset == Paper {
+		c.Server.FlagTrustBelow = 0.5
+	}
+	for _, p := range Params {
+		if p.core != nil {
+			p.core(p.Get(h), &c)
+		}
+	}
+	return c, nil
+}
+
+// Preset returns the configuration of method m under the named preset with
+// every hyper-parameter at its default.
+func Preset(preset string, m learn.Method) (Config, error) {
+	return Resolve(m, preset, Defaults(preset))
+}
+
+// CheckPreset returns an error unless name is a preset.
+func CheckPreset(name string) error {
+	for _, p := range Presets {
+		if p == name {
+			return nil
+		}
+	}
+	return fmt.Errorf("preset %q: want %q or %q", name, Default, Paper)
+}
+
+// NeedsDescriptors reports whether m clusters or weighs sites by their
+// topological descriptors. Only then does a round compute descriptors;
+// the other methods never pay for persistent homology.
+func NeedsDescriptors(m learn.Method) bool { return m == learn.PTopoFL }
+
+// EvaluatesOwnUpdate reports whether m scores each site with a model the
+// site's own update produced, not with what the aggregation sends back
+// (learn.EvaluationParams): LocalOnly's own fit, pFedMe's personal model.
+// Such a site can score it in its training step.
+func EvaluatesOwnUpdate(m learn.Method) bool { return m == learn.LocalOnly || m == learn.PFedMe }
+
+// TrainSeed is the seed of a site's round-1 parameters: under the paper
+// preset the campaign seed plus the site's position, as the authors' code
+// seeds site k; otherwise derived, the seed derived for the site, round
+// and purpose.
+func TrainSeed(preset string, campaignSeed uint64, siteIndex int, derived uint64) uint32 {
+	if preset == Paper {
+		return uint32(campaignSeed) + uint32(siteIndex)
+	}
+	return uint32(derived)
+}

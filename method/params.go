@@ -1,0 +1,410 @@
+package method
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/tda"
+)
+
+// Hyperparameters holds every tunable number of every method, flat, as the
+// campaign spec's `hyperparameters` object; a method reads the fields it
+// needs and ignores the rest. It is a plain struct, not a map, so that a
+// typo in a campaign file is an error rather than a silently ignored key.
+// Each field is declared together with its Param entry below: the JSON
+// name, meaning, defaults, validation, sweep column and the setting of the
+// core it reaches are all in this file. The JSON field order is the order
+// of the spec's canonical encoding (and so of spec hashes): add new fields
+// at the end.
+type Hyperparameters struct {
+	Clusters         int     `json:"clusters"`
+	Beta             float64 `json:"beta"`
+	AnomalyThreshold float64 `json:"anomaly_threshold"`
+	DriftThreshold   float64 `json:"drift_threshold"`
+	DriftCheckEvery  int     `json:"drift_check_every"`
+	NSub             int     `json:"n_sub"`
+	BettiResolution  int     `json:"betti_resolution"`
+	Descriptor       string  `json:"descriptor"`
+	C                float64 `json:"c"`
+	MaxIter          int     `json:"max_iter"`
+	Tol              float64 `json:"tol"`
+	LR               float64 `json:"lr"`
+	Steps            int     `json:"steps"`
+	Mu               float64 `json:"mu"`
+	Lambda           float64 `json:"lambda"`
+	LRPersonal       float64 `json:"lr_personal"`
+	LROuter          float64 `json:"lr_outer"`
+	PersonalSteps    int     `json:"personal_steps"`
+	TrimFraction     float64 `json:"trim_fraction"`
+	Byzantine        int     `json:"byzantine"`
+	MaxClusters      int     `json:"max_clusters"`
+}
+
+// Kind is the type of a hyper-parameter's value.
+type Kind int
+
+// The kinds of hyper-parameters.
+const (
+	Int Kind = iota
+	Float
+	Text
+)
+
+// Value is a hyper-parameter's value: Num for Int and Float, Text for Text.
+type Value struct {
+	Num  float64
+	Text string
+}
+
+// String formats v as a campaign file would write it.
+func (v Value) String() string {
+	if v.Text != "" {
+		return v.Text
+	}
+	return strconv.FormatFloat(v.Num, 'g', -1, 64)
+}
+
+// Param declares one hyper-parameter: everything the spec, the validation,
+// the sweep grid, the results table and the core resolution need to know
+// about it. Params lists them all; nothing else names a hyper-parameter.
+type Param struct {
+	// Name is the JSON name in campaign files, `--set NAME=VALUE`, sweep
+	// grids and the column of sweeps/<sweep>/results.parquet.
+	Name string
+	// Doc says what it means, with the paper's symbol where it has one.
+	Doc  string
+	Kind Kind
+	// Methods lists the methods that read it; nil means every method.
+	// Validation checks a value only for the methods that read it.
+	Methods []learn.Method
+	// ZeroIsSetting reports that zero is a meaningful value (clusters 0 =
+	// chosen by silhouette, beta 0 = no blending, ...). For the others a
+	// zero in a spec means "the preset's default".
+	ZeroIsSetting bool
+	// Default is the value under the default preset; PaperDefault, when
+	// set, the value under the paper preset.
+	Default      Value
+	PaperDefault *Value
+	// Check returns what is wrong with a value ("must be > 0"), or "".
+	Check func(v Value) string
+
+	field func(h *Hyperparameters) any // *int, *float64 or *string
+	// core writes the value into the resolved configuration.
+	core func(v Value, c *Config)
+}
+
+// lbfgsMethods are the methods whose site update is an L-BFGS fit.
+var lbfgsMethods = []learn.Method{learn.PTopoFL, learn.FedAvg, learn.LocalOnly, learn.Median, learn.TrimmedMean, learn.Krum}
+
+func num(x float64) Value { return Value{Num: x} }
+
+func positive(v Value) string {
+	if !(v.Num > 0) || math.IsInf(v.Num, 1) {
+		return "must be > 0"
+	}
+	return ""
+}
+
+func atLeast(lo float64) func(Value) string {
+	return func(v Value) string {
+		if !(v.Num >= lo) || math.IsInf(v.Num, 1) {
+			return "must be >= " + strconv.FormatFloat(lo, 'g', -1, 64)
+		}
+		return ""
+	}
+}
+
+// Params declares every hyper-parameter, in the order of Hyperparameters'
+// fields. Defaults are the paper's (Table 4 for Scenarios A/B and the
+// baselines' settings in golden/paper/expected.json) unless a Doc says
+// otherwise; the L-BFGS stop is our tight one (gradient 1e-10), not
+// scikit-learn's tol = 1e-4, so that the optimum does not depend on the
+// warm start.
+var Params = []Param{
+	{Name: "clusters", Doc: "M, number of pTopoFL clusters; 0 chooses M by silhouette", Kind: Int,
+		Methods: []learn.Method{learn.PTopoFL}, ZeroIsSetting: true, Default: num(2), Check: atLeast(0),
+		field: func(h *Hyperparameters) any { return &h.Clusters },
+		core:  func(v Value, c *Config) { c.Server.M = int(v.Num) }},
+	{Name: "beta", Doc: "β, inter-cluster blending coefficient of Eq. 7, in [0, 1]", Kind: Float,
+		Methods: []learn.Method{learn.PTopoFL}, ZeroIsSetting: true, Default: num(0.3),
+		Check: func(v Value) string {
+			if !(v.Num >= 0 && v.Num <= 1) {
+				return "must be in [0, 1]"
+			}
+			return ""
+		},
+		field: func(h *Hyperparameters) any { return &h.Beta },
+		core:  func(v Value, c *Config) { c.Server.Beta = v.Num }},
+	{Name: "anomaly_threshold", Doc: "τ, the trust z-score above which a site is flagged", Kind: Float,
+		Methods: []learn.Method{learn.PTopoFL}, Default: num(2), Check: positive,
+		field: func(h *Hyperparameters) any { return &h.AnomalyThreshold },
+		core:  func(v Value, c *Config) { c.Server.Tau = v.Num }},
+	{Name: "drift_threshold", Doc: "drift Δ (Eq. 9) above which a site is re-clustered; 0 never (the paper preset: the authors fit their clusters once)", Kind: Float,
+		Methods: []learn.Method{learn.PTopoFL}, ZeroIsSetting: true, Default: num(0.1), PaperDefault: &Value{}, Check: atLeast(0),
+		field: func(h *Hyperparameters) any { return &h.DriftThreshold },
+		core:  func(v Value, c *Config) { c.Server.DriftThreshold = v.Num }},
+	{Name: "drift_check_every", Doc: "recompute descriptors every k rounds (0: only round 1 and on request)", Kind: Int,
+		Methods: []learn.Method{learn.PTopoFL}, ZeroIsSetting: true, Check: atLeast(0),
+		field: func(h *Hyperparameters) any { return &h.DriftCheckEvery }},
+	{Name: "n_sub", Doc: "points subsampled per site for the descriptor", Kind: Int,
+		Methods: []learn.Method{learn.PTopoFL}, Default: num(80), Check: atLeast(3),
+		field: func(h *Hyperparameters) any { return &h.NSub },
+		core:  func(v Value, c *Config) { c.NSub = int(v.Num) }},
+	{Name: "betti_resolution", Doc: "L, Betti-curve thresholds (fixed at 20: the descriptor's 48-number layout)", Kind: Int,
+		Methods: []learn.Method{learn.PTopoFL}, Default: num(tda.BettiSteps),
+		Check: func(v Value) string {
+			if v.Num != tda.BettiSteps {
+				return "must be 20 (the descriptor's 48-number layout has 20-step Betti curves)"
+			}
+			return ""
+		},
+		field: func(h *Hyperparameters) any { return &h.BettiResolution }},
+	{Name: "descriptor", Doc: `H1 of the descriptor: "exact" (true Vietoris–Rips) or "triangle" (the authors' approximation)`, Kind: Text,
+		Methods: []learn.Method{learn.PTopoFL}, Default: Value{Text: tda.VariantExact}, PaperDefault: &Value{Text: tda.VariantTriangle},
+		Check: func(v Value) string {
+			if v.Text != tda.VariantExact && v.Text != tda.VariantTriangle {
+				return `must be "exact" or "triangle"`
+			}
+			return ""
+		},
+		field: func(h *Hyperparameters) any { return &h.Descriptor },
+		core:  func(v Value, c *Config) { c.Descriptor = v.Text }},
+	{Name: "c", Doc: "inverse L2 strength of the logistic model (scikit-learn's C)", Kind: Float,
+		Default: num(1), Check: positive,
+		field: func(h *Hyperparameters) any { return &h.C },
+		core:  func(v Value, c *Config) { c.Site.C = v.Num }},
+	{Name: "max_iter", Doc: "L-BFGS iterations of a local fit", Kind: Int,
+		Methods: lbfgsMethods, Default: num(1000), Check: atLeast(1),
+		field: func(h *Hyperparameters) any { return &h.MaxIter },
+		core:  func(v Value, c *Config) { c.Site.LBFGS.MaxIter = int(v.Num) }},
+	{Name: "tol", Doc: "L-BFGS stop: infinity norm of the gradient", Kind: Float,
+		Methods: lbfgsMethods, Default: num(1e-10), Check: positive,
+		field: func(h *Hyperparameters) any { return &h.Tol },
+		core:  func(v Value, c *Config) { c.Site.LBFGS.GradTol = v.Num }},
+	{Name: "lr", Doc: "local step size of FedProx and SCAFFOLD", Kind: Float,
+		Methods: []learn.Method{learn.FedProx, learn.SCAFFOLD}, Default: num(0.05), Check: positive,
+		field: func(h *Hyperparameters) any { return &h.LR },
+		core:  func(v Value, c *Config) { c.Site.FedProx.LR, c.Site.SCAFFOLD.LR = v.Num, v.Num }},
+	{Name: "steps", Doc: "local full-batch steps per round of FedProx and SCAFFOLD (K)", Kind: Int,
+		Methods: []learn.Method{learn.FedProx, learn.SCAFFOLD}, Default: num(30), Check: atLeast(1),
+		field: func(h *Hyperparameters) any { return &h.Steps },
+		core:  func(v Value, c *Config) { c.Site.FedProx.Steps, c.Site.SCAFFOLD.Steps = int(v.Num), int(v.Num) }},
+	{Name: "mu", Doc: "μ, FedProx's proximal weight", Kind: Float,
+		Methods: []learn.Method{learn.FedProx}, ZeroIsSetting: true, Default: num(0.1), Check: atLeast(0),
+		field: func(h *Hyperparameters) any { return &h.Mu },
+		core:  func(v Value, c *Config) { c.Site.FedProx.Mu = v.Num }},
+	{Name: "lambda", Doc: "λ, pFedMe's Moreau-envelope weight", Kind: Float,
+		Methods: []learn.Method{learn.PFedMe}, Default: num(15), Check: positive,
+		field: func(h *Hyperparameters) any { return &h.Lambda },
+		core:  func(v Value, c *Config) { c.Site.PFedMe.Lambda = v.Num }},
+	{Name: "lr_personal", Doc: "pFedMe's inner (personal-model) step size", Kind: Float,
+		Methods: []learn.Method{learn.PFedMe}, Default: num(0.01), Check: positive,
+		field: func(h *Hyperparameters) any { return &h.LRPersonal },
+		core:  func(v Value, c *Config) { c.Site.PFedMe.LRPersonal = v.Num }},
+	{Name: "lr_outer", Doc: "pFedMe's outer (local-model) step size", Kind: Float,
+		Methods: []learn.Method{learn.PFedMe}, Default: num(0.01), Check: positive,
+		field: func(h *Hyperparameters) any { return &h.LROuter },
+		core:  func(v Value, c *Config) { c.Site.PFedMe.LROuter = v.Num }},
+	{Name: "personal_steps", Doc: "pFedMe's inner steps per round", Kind: Int,
+		Methods: []learn.Method{learn.PFedMe}, Default: num(20), Check: atLeast(1),
+		field: func(h *Hyperparameters) any { return &h.PersonalSteps },
+		core:  func(v Value, c *Config) { c.Site.PFedMe.Steps = int(v.Num) }},
+	{Name: "trim_fraction", Doc: "trimmed mean: fraction cut at each end, in [0, 0.5)", Kind: Float,
+		Methods: []learn.Method{learn.TrimmedMean}, ZeroIsSetting: true, Default: num(0.1),
+		Check: func(v Value) string {
+			if !(v.Num >= 0 && v.Num < 0.5) {
+				return "must be in [0, 0.5)"
+			}
+			return ""
+		},
+		field: func(h *Hyperparameters) any { return &h.TrimFraction },
+		core:  func(v Value, c *Config) { c.Server.TrimFraction = v.Num }},
+	{Name: "byzantine", Doc: "f, the number of Byzantine sites Krum tolerates", Kind: Int,
+		Methods: []learn.Method{learn.Krum}, ZeroIsSetting: true, Default: num(1), Check: atLeast(0),
+		field: func(h *Hyperparameters) any { return &h.Byzantine },
+		core:  func(v Value, c *Config) { c.Server.KrumF = int(v.Num) }},
+	{Name: "max_clusters", Doc: "largest M tried by the silhouette choice when clusters is 0", Kind: Int,
+		Methods: []learn.Method{learn.PTopoFL}, Default: num(10), Check: atLeast(2),
+		field: func(h *Hyperparameters) any { return &h.MaxClusters },
+		core:  func(v Value, c *Config) { c.Server.MaxAutoClusters = int(v.Num) }},
+}
+
+// Lookup returns the Param called name.
+func Lookup(name string) (Param, bool) {
+	for _, p := range Params {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Param{}, false
+}
+
+// ParamNames lists the JSON names of every hyper-parameter, in order.
+func ParamNames() []string {
+	names := make([]string, len(Params))
+	for i, p := range Params {
+		names[i] = p.Name
+	}
+	return names
+}
+
+// Applies reports whether method m reads the parameter.
+func (p Param) Applies(m learn.Method) bool {
+	if p.Methods == nil {
+		return true
+	}
+	for _, x := range p.Methods {
+		if x == m {
+			return true
+		}
+	}
+	return false
+}
+
+// DefaultFor returns the parameter's default under preset.
+func (p Param) DefaultFor(preset string) Value {
+	if preset == Paper && p.PaperDefault != nil {
+		return *p.PaperDefault
+	}
+	return p.Default
+}
+
+// Get returns the parameter's value in h.
+func (p Param) Get(h Hyperparameters) Value {
+	switch f := p.field(&h).(type) {
+	case *int:
+		return Value{Num: float64(*f)}
+	case *float64:
+		return Value{Num: *f}
+	case *string:
+		return Value{Text: *f}
+	}
+	panic("method: parameter " + p.Name + " has no field")
+}
+
+// Set writes v into h, checking that v has the parameter's kind (a text
+// for Text, an integer for Int). It does not check the range: Validate
+// does, for the methods that read the parameter.
+func (p Param) Set(h *Hyperparameters, v Value) error {
+	switch f := p.field(h).(type) {
+	case *int:
+		if v.Text != "" || v.Num != math.Trunc(v.Num) || math.Abs(v.Num) > 1<<31 {
+			return fmt.Errorf("hyperparameter %s = %s: want an integer", p.Name, quoteText(v))
+		}
+		*f = int(v.Num)
+	case *float64:
+		if v.Text != "" || math.IsNaN(v.Num) || math.IsInf(v.Num, 0) {
+			return fmt.Errorf("hyperparameter %s = %s: want a number", p.Name, quoteText(v))
+		}
+		*f = v.Num
+	case *string:
+		if v.Text == "" {
+			return fmt.Errorf("hyperparameter %s = %v: want a name, e.g. %q", p.Name, v.Num, p.Default.Text)
+		}
+		*f = v.Text
+	}
+	return nil
+}
+
+func quoteText(v Value) string {
+	if v.Text != "" {
+		return strconv.Quote(v.Text)
+	}
+	return v.String()
+}
+
+// Defaults returns every hyper-parameter's default under preset ("default"
+// or "paper"; anything else gets the default preset's values and is
+// rejected by Resolve).
+func Defaults(preset string) Hyperparameters {
+	var h Hyperparameters
+	for _, p := range Params {
+		if err := p.Set(&h, p.DefaultFor(preset)); err != nil && p.Kind != Text {
+			panic("method: default of " + p.Name + ": " + err.Error())
+		}
+	}
+	return h
+}
+
+// WithDefaults returns h with every zero field whose zero is not a setting
+// filled from preset's defaults (a spec written by hand, or one stored by
+// an older version that did not know a newer parameter).
+func (h Hyperparameters) WithDefaults(preset string) Hyperparameters {
+	for _, p := range Params {
+		if p.ZeroIsSetting {
+			continue
+		}
+		if v := p.Get(h); v.Num == 0 && v.Text == "" {
+			_ = p.Set(&h, p.DefaultFor(preset))
+		}
+	}
+	return h
+}
+
+// Validate checks the parameters that method m reads and names the first
+// bad one ("hyperparameters.beta = 2: must be in [0, 1]").
+func (h Hyperparameters) Validate(m learn.Method) error {
+	for _, p := range Params {
+		if !p.Applies(m) || p.Check == nil {
+			continue
+		}
+		v := p.Get(h)
+		if msg := p.Check(v); msg != "" {
+			return fmt.Errorf("hyperparameters.%s = %s: %s", p.Name, quoteText(v), msg)
+		}
+	}
+	return nil
+}
+
+// ParamValue sets one hyper-parameter by its JSON name: Value for numbers,
+// Text for names ("descriptor").
+type ParamValue struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Text  string  `json:"text,omitempty"`
+}
+
+// Apply returns h with every override applied. An unknown name or a value
+// of the wrong kind is an error naming it. It reads no map and no
+// reflection, so workflows may call it.
+func (h Hyperparameters) Apply(set []ParamValue) (Hyperparameters, error) {
+	for _, pv := range set {
+		p, ok := Lookup(pv.Name)
+		if !ok {
+			return h, fmt.Errorf("hyperparameter %q: unknown; want one of %v", pv.Name, ParamNames())
+		}
+		if err := p.Set(&h, Value{Num: pv.Value, Text: pv.Text}); err != nil {
+			return h, err
+		}
+	}
+	return h, nil
+}
+
+// ParseValue reads a hyper-parameter's value from text as a user typed it
+// (`--set beta=0.5`, a sweep file's list entry): a number for Int and Float
+// parameters, a name for Text ones. A quoted or otherwise non-numeric text
+// for a numeric parameter is an error, never a silent zero.
+func ParseValue(name, text string) (ParamValue, error) {
+	p, ok := Lookup(name)
+	if !ok {
+		return ParamValue{}, fmt.Errorf("hyperparameter %q: unknown; want one of %v", name, ParamNames())
+	}
+	if p.Kind == Text {
+		if text == "" {
+			return ParamValue{}, fmt.Errorf("hyperparameter %s: empty value", name)
+		}
+		return ParamValue{Name: name, Text: text}, nil
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return ParamValue{}, fmt.Errorf("hyperparameter %s = %q: want a number", name, text)
+	}
+	pv := ParamValue{Name: name, Value: f}
+	var h Hyperparameters
+	if err := p.Set(&h, Value{Num: f}); err != nil {
+		return ParamValue{}, err
+	}
+	return pv, nil
+}

@@ -1,0 +1,159 @@
+package method
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/ptopofl/ptopofl/aggregation"
+	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/tda"
+)
+
+// TestParamsCoverEveryField checks that Params declares every JSON field
+// of Hyperparameters once, in field order, bound to that field: a field
+// added without its Param (or a Param bound to the wrong field) fails here.
+func TestParamsCoverEveryField(t *testing.T) {
+	typ := reflect.TypeOf(Hyperparameters{})
+	if typ.NumField() != len(Params) {
+		t.Fatalf("Hyperparameters has %d fields, Params %d entries", typ.NumField(), len(Params))
+	}
+	for i := range typ.NumField() {
+		name := strings.Split(typ.Field(i).Tag.Get("json"), ",")[0]
+		p := Params[i]
+		if p.Name != name {
+			t.Errorf("field %d: json %q, Params[%d] is %q", i, name, i, p.Name)
+			continue
+		}
+		v := Value{Num: 7}
+		if p.Kind == Text {
+			v = Value{Text: tda.VariantTriangle}
+		}
+		var h Hyperparameters
+		if err := p.Set(&h, v); err != nil {
+			t.Errorf("field %d (%s): %v", i, name, err)
+			continue
+		}
+		for j := range typ.NumField() {
+			if set := !reflect.ValueOf(h).Field(j).IsZero(); set != (j == i) {
+				t.Errorf("Params[%d] (%s) set field %d: %v", i, name, j, set)
+			}
+		}
+		if got := p.Get(h); got != v {
+			t.Errorf("field %d (%s): Get = %v after Set %v", i, name, got, v)
+		}
+		if p.Doc == "" {
+			t.Errorf("field %d (%s): no Doc", i, name)
+		}
+	}
+}
+
+// TestPresets pins the presets to the paper's values (Table 4, §4.1 and
+// golden/paper/expected.json `hyperparameters`, as learn.DefaultSiteConfig
+// and aggregation.DefaultConfig document them) and to the paper preset's
+// three differences.
+func TestPresets(t *testing.T) {
+	for i, tc := range []struct {
+		preset     string
+		descriptor string
+		flagBelow  float64
+		drift      float64
+	}{
+		{Default, tda.VariantExact, 0, 0.1},  // 0
+		{Paper, tda.VariantTriangle, 0.5, 0}, // 1
+	} {
+		for _, m := range learn.Methods {
+			c, err := Preset(tc.preset, m)
+			if err != nil {
+				t.Fatalf("case %d %s: %v", i, m, err)
+			}
+			server := aggregation.DefaultConfig()
+			server.FlagTrustBelow, server.DriftThreshold = tc.flagBelow, tc.drift
+			want := Config{Method: m, Preset: tc.preset, Descriptor: tc.descriptor, NSub: 80,
+				Site: learn.DefaultSiteConfig(), Server: server}
+			if !reflect.DeepEqual(c, want) {
+				t.Errorf("case %d %s:\ngot  %+v\nwant %+v", i, m, c, want)
+			}
+		}
+	}
+}
+
+// TestResolveZeroMeansSomething checks that the settings whose zero is
+// meaningful reach the core as zero and the others take the default.
+func TestResolveZeroMeansSomething(t *testing.T) {
+	h := Defaults(Default)
+	h.Clusters, h.Beta, h.Mu, h.DriftThreshold, h.NSub = 0, 0, 0, 0, 0
+	h.PersonalSteps = 7
+	c, err := Resolve(learn.PTopoFL, Default, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server.M != 0 || c.Server.Beta != 0 || c.Site.FedProx.Mu != 0 || c.Server.DriftThreshold != 0 || c.Site.PFedMe.Steps != 7 || c.NSub != 80 {
+		t.Errorf("zero settings: M %d beta %v mu %v drift %v pFedMe steps %d n_sub %d",
+			c.Server.M, c.Server.Beta, c.Site.FedProx.Mu, c.Server.DriftThreshold, c.Site.PFedMe.Steps, c.NSub)
+	}
+}
+
+func TestValidateNamesTheField(t *testing.T) {
+	for i, tc := range []struct {
+		m     learn.Method
+		edit  func(*Hyperparameters)
+		field string // "" = valid
+	}{
+		{learn.PTopoFL, func(h *Hyperparameters) { h.Beta = 1.5 }, "hyperparameters.beta"},                       // 0
+		{learn.FedAvg, func(h *Hyperparameters) { h.Beta = 1.5 }, ""},                                            // 1: FedAvg does not read beta
+		{learn.PTopoFL, func(h *Hyperparameters) { h.Descriptor = "cech" }, "hyperparameters.descriptor"},        // 2
+		{learn.PTopoFL, func(h *Hyperparameters) { h.BettiResolution = 10 }, "hyperparameters.betti_resolution"}, // 3
+		{learn.FedProx, func(h *Hyperparameters) { h.LR = -1 }, "hyperparameters.lr"},                            // 4
+		{learn.TrimmedMean, func(h *Hyperparameters) { h.TrimFraction = 0.5 }, "hyperparameters.trim_fraction"},  // 5
+		{learn.Krum, func(h *Hyperparameters) { h.Byzantine = -1 }, "hyperparameters.byzantine"},                 // 6
+		{learn.PTopoFL, func(h *Hyperparameters) { h.MaxClusters = 1 }, "hyperparameters.max_clusters"},          // 7
+		{learn.FedAvg, func(h *Hyperparameters) { h.C = 0 }, "hyperparameters.c"},                                // 8
+	} {
+		h := Defaults(Default)
+		tc.edit(&h)
+		err := h.Validate(tc.m)
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("case %d: valid rejected: %v", i, err)
+		case tc.field != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.field)):
+			t.Errorf("case %d: error %v does not name %s", i, err, tc.field)
+		}
+	}
+}
+
+func TestParseValue(t *testing.T) {
+	for i, tc := range []struct {
+		name, text string
+		want       ParamValue
+		err        bool
+	}{
+		{"beta", "0.3", ParamValue{Name: "beta", Value: 0.3}, false},                        // 0
+		{"beta", `"0.3"`, ParamValue{}, true},                                               // 1: a quoted number is not a number
+		{"clusters", "2.5", ParamValue{}, true},                                             // 2: not an integer
+		{"descriptor", "triangle", ParamValue{Name: "descriptor", Text: "triangle"}, false}, // 3
+		{"nonsense", "1", ParamValue{}, true},                                               // 4
+		{"beta", "NaN", ParamValue{}, true},                                                 // 5
+	} {
+		got, err := ParseValue(tc.name, tc.text)
+		if (err != nil) != tc.err || (!tc.err && got != tc.want) {
+			t.Errorf("case %d: ParseValue(%s, %s) = %+v, %v", i, tc.name, tc.text, got, err)
+		}
+	}
+}
+
+// TestMaxClustersReachesTheSilhouetteChoice follows max_clusters from an
+// override to the server configuration.
+func TestMaxClustersReachesTheSilhouetteChoice(t *testing.T) {
+	h, err := Defaults(Default).Apply([]ParamValue{{Name: "max_clusters", Value: 4}, {Name: "clusters", Value: 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Resolve(learn.PTopoFL, Default, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server.MaxAutoClusters != 4 || c.Server.M != 0 {
+		t.Errorf("MaxAutoClusters %d M %d, want 4 and 0", c.Server.MaxAutoClusters, c.Server.M)
+	}
+}

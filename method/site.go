@@ -1,0 +1,57 @@
+package method
+
+import (
+	"fmt"
+
+	"github.com/ptopofl/ptopofl/eval"
+	"github.com/ptopofl/ptopofl/learn"
+)
+
+// PreparedSite is a site's standardised data: the scaler is fitted on the
+// raw training rows and applied to both splits (expected.json `semantics`).
+type PreparedSite struct {
+	Train, Test learn.Data
+	Scaler      learn.Scaler
+}
+
+// PrepareSite fits site's StandardScaler on its raw training rows and
+// standardises both splits. Errors name the site and the split.
+func PrepareSite(site string, trainX [][]float64, trainY []float64, testX [][]float64, testY []float64) (PreparedSite, error) {
+	sc, err := learn.FitStandardScaler(trainX)
+	if err != nil {
+		return PreparedSite{}, fmt.Errorf("site %s: train: %w", site, err)
+	}
+	tr, err := sc.Transform(trainX)
+	if err != nil {
+		return PreparedSite{}, fmt.Errorf("site %s: train: %w", site, err)
+	}
+	te, err := sc.Transform(testX)
+	if err != nil {
+		return PreparedSite{}, fmt.Errorf("site %s: test: %w", site, err)
+	}
+	p := PreparedSite{Train: learn.Data{X: tr, Y: trainY}, Test: learn.Data{X: te, Y: testY}, Scaler: sc}
+	if err := p.Train.Validate(); err != nil {
+		return PreparedSite{}, fmt.Errorf("site %s: train: %w", site, err)
+	}
+	if err := p.Test.Validate(); err != nil {
+		return PreparedSite{}, fmt.Errorf("site %s: test: %w", site, err)
+	}
+	return p, nil
+}
+
+// EvaluateSite returns a site's test ROC AUC and accuracy for params
+// (scores σ(x·w+b), logit clipped to [−30, 30]).
+func EvaluateSite(cfg learn.SiteConfig, params []float64, test learn.Data) (auc, acc float64, err error) {
+	m := cfg.Model(test.NumFeatures())
+	if len(params) != m.NumParams() {
+		return 0, 0, fmt.Errorf("evaluate: model has %d parameters, want %d", len(params), m.NumParams())
+	}
+	s := learn.Scores(m, params, test.X)
+	if auc, err = eval.ROCAUC(s, test.Y); err != nil {
+		return 0, 0, fmt.Errorf("evaluate: %w", err)
+	}
+	if acc, err = eval.Accuracy(s, test.Y); err != nil {
+		return 0, 0, fmt.Errorf("evaluate: %w", err)
+	}
+	return auc, acc, nil
+}
