@@ -118,7 +118,7 @@ func (s *Sweep) campaignRows(ctx context.Context, sweep string, c pipeline.Sweep
 		Preset: c.Spec.Preset, Rounds: c.Spec.Rounds, State: o.State, Error: o.Error,
 		NumSites: len(c.Spec.Sites), MinSites: c.Spec.MinSites,
 		Hyperparameters: c.Spec.Hyperparameters,
-		FinalAUC: math.NaN(), FinalAcc: math.NaN(), BestAUC: math.NaN(),
+		FinalAUC:        math.NaN(), FinalAcc: math.NaN(), BestAUC: math.NaN(),
 		SpecHash: c.Spec.SpecHash(), SpecKey: pipeline.SpecKey(c.Spec.Campaign),
 		ArtifactsPrefix: pipeline.CampaignPrefix(c.Spec.Campaign),
 	}

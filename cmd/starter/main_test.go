@@ -47,23 +47,23 @@ func TestCampaignFileErrors(t *testing.T) {
 		file string
 		want string // in the error message
 	}{
-		{"method: ptopofl\nbogus: 1\n", "field bogus not found"},                        // 0 unknown key
-		{"method: nope\n", `method "nope"`},                                             // 1
-		{"method: fedavg\npreset: fast\n", `preset "fast"`},                             // 2
-		{"method: fedavg\nrounds: 0\n", "rounds = 0"},                                   // 3
-		{"method: fedavg\nround_deadline: soon\n", "round_deadline"},                    // 4 duration
-		{"method: fedavg\nmin_sites: 9\n", "min_sites = 9"},                             // 5 quorum above the sites
-		{"method: ptopofl\nhyperparameters: {beta: 2}\n", "hyperparameters.beta"},       // 6 range
-		{"method: ptopofl\nhyperparameters: {betta: 0.1}\n", `hyperparameter "betta": unknown`},   // 7 typo
-		{"method: fedavg\nsites: [site0, nowhere]\n", `"nowhere"`},                      // 8 site not in the federation
-		{"method: fedavg\nsites: [site0, site0]\n", "duplicate"},                        // 9
-		{"method: fedavg\ndescriptor_rows: {siteX: [1]}\n", `descriptor_rows["siteX"]`}, // 10
-		{"method: fedavg\ncampaign: \"bad name/x\"\n", "campaign"},                      // 11
-		{"method: fedprox\nhyperparameters: {lr: -1}\n", "hyperparameters.lr"},          // 12
-		{"method: fedavg\nrounds: many\n", "line 2"},                                    // 13 wrong type
-		{"method: fedavg\nhyperparameters: {clusters: \"two\"}\n", "clusters"},          // 14 wrong type in hyperparameters
-		{"method: fedavg\nsite_activity_timeout: -1s\n", "site_activity_timeout"},       // 15
-		{"method: fedavg\ncontinue_as_new_every: -2\n", "continue_as_new_every"},        // 16
+		{"method: ptopofl\nbogus: 1\n", "field bogus not found"},                                // 0 unknown key
+		{"method: nope\n", `method "nope"`},                                                     // 1
+		{"method: fedavg\npreset: fast\n", `preset "fast"`},                                     // 2
+		{"method: fedavg\nrounds: 0\n", "rounds = 0"},                                           // 3
+		{"method: fedavg\nround_deadline: soon\n", "round_deadline"},                            // 4 duration
+		{"method: fedavg\nmin_sites: 9\n", "min_sites = 9"},                                     // 5 quorum above the sites
+		{"method: ptopofl\nhyperparameters: {beta: 2}\n", "hyperparameters.beta"},               // 6 range
+		{"method: ptopofl\nhyperparameters: {betta: 0.1}\n", `hyperparameter "betta": unknown`}, // 7 typo
+		{"method: fedavg\nsites: [site0, nowhere]\n", `"nowhere"`},                              // 8 site not in the federation
+		{"method: fedavg\nsites: [site0, site0]\n", "duplicate"},                                // 9
+		{"method: fedavg\ndescriptor_rows: {siteX: [1]}\n", `descriptor_rows["siteX"]`},         // 10
+		{"method: fedavg\ncampaign: \"bad name/x\"\n", "campaign"},                              // 11
+		{"method: fedprox\nhyperparameters: {lr: -1}\n", "hyperparameters.lr"},                  // 12
+		{"method: fedavg\nrounds: many\n", "line 2"},                                            // 13 wrong type
+		{"method: fedavg\nhyperparameters: {clusters: \"two\"}\n", "clusters"},                  // 14 wrong type in hyperparameters
+		{"method: fedavg\nsite_activity_timeout: -1s\n", "site_activity_timeout"},               // 15
+		{"method: fedavg\ncontinue_as_new_every: -2\n", "continue_as_new_every"},                // 16
 	}
 	for i, c := range cases {
 		path := filepath.Join(t.TempDir(), "c.yaml")
@@ -85,12 +85,12 @@ func TestFlagErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"run", "--local", "--method", "fedavg"}, "--federation"},                                                  // 0
-		{[]string{"run", "--local", "--federation", fed, "--method", "x"}, `method "x"`},                                    // 1
-		{[]string{"run", "--local", "--federation", fed, "--method", "fedavg", "--format", "xml"}, "--format"},              // 2
-		{[]string{"run", "--method", "fedavg", "--federation", fed}, "--temporal"},                                          // 3 neither local nor remote
+		{[]string{"run", "--local", "--method", "fedavg"}, "--federation"},                                                            // 0
+		{[]string{"run", "--local", "--federation", fed, "--method", "x"}, `method "x"`},                                              // 1
+		{[]string{"run", "--local", "--federation", fed, "--method", "fedavg", "--format", "xml"}, "--format"},                        // 2
+		{[]string{"run", "--method", "fedavg", "--federation", fed}, "--temporal"},                                                    // 3 neither local nor remote
 		{[]string{"run", "--local", "--federation", fed, "--method", "ptopofl", "--set", "nope=1"}, `hyperparameter "nope": unknown`}, // 4
-		{[]string{"run", "--local", "--federation", "/nonexistent", "--method", "fedavg"}, "no <site>_train.csv"},           // 5
+		{[]string{"run", "--local", "--federation", "/nonexistent", "--method", "fedavg"}, "no <site>_train.csv"},                     // 5
 		{[]string{"status"}, "CAMPAIGN"},                                                   // 6
 		{[]string{"frobnicate"}, "unknown command"},                                        // 7
 		{[]string{"table", "--local", "--federation", fed, "--variant", "x"}, "--variant"}, // 8
