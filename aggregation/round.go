@@ -51,6 +51,17 @@ type Config struct {
 	// KrumF the number of Byzantine sites Krum tolerates.
 	TrimFraction float64
 	KrumF        int
+	// Detector selects pTopoFL's anomaly detector: DescriptorDetector
+	// (the paper's, and the default; "" means it too), LabelledDetector or
+	// CombinedDetector; the last two need extended descriptors
+	// (tda.ExtendedDescriptorLen numbers) from every site.
+	Detector Detector
+	// LabelGap is γ of LabelledDetector: a site is flagged when it has lost
+	// more than this fraction of the federation's typical label structure
+	// (LabelScores, LabelZScores). Default 0.5, chosen on healthcare
+	// federations of seeds 2000–2019 (eval.Healthcare; see
+	// TestLabelledDetectorHealthcare for what it detects).
+	LabelGap float64
 }
 
 // DefaultConfig returns the paper's server-side hyper-parameters (Table 4)
@@ -64,6 +75,7 @@ func DefaultConfig() Config {
 		DriftThreshold: 0.1,
 		Distance:       DescriptorDistance, WassersteinP: 2, Temperature: 1,
 		TrimFraction: 0.1, KrumF: 1,
+		Detector: DescriptorDetector, LabelGap: 0.5,
 	}
 }
 
@@ -75,7 +87,9 @@ type SiteResult struct {
 	Control []float64
 	// N is the site's number of training rows.
 	N int
-	// Descriptor is the site's 48-number topological descriptor (pTopoFL).
+	// Descriptor is the site's 48-number topological descriptor (pTopoFL),
+	// or under LabelledDetector its extended descriptor: those 48 numbers
+	// followed by tda.LabelledSummary.
 	Descriptor []float64
 	// H0 and H1 are the site's finite persistence pairs, needed only for
 	// WassersteinDistance.
