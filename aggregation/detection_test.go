@@ -22,11 +22,17 @@ func healthcareFlags(t testing.TB, opt eval.HealthcareOptions, cfg aggregation.C
 	if err != nil {
 		t.Fatal(err)
 	}
+	return federationFlags(t, fed, cfg, extended)
+}
+
+// federationFlags is healthcareFlags for any generated federation.
+func federationFlags(t testing.TB, fed eval.Federation, cfg aggregation.Config, extended bool) (flagged, adversarial []bool) {
+	t.Helper()
 	sites := make([]aggregation.SiteResult, len(fed.Sites))
 	for k, s := range fed.Sites {
-		d, err := tda.ComputeDescriptor(s.XTrain, tda.DescriptorOptions{NSub: 80, Seed: opt.Seed + uint64(k)})
+		d, err := tda.ComputeDescriptor(s.XTrain, tda.DescriptorOptions{NSub: 80, Seed: fed.Seed + uint64(k)})
 		if err != nil {
-			t.Fatalf("seed %d site %d: %v", opt.Seed, k, err)
+			t.Fatalf("seed %d site %d: %v", fed.Seed, k, err)
 		}
 		v := d.Vector
 		if extended {
@@ -34,18 +40,18 @@ func healthcareFlags(t testing.TB, opt eval.HealthcareOptions, cfg aggregation.C
 			for i, l := range s.YTrain {
 				y[i] = float64(l)
 			}
-			lab, err := tda.LabelledSummary(s.XTrain, y, tda.LabelledOptions{Seed: opt.Seed + uint64(k)})
+			lab, err := tda.LabelledSummary(s.XTrain, y, tda.LabelledOptions{Seed: fed.Seed + uint64(k)})
 			if err != nil {
-				t.Fatalf("seed %d site %d: %v", opt.Seed, k, err)
+				t.Fatalf("seed %d site %d: %v", fed.Seed, k, err)
 			}
 			v = append(v, lab...)
 		}
-		sites[k] = aggregation.SiteResult{Params: make([]float64, opt.Features+1), N: len(s.YTrain), Descriptor: v}
+		sites[k] = aggregation.SiteResult{Params: make([]float64, fed.Features+1), N: len(s.YTrain), Descriptor: v}
 		adversarial = append(adversarial, s.IsAdversarial)
 	}
 	out, err := aggregation.AggregateRound(aggregation.RoundInput{Method: learn.PTopoFL, Round: 1, Sites: sites, Config: cfg})
 	if err != nil {
-		t.Fatalf("seed %d: %v", opt.Seed, err)
+		t.Fatalf("seed %d: %v", fed.Seed, err)
 	}
 	return out.Flagged, adversarial
 }
@@ -127,4 +133,19 @@ func TestDetectionTable(t *testing.T) {
 	row("50 %", []int{1, 3, 5, 7}, 0.3)
 	row("25 %", []int{1, 5}, 0.1)
 	row("25 %", []int{1, 5}, 0.5)
+	// The benchmark federations (10 honest sites, strong label skew).
+	for _, d := range []aggregation.Detector{aggregation.DescriptorDetector, aggregation.LabelledDetector, aggregation.CombinedDetector} {
+		var c eval.DetectionCounts
+		for _, seed := range seeds {
+			fed, err := eval.Benchmark(eval.DefaultBenchmarkOptions(seed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c = c.Add(eval.CountDetections(federationFlags(t, fed, detectorConfig(d), d != aggregation.DescriptorDetector)))
+		}
+		fmt.Printf("benchmark, %s detector: FPR %.3f\n", d, c.FalsePositiveRate())
+		if d == aggregation.LabelledDetector && c.FalsePositiveRate() > 0.1 {
+			t.Errorf("benchmark: labelled FPR %.3f, want ≤ 0.1", c.FalsePositiveRate())
+		}
+	}
 }
