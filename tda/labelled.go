@@ -1,7 +1,6 @@
 package tda
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -183,37 +182,9 @@ func nullCrossProbability(labels []float64) float64 {
 	return 1 - same/(n*(n-1))
 }
 
-// labelledEdge is an edge {i < j} of the Vietoris–Rips 1-skeleton.
-type labelledEdge struct {
-	w    float64
-	i, j int32
-}
-
-// sortedEdges returns every edge i < j of dm sorted by (w, i, j), the order
-// kruskalH0 uses.
-func sortedEdges(dm *DistanceMatrix) []labelledEdge {
-	n := dm.N()
-	edges := make([]labelledEdge, 0, n*(n-1)/2)
-	for i := 0; i < n; i++ {
-		for j := i + 1; j < n; j++ {
-			edges = append(edges, labelledEdge{dm.At(i, j), int32(i), int32(j)})
-		}
-	}
-	slices.SortFunc(edges, func(a, b labelledEdge) int {
-		if c := cmp.Compare(a.w, b.w); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.i, b.i); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.j, b.j)
-	})
-	return edges
-}
-
 // mixingCurve fills out with the label-mixing curve (see LabelledSummary)
 // of the sorted edges.
-func mixingCurve(out []float64, edges []labelledEdge, labels []float64, pNull float64) {
+func mixingCurve(out []float64, edges []weightedEdge, labels []float64, pNull float64) {
 	e := len(edges)
 	// cross[m] counts the cross-label edges among the first m.
 	cross := make([]int, e+1)
@@ -238,31 +209,11 @@ func mixingCurve(out []float64, edges []labelledEdge, labels []float64, pNull fl
 
 // crossLabelTreeEdges returns how many edges of the Kruskal minimum
 // spanning tree over the sorted edges join different labels.
-func crossLabelTreeEdges(edges []labelledEdge, labels []float64) int {
-	n := len(labels)
-	parent := make([]int32, n)
-	for i := range parent {
-		parent[i] = int32(i)
-	}
-	find := func(v int32) int32 {
-		for parent[v] != v {
-			parent[v] = parent[parent[v]]
-			v = parent[v]
-		}
-		return v
-	}
-	cross, merged := 0, 0
-	for _, ed := range edges {
-		a, b := find(ed.i), find(ed.j)
-		if a == b {
-			continue
-		}
-		parent[a] = b
-		if labels[ed.i] != labels[ed.j] {
+func crossLabelTreeEdges(edges []weightedEdge, labels []float64) int {
+	cross := 0
+	for _, e := range kruskalTree(edges, len(labels)) {
+		if labels[e.i] != labels[e.j] {
 			cross++
-		}
-		if merged++; merged == n-1 {
-			break
 		}
 	}
 	return cross
