@@ -56,7 +56,12 @@ const labelGapFloor = 0.05
 // site's own gap to 1: g_k is the fraction of the typical label structure
 // site k has lost, 0 for a typical site, about 1 − (1−2f)² = 0.84 for a
 // typical site with 30 % of its labels flipped, and negative for sites
-// with cleaner classes than typical. Unlike a z-score it needs no spread
+// with cleaner classes than typical. (Flipping each label with probability
+// f keeps an edge's labels different with probability 1 − 2f(1−f) and
+// makes equal ones differ with probability 2f(1−f); for balanced classes
+// this maps 1 − r to exactly (1−2f)²(1 − r), and the spanning tree, built
+// from the features, does not change.) The default γ = 0.5 therefore
+// flags a typical site from a flip rate of about 15 % ((1−2f)² = 0.5). Unlike a z-score it needs no spread
 // estimate, which two outliers among eight sites inflate (a population
 // z-score cannot exceed √((K−m)/m) for m equal outliers among K, 1.73 for
 // 2 of 8, below the paper's τ = 2).

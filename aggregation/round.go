@@ -149,7 +149,8 @@ type RoundOutput struct {
 	ClusterModels [][]float64
 	// Labels, Trust, ZScores, Flagged and Drift are pTopoFL's per-site
 	// cluster ids, trust weights t_k, anomaly z-scores z_k, flags and drift
-	// Δ_k; nil for other methods.
+	// Δ_k; nil for other methods, except Flagged, which FoolsGold also sets
+	// (FoolsGoldFlags).
 	Labels  []int
 	Trust   []float64
 	ZScores []float64
