@@ -100,8 +100,8 @@ type SiteResult struct {
 	// N is the site's number of training rows.
 	N int
 	// Descriptor is the site's 48-number topological descriptor (pTopoFL),
-	// or under LabelledDetector its extended descriptor: those 48 numbers
-	// followed by tda.LabelledSummary.
+	// or under LabelledDetector and CombinedDetector its extended
+	// descriptor: those 48 numbers followed by tda.LabelledSummary.
 	Descriptor []float64
 	// H0 and H1 are the site's finite persistence pairs, needed only for
 	// WassersteinDistance.
