@@ -1,10 +1,12 @@
 // Package aggregation is what the federated server computes in a round:
 // FedAvg's n-weighted average, SCAFFOLD's server control variate, pFedMe's
 // outer averaging, the robust baselines (coordinate-wise median, trimmed
-// mean, Krum), and pTopoFL's topology-aware personalised aggregation —
-// clustering of sites by their topological descriptors (or by the
-// Wasserstein distance between their persistence diagrams), trust scores
-// and flags from descriptor z-scores, topology-weighted intra-cluster
+// mean, Krum, FoolsGold, norm-clipped FedAvg, with their implicit per-site
+// selections for reporting), and pTopoFL's topology-aware personalised
+// aggregation — clustering of sites by their topological descriptors (or
+// by the Wasserstein distance between their persistence diagrams), trust
+// scores and flags from descriptor z-scores or, with extended descriptors,
+// from the label-aware summary (Detector), topology-weighted intra-cluster
 // averages blended with a global consensus, and per-site topological drift
 // with re-clustering (paper §3.3–§3.5).
 //

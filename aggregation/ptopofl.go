@@ -271,6 +271,26 @@ func aggregatePTopoFL(in RoundInput) (RoundOutput, error) {
 		}
 		desc[i] = s.Descriptor
 	}
+	var labelBlocks [][]float64
+	switch cfg.Detector {
+	case DescriptorDetector, "":
+	case LabelledDetector, CombinedDetector:
+		if !(cfg.LabelGap > 0) {
+			return RoundOutput{}, fmt.Errorf("label gap γ = %v, want a positive fraction", cfg.LabelGap)
+		}
+		// Everything but the anomaly score sees only the paper's numbers,
+		// so the label block changes detection and nothing else.
+		labelBlocks = make([][]float64, k)
+		for i := range desc {
+			paper, label, err := SplitExtendedDescriptor(desc[i])
+			if err != nil {
+				return RoundOutput{}, fmt.Errorf("site %d descriptor: %w", i, err)
+			}
+			desc[i], labelBlocks[i] = paper, label
+		}
+	default:
+		return RoundOutput{}, fmt.Errorf("unknown detector %q; want %q, %q or %q", cfg.Detector, DescriptorDetector, LabelledDetector, CombinedDetector)
+	}
 	f := NormalizeDescriptors(desc)
 	var dist [][]float64
 	lambda := 1.0
@@ -326,6 +346,19 @@ func aggregatePTopoFL(in RoundInput) (RoundOutput, error) {
 	state.Labels = labels
 
 	z, trust := TrustScores(dist, cfg.TrustMin, cfg.TrustMax)
+	if labelBlocks != nil {
+		g, err := LabelScores(labelBlocks)
+		if err != nil {
+			return RoundOutput{}, err
+		}
+		zl := LabelZScores(g, cfg.Tau, cfg.LabelGap)
+		if cfg.Detector == CombinedDetector {
+			for i := range zl {
+				zl[i] = math.Max(zl[i], z[i])
+			}
+		}
+		z, trust = zl, TrustFromZ(zl, cfg.TrustMin, cfg.TrustMax)
+	}
 	var centre []float64
 	if cfg.Distance == WassersteinDistance {
 		centre = meanClusterDistances(dist, labels)

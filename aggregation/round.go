@@ -51,6 +51,28 @@ type Config struct {
 	// KrumF the number of Byzantine sites Krum tolerates.
 	TrimFraction float64
 	KrumF        int
+	// Detector selects pTopoFL's anomaly detector: DescriptorDetector
+	// (the paper's, and the default; "" means it too), LabelledDetector or
+	// CombinedDetector; the last two need extended descriptors
+	// (tda.ExtendedDescriptorLen numbers) from every site.
+	Detector Detector
+	// LabelGap is γ of LabelledDetector: a site is flagged when it has lost
+	// more than this fraction of the federation's typical label structure
+	// (LabelScores, LabelZScores). Default 0.5, chosen on healthcare
+	// federations of seeds 2000–2019 (eval.Healthcare; see
+	// TestLabelledDetectorHealthcare for what it detects).
+	LabelGap float64
+	// FoolsGoldKappa is FoolsGold's confidence κ of the logit re-weighting
+	// (FoolsGoldWeights; Fung et al.'s reference uses 1, the default).
+	FoolsGoldKappa float64
+	// FoolsGoldFlagBelow counts a site as flagged by FoolsGold when its
+	// weight is below it (FoolsGoldFlags). Default 0.01: the logit step
+	// sends the weights of sites it distrusts to exactly 0.
+	FoolsGoldFlagBelow float64
+	// ClipNorm is the update-norm bound M of norm-clipped FedAvg
+	// (NormClippedAverage); 0, the default, uses each round's median update
+	// norm.
+	ClipNorm float64
 }
 
 // DefaultConfig returns the paper's server-side hyper-parameters (Table 4)
@@ -64,6 +86,8 @@ func DefaultConfig() Config {
 		DriftThreshold: 0.1,
 		Distance:       DescriptorDistance, WassersteinP: 2, Temperature: 1,
 		TrimFraction: 0.1, KrumF: 1,
+		Detector: DescriptorDetector, LabelGap: 0.5,
+		FoolsGoldKappa: 1, FoolsGoldFlagBelow: 0.01, ClipNorm: 0,
 	}
 }
 
@@ -75,7 +99,9 @@ type SiteResult struct {
 	Control []float64
 	// N is the site's number of training rows.
 	N int
-	// Descriptor is the site's 48-number topological descriptor (pTopoFL).
+	// Descriptor is the site's 48-number topological descriptor (pTopoFL),
+	// or under LabelledDetector and CombinedDetector its extended
+	// descriptor: those 48 numbers followed by tda.LabelledSummary.
 	Descriptor []float64
 	// H0 and H1 are the site's finite persistence pairs, needed only for
 	// WassersteinDistance.
@@ -97,6 +123,9 @@ type ServerState struct {
 	// and DriftSum Σ_r ‖φ̂_k^(r) − φ̂_k^(1)‖, for the drift of Eq. (9).
 	Reference [][]float64
 	DriftSum  []float64
+	// FoolsGoldHistory holds, per site, FoolsGold's aggregate update
+	// H_k = Σ_r (θ_k^(r) − θ_global^(r−1)) over the rounds so far.
+	FoolsGoldHistory [][]float64
 }
 
 // RoundInput is everything AggregateRound reads.
@@ -120,7 +149,8 @@ type RoundOutput struct {
 	ClusterModels [][]float64
 	// Labels, Trust, ZScores, Flagged and Drift are pTopoFL's per-site
 	// cluster ids, trust weights t_k, anomaly z-scores z_k, flags and drift
-	// Δ_k; nil for other methods.
+	// Δ_k; nil for other methods, except Flagged, which FoolsGold also sets
+	// (FoolsGoldFlags).
 	Labels  []int
 	Trust   []float64
 	ZScores []float64
@@ -128,6 +158,12 @@ type RoundOutput struct {
 	Drift   []float64
 	// Reclustered lists the sites moved by drift re-clustering this round.
 	Reclustered []int
+	// SiteWeights is the implicit per-site selection of a robust baseline,
+	// for reporting what it excludes: FoolsGold's weights α_k
+	// (FoolsGoldWeights; its Flagged are FoolsGoldFlags of them),
+	// norm-clipped FedAvg's clip factors (NormClipFactors), Krum's 1 for
+	// the selected site and 0 for the others; nil for other methods.
+	SiteWeights []float64
 	State       ServerState
 }
 
@@ -190,7 +226,22 @@ func aggregateRound(in RoundInput) (RoundOutput, error) {
 	case learn.TrimmedMean:
 		global, err = TrimmedMean(models, in.Config.TrimFraction)
 	case learn.Krum:
-		global, err = Krum(models, in.Config.KrumF)
+		var sel int
+		sel, err = KrumSelect(models, in.Config.KrumF)
+		if err == nil {
+			global = append([]float64(nil), models[sel]...)
+			out.SiteWeights = make([]float64, k)
+			out.SiteWeights[sel] = 1
+		}
+	case learn.FoolsGold:
+		var hist [][]float64
+		global, hist, out.SiteWeights, err = foolsGoldRound(models, in.State, in.Config.FoolsGoldKappa)
+		if err == nil {
+			state.FoolsGoldHistory = hist
+			out.Flagged = FoolsGoldFlags(out.SiteWeights, in.Config.FoolsGoldFlagBelow)
+		}
+	case learn.NormClip:
+		global, out.SiteWeights, err = NormClippedAverage(in.State.Global, in.Sites, in.Config.ClipNorm)
 	default:
 		_, err = learn.ParseMethod(string(in.Method))
 	}

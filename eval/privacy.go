@@ -151,11 +151,16 @@ func Privacy(names []string, sizes []int, s PrivacySettings) (PrivacyReport, err
 
 // FederationPrivacy computes Privacy for a generated federation from its
 // sites' training sizes, with the paper's settings for a logistic model on
-// its features (DefaultPrivacySettings).
-func FederationPrivacy(f Federation) (PrivacyReport, error) {
+// its features (DefaultPrivacySettings) and descriptorDim numbers sent
+// per site: DescriptorDim for the paper's descriptor, or the length of an
+// extended descriptor (tda.ExtendedDescriptorLen with the label-aware
+// summary). Errors are Privacy's (descriptorDim must be positive).
+func FederationPrivacy(f Federation, descriptorDim int) (PrivacyReport, error) {
 	sizes := make([]int, len(f.Sites))
 	for i, s := range f.Sites {
 		sizes[i] = len(s.YTrain)
 	}
-	return Privacy(f.SiteNames(), sizes, DefaultPrivacySettings(f.Features))
+	set := DefaultPrivacySettings(f.Features)
+	set.DescriptorDim = descriptorDim
+	return Privacy(f.SiteNames(), sizes, set)
 }

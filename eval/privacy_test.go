@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/ptopofl/ptopofl/tda"
 )
 
 // privacyTol absorbs the last-bit differences between the hand formulas
@@ -76,7 +78,7 @@ func TestFederationPrivacy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := FederationPrivacy(fed)
+	r, err := FederationPrivacy(fed, DescriptorDim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,6 +93,18 @@ func TestFederationPrivacy(t *testing.T) {
 	}
 	if math.Abs(r.RiskRatio-4.8/21) > 1e-15 {
 		t.Errorf("ratio %v, want 4.8/21", r.RiskRatio)
+	}
+	// The extended descriptor (48 + 11 label-aware numbers) sends 59:
+	// ρ_topo/ρ_grad = 59·0.1/21 and the proxy log2(1 + 5.9) bits.
+	x, err := FederationPrivacy(fed, tda.ExtendedDescriptorLen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(x.RiskRatio-5.9/21) > 1e-15 || math.Abs(x.DescriptorMI-math.Log2(6.9)) > 1e-15 || x.Settings.DescriptorDim != 59 {
+		t.Errorf("extended: ratio %v MI %v dim %d, want 5.9/21, log2 6.9, 59", x.RiskRatio, x.DescriptorMI, x.Settings.DescriptorDim)
+	}
+	if _, err := FederationPrivacy(fed, 0); err == nil {
+		t.Error("descriptor dimension 0: no error")
 	}
 }
 

@@ -3,6 +3,7 @@ package learn
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -276,6 +277,29 @@ func TestLossAndSigmoidAreTheSeparateFunctions(t *testing.T) {
 			if math.Float64bits(l) != math.Float64bits(wl) || math.Float64bits(s) != math.Float64bits(ws) {
 				t.Fatalf("z=%v y=%v: fused (%v, %v), separate (%v, %v)", z, y, l, s, wl, ws)
 			}
+		}
+	}
+}
+
+// TestRobustBaselinesUpdateLikeFedAvg: every robust baseline's site update
+// is FedAvg's, bit for bit, and the new methods parse.
+func TestRobustBaselinesUpdateLikeFedAvg(t *testing.T) {
+	in := SiteInput{Method: FedAvg, Round: 2, Train: toy, Pushed: []float64{0.1, -0.2, 0.05}, Config: DefaultSiteConfig()}
+	want, err := UpdateSite(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []Method{Median, TrimmedMean, Krum, FoolsGold, NormClip} {
+		if p, err := ParseMethod(string(m)); err != nil || p != m {
+			t.Errorf("ParseMethod(%q) = %q, %v", m, p, err)
+		}
+		in.Method = m
+		got, err := UpdateSite(in)
+		if err != nil {
+			t.Fatalf("%s: %v", m, err)
+		}
+		if !slices.Equal(got.Params, want.Params) || got.N != want.N {
+			t.Errorf("%s: params %v n %d, want FedAvg's %v %d", m, got.Params, got.N, want.Params, want.N)
 		}
 	}
 }

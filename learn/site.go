@@ -19,10 +19,14 @@ const (
 	Median      Method = "median"
 	TrimmedMean Method = "trimmed-mean"
 	Krum        Method = "krum"
+	// FoolsGold (Fung et al. 2020) and NormClip, norm-clipped FedAvg (Sun
+	// et al. 2019), are robust baselines whose site update is FedAvg's.
+	FoolsGold Method = "foolsgold"
+	NormClip  Method = "norm-clip"
 )
 
 // Methods lists every Method in a fixed order.
-var Methods = []Method{PTopoFL, FedAvg, FedProx, SCAFFOLD, PFedMe, LocalOnly, Median, TrimmedMean, Krum}
+var Methods = []Method{PTopoFL, FedAvg, FedProx, SCAFFOLD, PFedMe, LocalOnly, Median, TrimmedMean, Krum, FoolsGold, NormClip}
 
 // ParseMethod returns the Method called name, or an error listing the
 // valid names.
@@ -184,7 +188,7 @@ func UpdateSite(in SiteInput) (SiteOutput, error) {
 	switch in.Method {
 	case LocalOnly:
 		out, err = updateLocalOnly(m, in)
-	case FedAvg, Median, TrimmedMean, Krum:
+	case FedAvg, Median, TrimmedMean, Krum, FoolsGold, NormClip:
 		out, err = updateFedAvg(m, in)
 	case FedProx:
 		out = updateFedProx(m, in)

@@ -284,21 +284,31 @@ func standardise(x [][]float64, rows []int) ([][]float64, error) {
 // Unlike Diagram.H0 it keeps zero-length pairs and leaves out the infinite
 // class, as the paper's descriptor does.
 func kruskalH0(dm *DistanceMatrix) []Pair {
+	tree := kruskalTree(sortedEdges(dm), dm.N())
+	pairs := make([]Pair, len(tree))
+	for k, e := range tree {
+		pairs[k] = Pair{Birth: 0, Death: e.w}
+	}
+	return pairs
+}
+
+// weightedEdge is an edge {i < j} of the Vietoris–Rips 1-skeleton and its
+// length.
+type weightedEdge struct {
+	w    float64
+	i, j int32
+}
+
+// sortedEdges returns every edge i < j of dm sorted by (w, i, j).
+func sortedEdges(dm *DistanceMatrix) []weightedEdge {
 	n := dm.N()
-	if n < 2 {
-		return []Pair{}
-	}
-	type edge struct {
-		w    float64
-		i, j int32
-	}
-	edges := make([]edge, 0, n*(n-1)/2)
+	edges := make([]weightedEdge, 0, n*(n-1)/2)
 	for i := 0; i < n; i++ {
 		for j := i + 1; j < n; j++ {
-			edges = append(edges, edge{dm.At(i, j), int32(i), int32(j)})
+			edges = append(edges, weightedEdge{dm.At(i, j), int32(i), int32(j)})
 		}
 	}
-	slices.SortFunc(edges, func(a, b edge) int {
+	slices.SortFunc(edges, func(a, b weightedEdge) int {
 		if c := cmp.Compare(a.w, b.w); c != 0 {
 			return c
 		}
@@ -307,6 +317,17 @@ func kruskalH0(dm *DistanceMatrix) []Pair {
 		}
 		return cmp.Compare(a.j, b.j)
 	})
+	return edges
+}
+
+// kruskalTree returns the edges Kruskal's algorithm accepts, with
+// union-find, from edges in the order given (sortedEdges' order for the
+// minimum spanning tree), among n points: n−1 of them for n ≥ 1 connected
+// points, none for fewer than 2.
+func kruskalTree(edges []weightedEdge, n int) []weightedEdge {
+	if n < 2 {
+		return []weightedEdge{}
+	}
 	parent := make([]int32, n)
 	for i := range parent {
 		parent[i] = int32(i)
@@ -318,19 +339,19 @@ func kruskalH0(dm *DistanceMatrix) []Pair {
 		}
 		return v
 	}
-	pairs := make([]Pair, 0, n-1)
+	tree := make([]weightedEdge, 0, n-1)
 	for _, e := range edges {
 		a, b := find(e.i), find(e.j)
 		if a == b {
 			continue
 		}
 		parent[a] = b
-		pairs = append(pairs, Pair{Birth: 0, Death: e.w})
-		if len(pairs) == n-1 {
+		tree = append(tree, e)
+		if len(tree) == n-1 {
 			break
 		}
 	}
-	return pairs
+	return tree
 }
 
 // triangleH1 returns the paper-era H1 pairs (see ComputeDescriptor, step 4).

@@ -1,6 +1,8 @@
 // Package tda computes Vietoris–Rips persistent homology (H0 and H1 over
-// Z/2), distances between persistence diagrams, and the 48-number
-// topological descriptor of the pTopoFL paper.
+// Z/2), distances between persistence diagrams, the 48-number
+// topological descriptor of the pTopoFL paper, and its label-aware
+// extension (LabelledSummary), which lets a server see label noise that the
+// feature-only descriptor cannot.
 //
 // It is pure Go and knows nothing of Temporal, S3 or files: callers hand it
 // points or a distance matrix and get diagrams and vectors back. The
