@@ -216,6 +216,11 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 		return pipeline.AggregateOutput{}, wrap(err)
 	}
 	state := aggregation.ServerState{Round: in.Round - 1, Global: server.Global, Control: server.Control}
+	if method == learn.FoolsGold && in.ServerState != nil {
+		if state.FoolsGoldHistory, err = foolsGoldHistory(ctx, s.store, *in.ServerState, in.Updates); err != nil {
+			return pipeline.AggregateOutput{}, wrap(err)
+		}
+	}
 	if method == learn.PTopoFL {
 		rows, err := getClustering(ctx, s.store, in.Clustering)
 		if err != nil {
@@ -280,17 +285,31 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 			res.Models = append(res.Models, pipeline.SiteArtifact{Site: u.Site, Ref: ref})
 		}
 	}
+	for i, u := range in.Updates {
+		if i < len(out.Flagged) && out.Flagged[i] && method != learn.PTopoFL {
+			res.Flagged = append(res.Flagged, u.Site)
+		}
+		if out.SiteWeights != nil {
+			res.SiteWeights = append(res.SiteWeights, pipeline.SiteWeight{Site: u.Site, Weight: out.SiteWeights[i]})
+		}
+	}
 	// The server state is written only when the next round needs it:
-	// SCAFFOLD's control variate c (with the global model it goes with).
-	// The global model alone is already the "global" aggregate above, and
-	// no aggregation reads it back.
-	if out.State.Control != nil {
+	// SCAFFOLD's control variate c (with the global model it goes with),
+	// the global model that norm clipping and FoolsGold measure updates
+	// from, and FoolsGold's per-site update histories (by site name, so a
+	// site that misses a round keeps its history). For the other methods
+	// the global model is already the "global" aggregate above, and no
+	// aggregation reads it back.
+	if out.State.Control != nil || method == learn.NormClip || method == learn.FoolsGold {
 		v := map[string][]float64{}
 		if out.State.Global != nil {
 			v[vecGlobal] = out.State.Global
 		}
 		if out.State.Control != nil {
 			v[vecControl] = out.State.Control
+		}
+		for i, h := range out.State.FoolsGoldHistory {
+			v[vecFoolsGold+in.Updates[i].Site] = h
 		}
 		ref, err := putVectors(ctx, s.store, serverStateKey(in.Campaign, in.Round), []store.VectorRecord{{
 			Campaign: in.Campaign, Round: in.Round, Method: string(in.Method), Kind: kindServerState, Vectors: v,
@@ -321,4 +340,25 @@ func (s *Server) CommitRound(ctx context.Context, in pipeline.CommitRoundInput) 
 		return pipeline.CommitRoundOutput{}, fmt.Errorf("round %d: commit manifest: %w", m.Round, err)
 	}
 	return pipeline.CommitRoundOutput{Manifest: toPipeline(ref)}, nil
+}
+
+// vecFoolsGold prefixes the site name of a FoolsGold update history in the
+// server state.
+const vecFoolsGold = "foolsgold/"
+
+// foolsGoldHistory reads FoolsGold's update histories from the server state
+// at ref, in the order of updates; a site without one gets nil.
+func foolsGoldHistory(ctx context.Context, st *store.Store, ref pipeline.ArtifactRef, updates []pipeline.SiteUpdate) ([][]float64, error) {
+	recs, err := getVectors(ctx, st, ref, kindServerState)
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) != 1 {
+		return nil, fmt.Errorf("%s holds %d server states, want 1", ref.Key, len(recs))
+	}
+	hist := make([][]float64, len(updates))
+	for i, u := range updates {
+		hist[i] = recs[0].Vectors[vecFoolsGold+u.Site]
+	}
+	return hist, nil
 }

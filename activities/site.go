@@ -326,6 +326,16 @@ func (s *Site) ComputeDescriptor(ctx context.Context, in pipeline.ComputeDescrip
 	if err != nil {
 		return pipeline.ComputeDescriptorOutput{}, pipeline.NewBadSiteDataError(s.name, d.TrainFile, 0, "descriptor: %v", err)
 	}
+	if cfg.LabelAware() {
+		// The label-aware extension follows the paper's 48 numbers; its rows
+		// are drawn with the same fixed seed, so re-computing it in a later
+		// round measures a change of the data, never resampling noise.
+		label, err := tda.LabelledSummary(d.Train.X, d.Train.Y, tda.LabelledOptions{NSub: cfg.LabelNSub, Seed: descriptorSeed(in.SiteCall)})
+		if err != nil {
+			return pipeline.ComputeDescriptorOutput{}, pipeline.NewBadSiteDataError(s.name, d.TrainFile, 0, "label-aware summary: %v", err)
+		}
+		desc.Vector = append(desc.Vector, label...)
+	}
 	rec := store.DescriptorRecord{
 		Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method),
 		Descriptor: desc.Vector, H0: pairs(desc.H0), H1: pairs(desc.H1),

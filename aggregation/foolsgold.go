@@ -151,7 +151,9 @@ func foolsGoldRound(models [][]float64, prev ServerState, kappa float64) (global
 	for k, m := range models {
 		delta[k] = make([]float64, np)
 		history[k] = make([]float64, np)
-		if prev.FoolsGoldHistory != nil {
+		// A site without a history (new, or absent from earlier rounds)
+		// starts from zero.
+		if prev.FoolsGoldHistory != nil && prev.FoolsGoldHistory[k] != nil {
 			if err := finiteVector(prev.FoolsGoldHistory[k], np); err != nil {
 				return nil, nil, nil, fmt.Errorf("foolsgold: site %d update history: %w", k, err)
 			}

@@ -124,7 +124,8 @@ type ServerState struct {
 	Reference [][]float64
 	DriftSum  []float64
 	// FoolsGoldHistory holds, per site, FoolsGold's aggregate update
-	// H_k = Σ_r (θ_k^(r) − θ_global^(r−1)) over the rounds so far.
+	// H_k = Σ_r (θ_k^(r) − θ_global^(r−1)) over the rounds so far; a nil
+	// entry is a site with no history yet.
 	FoolsGoldHistory [][]float64
 }
 

@@ -32,9 +32,12 @@ type Config struct {
 	// Descriptor names the tda descriptor variant the sites compute.
 	Descriptor string
 	// NSub is the number of rows subsampled per site for the descriptor.
-	NSub   int
-	Site   learn.SiteConfig
-	Server aggregation.Config
+	NSub int
+	// LabelNSub is the number of rows subsampled per site for the
+	// label-aware summary that the labelled and combined detectors read.
+	LabelNSub int
+	Site      learn.SiteConfig
+	Server    aggregation.Config
 }
 
 // Resolve returns the core configuration of method m under preset with
@@ -82,6 +85,13 @@ func CheckPreset(name string) error {
 		}
 	}
 	return fmt.Errorf("preset %q: want %q or %q", name, Default, Paper)
+}
+
+// LabelAware reports whether the sites' descriptors carry the label-aware
+// summary (tda.LabelledSummary after the 48 numbers): the detectors that
+// read it need it from every site.
+func (c Config) LabelAware() bool {
+	return c.Method == learn.PTopoFL && (c.Server.Detector == aggregation.LabelledDetector || c.Server.Detector == aggregation.CombinedDetector)
 }
 
 // NeedsDescriptors reports whether m clusters or weighs sites by their

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/ptopofl/ptopofl/aggregation"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/tda"
 )
@@ -40,6 +41,11 @@ type Hyperparameters struct {
 	TrimFraction     float64 `json:"trim_fraction"`
 	Byzantine        int     `json:"byzantine"`
 	MaxClusters      int     `json:"max_clusters"`
+	Detector         string  `json:"detector"`
+	LabelGap         float64 `json:"label_gap"`
+	LabelNSub        int     `json:"label_n_sub"`
+	FoolsGoldKappa   float64 `json:"foolsgold_kappa"`
+	ClipNorm         float64 `json:"clip_norm"`
 }
 
 // Kind is the type of a hyper-parameter's value.
@@ -229,6 +235,39 @@ var Params = []Param{
 		Methods: []learn.Method{learn.PTopoFL}, Default: num(10), Check: atLeast(2),
 		field: func(h *Hyperparameters) any { return &h.MaxClusters },
 		core:  func(v Value, c *Config) { c.Server.MaxAutoClusters = int(v.Num) }},
+	{Name: "detector", Doc: `pTopoFL's anomaly detector: "labelled" (the label-aware summary of tda.LabelledSummary, which sees label flips), "descriptor" (the paper's z-score of the 48-number descriptor distance) or "combined" (flagged by either)`, Kind: Text,
+		Methods: []learn.Method{learn.PTopoFL}, Default: Value{Text: string(aggregation.LabelledDetector)}, PaperDefault: &Value{Text: string(aggregation.DescriptorDetector)},
+		Check: func(v Value) string {
+			switch aggregation.Detector(v.Text) {
+			case aggregation.DescriptorDetector, aggregation.LabelledDetector, aggregation.CombinedDetector:
+				return ""
+			}
+			return `must be "labelled", "descriptor" or "combined"`
+		},
+		field: func(h *Hyperparameters) any { return &h.Detector },
+		core:  func(v Value, c *Config) { c.Server.Detector = aggregation.Detector(v.Text) }},
+	{Name: "label_gap", Doc: "γ of the labelled detector: a site is flagged when it has lost more than this fraction of the federation's typical label structure", Kind: Float,
+		Methods: []learn.Method{learn.PTopoFL}, Default: num(0.5),
+		Check: func(v Value) string {
+			if !(v.Num > 0 && v.Num <= 1) {
+				return "must be in (0, 1]"
+			}
+			return ""
+		},
+		field: func(h *Hyperparameters) any { return &h.LabelGap },
+		core:  func(v Value, c *Config) { c.Server.LabelGap = v.Num }},
+	{Name: "label_n_sub", Doc: "rows subsampled per site for the label-aware summary (tda.LabelledSummary)", Kind: Int,
+		Methods: []learn.Method{learn.PTopoFL}, Default: num(tda.DefaultLabelledNSub), Check: atLeast(4),
+		field: func(h *Hyperparameters) any { return &h.LabelNSub },
+		core:  func(v Value, c *Config) { c.LabelNSub = int(v.Num) }},
+	{Name: "foolsgold_kappa", Doc: "κ, FoolsGold's confidence of the logit re-weighting (Fung et al. 2020)", Kind: Float,
+		Methods: []learn.Method{learn.FoolsGold}, Default: num(1), Check: positive,
+		field: func(h *Hyperparameters) any { return &h.FoolsGoldKappa },
+		core:  func(v Value, c *Config) { c.Server.FoolsGoldKappa = v.Num }},
+	{Name: "clip_norm", Doc: "norm-clipped FedAvg's bound M on each site's update norm; 0 uses each round's median update norm (Sun et al. 2019)", Kind: Float,
+		Methods: []learn.Method{learn.NormClip}, ZeroIsSetting: true, Check: atLeast(0),
+		field: func(h *Hyperparameters) any { return &h.ClipNorm },
+		core:  func(v Value, c *Config) { c.Server.ClipNorm = v.Num }},
 }
 
 // Lookup returns the Param called name.

@@ -51,16 +51,17 @@ func TestParamsCoverEveryField(t *testing.T) {
 // TestPresets pins the presets to the paper's values (Table 4, §4.1 and
 // golden/paper/expected.json `hyperparameters`, as learn.DefaultSiteConfig
 // and aggregation.DefaultConfig document them) and to the paper preset's
-// three differences.
+// four differences.
 func TestPresets(t *testing.T) {
 	for i, tc := range []struct {
 		preset     string
 		descriptor string
 		flagBelow  float64
 		drift      float64
+		detector   aggregation.Detector
 	}{
-		{Default, tda.VariantExact, 0, 0.1},  // 0
-		{Paper, tda.VariantTriangle, 0.5, 0}, // 1
+		{Default, tda.VariantExact, 0, 0.1, aggregation.LabelledDetector},    // 0
+		{Paper, tda.VariantTriangle, 0.5, 0, aggregation.DescriptorDetector}, // 1
 	} {
 		for _, m := range learn.Methods {
 			c, err := Preset(tc.preset, m)
@@ -68,8 +69,8 @@ func TestPresets(t *testing.T) {
 				t.Fatalf("case %d %s: %v", i, m, err)
 			}
 			server := aggregation.DefaultConfig()
-			server.FlagTrustBelow, server.DriftThreshold = tc.flagBelow, tc.drift
-			want := Config{Method: m, Preset: tc.preset, Descriptor: tc.descriptor, NSub: 80,
+			server.FlagTrustBelow, server.DriftThreshold, server.Detector = tc.flagBelow, tc.drift, tc.detector
+			want := Config{Method: m, Preset: tc.preset, Descriptor: tc.descriptor, NSub: 80, LabelNSub: tda.DefaultLabelledNSub,
 				Site: learn.DefaultSiteConfig(), Server: server}
 			if !reflect.DeepEqual(c, want) {
 				t.Errorf("case %d %s:\ngot  %+v\nwant %+v", i, m, c, want)

@@ -163,6 +163,14 @@ type AggregateOutput struct {
 	Models      []SiteArtifact  `json:"models"`
 	Aggregates  []NamedArtifact `json:"aggregates"`
 	ServerState *ArtifactRef    `json:"server_state,omitempty"`
+	// Flagged lists the sites a robust aggregation excluded (FoolsGold's
+	// weights below its flag threshold), in update order; pTopoFL's flags
+	// come from ClusterSites instead.
+	Flagged []string `json:"flagged,omitempty"`
+	// SiteWeights is a robust aggregation's implicit selection, in update
+	// order: FoolsGold's weights, norm clipping's clip factors, Krum's 1 for
+	// the chosen site and 0 for the others.
+	SiteWeights []SiteWeight `json:"site_weights,omitempty"`
 }
 
 // CommitRoundInput asks the server to write the round's manifest to

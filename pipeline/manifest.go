@@ -97,4 +97,13 @@ type RoundManifest struct {
 	Flagged               []string         `json:"flagged"`
 	Metrics               []SiteMetrics    `json:"metrics"`
 	Mean                  RoundMetrics     `json:"mean"`
+	// SiteWeights records a robust aggregation's per-site selection
+	// (AggregateOutput.SiteWeights); absent for the other methods.
+	SiteWeights []SiteWeight `json:"site_weights,omitempty"`
+}
+
+// SiteWeight is the weight a robust aggregation gave a site's update.
+type SiteWeight struct {
+	Site   string  `json:"site"`
+	Weight float64 `json:"weight"`
 }

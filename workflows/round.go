@@ -344,6 +344,12 @@ func (r *round) aggregate(ctx workflow.Context, updates []pipeline.SiteUpdate) e
 		r.m.Outputs = append(r.m.Outputs, pipeline.ArtifactRecord{Role: pipeline.RoleAggregate, Name: a.Name, Ref: a.Ref})
 	}
 	r.output(pipeline.RoleServerState, "", out.ServerState)
+	// A robust aggregation's selection (absent from older activity
+	// outputs, so replays of earlier rounds take neither branch).
+	if len(out.Flagged) > 0 {
+		r.m.Flagged = out.Flagged
+	}
+	r.m.SiteWeights = out.SiteWeights
 	if out.ServerState != nil {
 		r.carry.ServerState = out.ServerState
 	}

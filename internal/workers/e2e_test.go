@@ -192,7 +192,9 @@ func startWorkers(t *testing.T, s *stack, sites []pipeline.Site) {
 
 // TestCampaignMatchesSimulate runs 15-round paper-preset campaigns of
 // pTopoFL, FedAvg, FedProx, pFedMe and LocalOnly (the last two scored in
-// their training activity) over the golden healthcare federation on the
+// their training activity), FoolsGold and norm-clipped FedAvg (whose server
+// state, the global model and FoolsGold's per-site update histories, goes
+// through the store between rounds) over the golden healthcare federation on the
 // local stack (embedded Temporal and S3, in-process workers for all eight
 // sites) and requires the per-round AUC and accuracy curves and every
 // site's final model to equal the in-memory reference bit for bit. Then it
@@ -206,7 +208,7 @@ func TestCampaignMatchesSimulate(t *testing.T) {
 	startWorkers(t, s, sites)
 
 	var campaigns []string
-	for _, m := range []learn.Method{learn.PTopoFL, learn.FedAvg, learn.FedProx, learn.PFedMe, learn.LocalOnly} {
+	for _, m := range []learn.Method{learn.PTopoFL, learn.FedAvg, learn.FedProx, learn.PFedMe, learn.LocalOnly, learn.FoolsGold, learn.NormClip} {
 		t.Run(string(m), func(t *testing.T) {
 			cfg, err := simulate.Preset(method.Paper, m)
 			if err != nil {
