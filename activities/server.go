@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -72,12 +73,12 @@ func (s *Server) descriptorResult(ctx context.Context, ref pipeline.ArtifactRef)
 	return aggregation.SiteResult{Descriptor: d.Descriptor, H0: conv(d.H0), H1: conv(d.H1)}, nil
 }
 
-// ClusterSites runs pTopoFL's server-side topology step for the sites with
-// descriptors: clustering (in the first round, or drift re-clustering
-// later), trust, anomaly flags and drift. It is aggregation.AggregateRound
-// run on the descriptors alone (with placeholder models, which these
-// outputs do not depend on), so the clusters and trust it reports are
-// exactly those the aggregation then uses. The clustering artifact carries
+// ClusterSites runs pTopoFL's server-side topology step
+// (aggregation.TopologyStep) for the sites with descriptors: clustering (in
+// the first round, or drift re-clustering later), trust, anomaly flags and
+// drift. Aggregate runs the same step with the clusters this records, so
+// the clusters and trust it reports are exactly those the aggregation then
+// uses. The clustering artifact carries
 // pTopoFL's per-site server state (label, reference descriptor, drift sum)
 // to the next clustering and to Aggregate.
 func (s *Server) ClusterSites(ctx context.Context, in pipeline.ClusterSitesInput) (pipeline.ClusterSitesOutput, error) {
@@ -98,7 +99,6 @@ func (s *Server) ClusterSites(ctx context.Context, in pipeline.ClusterSitesInput
 		if err != nil {
 			return pipeline.ClusterSitesOutput{}, wrap(err)
 		}
-		r.Params, r.N = []float64{0}, 1
 		sites[i] = r
 	}
 	prev, err := getClustering(ctx, s.store, in.Previous)
@@ -111,9 +111,7 @@ func (s *Server) ClusterSites(ctx context.Context, in pipeline.ClusterSitesInput
 		// site that joined later): cluster every site afresh.
 		state = aggregation.ServerState{}
 	}
-	out, err := aggregation.AggregateRound(aggregation.RoundInput{
-		Method: learn.PTopoFL, Round: in.Round, Sites: sites, State: state, Config: cfg,
-	})
+	out, err := aggregation.TopologyStep(aggregation.TopologyInput{Round: in.Round, Sites: sites, State: state, Config: cfg})
 	if err != nil {
 		return pipeline.ClusterSitesOutput{}, temporal.NewNonRetryableApplicationError(wrap(err).Error(), "ClusteringFailed", err)
 	}
@@ -124,7 +122,8 @@ func (s *Server) ClusterSites(ctx context.Context, in pipeline.ClusterSitesInput
 			Site: d.Site, Label: out.Labels[i], Trust: out.Trust[i], ZScore: out.ZScores[i], Flagged: out.Flagged[i],
 			Drift: out.Drift[i], Reference: out.State.Reference[i], DriftSum: out.State.DriftSum[i],
 		}
-		res.Sites[i] = pipeline.SiteCluster{Site: d.Site, Cluster: out.Labels[i], Trust: out.Trust[i], Flagged: out.Flagged[i], Drift: out.Drift[i]}
+		res.Sites[i] = pipeline.SiteCluster{Site: d.Site, Cluster: out.Labels[i], Trust: out.Trust[i], Flagged: out.Flagged[i], Drift: out.Drift[i],
+			Reassigned: slices.Contains(out.Reassigned, i)}
 	}
 	ref, err := putVectors(ctx, s.store, clusteringKey(in.Campaign, in.Round), clusteringRecords(in.ServerCall, rows))
 	if err != nil {

@@ -157,9 +157,22 @@ func (s *Sweep) campaignRows(ctx context.Context, sweep string, c pipeline.Sweep
 		}
 		row.NumClusters, row.NumFlagged = numClusters(m.Clusters), len(m.Flagged)
 		row.Flagged, row.Participants = strings.Join(m.Flagged, ","), len(m.Participants)
+		row.Excluded = excluded(m.SiteWeights)
 	}
-	row.ConvRound = eval.ConvergenceRound(auc)
+	row.ConvRound = eval.SettlingRound(auc, eval.SettlingTolerance)
 	return row, curves, nil
+}
+
+// excluded lists, comma-separated, the sites a robust aggregation gave
+// weight 0 (Krum's unselected sites, FoolsGold's distrusted ones).
+func excluded(ws []pipeline.SiteWeight) string {
+	var out []string
+	for _, w := range ws {
+		if w.Weight == 0 {
+			out = append(out, w.Site)
+		}
+	}
+	return strings.Join(out, ",")
 }
 
 func roundOfManifest(campaign, key string) (int, bool) {

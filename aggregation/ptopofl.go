@@ -254,20 +254,63 @@ func reassign(dist [][]float64, labels []int, moved []int) []int {
 	return out
 }
 
-// aggregatePTopoFL is pTopoFL's server step (paper Algorithm 1): site
-// distances, clustering in the first round, trust, drift and re-clustering,
-// topology-weighted cluster models and β-blending.
-func aggregatePTopoFL(in RoundInput) (RoundOutput, error) {
+// TopologyInput is everything TopologyStep reads: the sites' descriptors
+// (and diagrams, for WassersteinDistance), the 1-based round and the
+// pTopoFL state of the previous round (zero before the first).
+type TopologyInput struct {
+	Round  int
+	Sites  []SiteResult
+	State  ServerState
+	Config Config
+}
+
+// Topology is pTopoFL's server-side topology step for one round: who is
+// in which cluster, how much each site is trusted, which sites are flagged,
+// how far each has drifted and which were moved by it.
+type Topology struct {
+	// Labels are the cluster ids per site; Trust, ZScores and Flagged the
+	// trust weights t_k, anomaly z-scores z_k and flags; Drift the drift
+	// Δ_k of Eq. (9).
+	Labels  []int
+	Trust   []float64
+	ZScores []float64
+	Flagged []bool
+	Drift   []float64
+	// Reclustered lists the sites moved by drift re-clustering this round
+	// (their label may be unchanged when their cluster stays the closest);
+	// Reassigned the sites whose label actually changed.
+	Reclustered []int
+	Reassigned  []int
+	// CentreDistances are each site's distances to its cluster's centre
+	// and Lambda the temperature of the intra-cluster weights (Eq. 6).
+	CentreDistances []float64
+	Lambda          float64
+	// State is the pTopoFL part of the server state after the step.
+	State ServerState
+}
+
+// TopologyStep runs pTopoFL's topology step (paper §3.3–3.5, Algorithm 1
+// before the model aggregation): site distances between l2-normalised
+// descriptors (or Wasserstein distances between diagrams), clustering in
+// the first round (average linkage, M clusters or chosen by silhouette),
+// drift Δ_k = (1/R) Σ_{r≤R} ‖φ̂_k^(r) − φ̂_k^(1)‖ (Eq. 9) with re-assignment
+// of the sites above the threshold, and trust scores and flags from the
+// configured detector. It reads no model: what it returns depends on the
+// descriptors alone, so the server can cluster before local training and
+// aggregate with exactly these clusters afterwards.
+func TopologyStep(in TopologyInput) (Topology, error) {
 	k := len(in.Sites)
+	if k == 0 {
+		return Topology{}, fmt.Errorf("no sites")
+	}
 	cfg := in.Config
-	np := len(in.Sites[0].Params)
 	desc := make([][]float64, k)
 	for i, s := range in.Sites {
 		if len(s.Descriptor) == 0 {
-			return RoundOutput{}, fmt.Errorf("site %d sent no descriptor", i)
+			return Topology{}, fmt.Errorf("site %d sent no descriptor", i)
 		}
 		if err := finiteVector(s.Descriptor, len(in.Sites[0].Descriptor)); err != nil {
-			return RoundOutput{}, fmt.Errorf("site %d descriptor: %w", i, err)
+			return Topology{}, fmt.Errorf("site %d descriptor: %w", i, err)
 		}
 		desc[i] = s.Descriptor
 	}
@@ -276,7 +319,7 @@ func aggregatePTopoFL(in RoundInput) (RoundOutput, error) {
 	case DescriptorDetector, "":
 	case LabelledDetector, CombinedDetector:
 		if !(cfg.LabelGap > 0) {
-			return RoundOutput{}, fmt.Errorf("label gap γ = %v, want a positive fraction", cfg.LabelGap)
+			return Topology{}, fmt.Errorf("label gap γ = %v, want a positive fraction", cfg.LabelGap)
 		}
 		// Everything but the anomaly score sees only the paper's numbers,
 		// so the label block changes detection and nothing else.
@@ -284,12 +327,12 @@ func aggregatePTopoFL(in RoundInput) (RoundOutput, error) {
 		for i := range desc {
 			paper, label, err := SplitExtendedDescriptor(desc[i])
 			if err != nil {
-				return RoundOutput{}, fmt.Errorf("site %d descriptor: %w", i, err)
+				return Topology{}, fmt.Errorf("site %d descriptor: %w", i, err)
 			}
 			desc[i], labelBlocks[i] = paper, label
 		}
 	default:
-		return RoundOutput{}, fmt.Errorf("unknown detector %q; want %q, %q or %q", cfg.Detector, DescriptorDetector, LabelledDetector, CombinedDetector)
+		return Topology{}, fmt.Errorf("unknown detector %q; want %q, %q or %q", cfg.Detector, DescriptorDetector, LabelledDetector, CombinedDetector)
 	}
 	f := NormalizeDescriptors(desc)
 	var dist [][]float64
@@ -301,11 +344,11 @@ func aggregatePTopoFL(in RoundInput) (RoundOutput, error) {
 		var err error
 		dist, err = WassersteinMatrix(in.Sites, cfg.WassersteinP)
 		if err != nil {
-			return RoundOutput{}, err
+			return Topology{}, err
 		}
 		lambda = cfg.Temperature
 	default:
-		return RoundOutput{}, fmt.Errorf("unknown site distance %q; want %q or %q", cfg.Distance, DescriptorDistance, WassersteinDistance)
+		return Topology{}, fmt.Errorf("unknown site distance %q; want %q or %q", cfg.Distance, DescriptorDistance, WassersteinDistance)
 	}
 
 	state := in.State
@@ -316,7 +359,7 @@ func aggregatePTopoFL(in RoundInput) (RoundOutput, error) {
 		state.DriftSum = make([]float64, k)
 	}
 	if len(state.Labels) != k || len(state.Reference) != k || len(state.DriftSum) != k {
-		return RoundOutput{}, fmt.Errorf("server state holds %d cluster labels, %d reference descriptors and %d drift sums for %d sites", len(state.Labels), len(state.Reference), len(state.DriftSum), k)
+		return Topology{}, fmt.Errorf("server state holds %d cluster labels, %d reference descriptors and %d drift sums for %d sites", len(state.Labels), len(state.Reference), len(state.DriftSum), k)
 	}
 
 	// Drift, Eq. (9): Δ_k = (1/R) Σ_{r≤R} ‖φ̂_k^(r) − φ̂_k^(1)‖ over the rounds
@@ -330,7 +373,7 @@ func aggregatePTopoFL(in RoundInput) (RoundOutput, error) {
 	var moved []int
 	for i := range f {
 		if len(state.Reference[i]) != len(f[i]) {
-			return RoundOutput{}, fmt.Errorf("site %d descriptor has %d numbers, its reference has %d", i, len(f[i]), len(state.Reference[i]))
+			return Topology{}, fmt.Errorf("site %d descriptor has %d numbers, its reference has %d", i, len(f[i]), len(state.Reference[i]))
 		}
 		sum[i] += euclid(f[i], state.Reference[i])
 		drift[i] = sum[i] / rounds
@@ -340,8 +383,14 @@ func aggregatePTopoFL(in RoundInput) (RoundOutput, error) {
 	}
 	state.DriftSum = sum
 	labels := state.Labels
+	var reassigned []int
 	if len(moved) > 0 {
 		labels = reassign(dist, labels, moved)
+		for _, i := range moved {
+			if labels[i] != state.Labels[i] {
+				reassigned = append(reassigned, i)
+			}
+		}
 	}
 	state.Labels = labels
 
@@ -349,7 +398,7 @@ func aggregatePTopoFL(in RoundInput) (RoundOutput, error) {
 	if labelBlocks != nil {
 		g, err := LabelScores(labelBlocks)
 		if err != nil {
-			return RoundOutput{}, err
+			return Topology{}, err
 		}
 		zl := LabelZScores(g, cfg.Tau, cfg.LabelGap)
 		if cfg.Detector == CombinedDetector {
@@ -365,11 +414,36 @@ func aggregatePTopoFL(in RoundInput) (RoundOutput, error) {
 	} else {
 		centre = centroidDistances(f, labels)
 	}
+	return Topology{
+		Labels:          append([]int(nil), labels...),
+		Trust:           trust,
+		ZScores:         z,
+		Flagged:         Flags(z, trust, cfg.Tau, cfg.FlagTrustBelow),
+		Drift:           drift,
+		Reclustered:     moved,
+		Reassigned:      reassigned,
+		CentreDistances: centre,
+		Lambda:          lambda,
+		State:           state,
+	}, nil
+}
+
+// aggregatePTopoFL is pTopoFL's server step (paper Algorithm 1): the
+// topology step (TopologyStep), then topology-weighted cluster models and
+// β-blending.
+func aggregatePTopoFL(in RoundInput) (RoundOutput, error) {
+	top, err := TopologyStep(TopologyInput{Round: in.Round, Sites: in.Sites, State: in.State, Config: in.Config})
+	if err != nil {
+		return RoundOutput{}, err
+	}
+	k := len(in.Sites)
+	np := len(in.Sites[0].Params)
 	n := make([]int, k)
 	for i, s := range in.Sites {
 		n[i] = s.N
 	}
-	a := ClusterWeights(labels, n, centre, trust, lambda)
+	labels := top.Labels
+	a := ClusterWeights(labels, n, top.CentreDistances, top.Trust, top.Lambda)
 	nc := numClusters(labels)
 	cluster := make([][]float64, nc)
 	sizes := make([]int, nc)
@@ -382,7 +456,7 @@ func aggregatePTopoFL(in RoundInput) (RoundOutput, error) {
 			cluster[c][j] += a[i] * v
 		}
 	}
-	blended := BlendClusters(cluster, sizes, cfg.Beta)
+	blended := BlendClusters(cluster, sizes, in.Config.Beta)
 	models := make([][]float64, k)
 	for i, c := range labels {
 		models[i] = blended[c]
@@ -391,11 +465,12 @@ func aggregatePTopoFL(in RoundInput) (RoundOutput, error) {
 		Models:        models,
 		ClusterModels: blended,
 		Labels:        append([]int(nil), labels...),
-		Trust:         trust,
-		ZScores:       z,
-		Flagged:       Flags(z, trust, cfg.Tau, cfg.FlagTrustBelow),
-		Drift:         drift,
-		Reclustered:   moved,
-		State:         state,
+		Trust:         top.Trust,
+		ZScores:       top.ZScores,
+		Flagged:       top.Flagged,
+		Drift:         top.Drift,
+		Reclustered:   top.Reclustered,
+		Reassigned:    top.Reassigned,
+		State:         top.State,
 	}, nil
 }

@@ -157,8 +157,10 @@ type RoundOutput struct {
 	ZScores []float64
 	Flagged []bool
 	Drift   []float64
-	// Reclustered lists the sites moved by drift re-clustering this round.
+	// Reclustered lists the sites drift re-clustering considered this
+	// round; Reassigned those whose cluster actually changed.
 	Reclustered []int
+	Reassigned  []int
 	// SiteWeights is the implicit per-site selection of a robust baseline,
 	// for reporting what it excludes: FoolsGold's weights α_k
 	// (FoolsGoldWeights; its Flagged are FoolsGoldFlags of them),

@@ -116,3 +116,26 @@ func ConvergenceRound(curve []float64) int {
 	}
 	return len(curve)
 }
+
+// SettlingTolerance is the AUC band SettlingRound uses in the reports:
+// half a point of AUC, about the spread of a method's final AUC between
+// neighbouring rounds once it has converged on the paper's scenarios.
+const SettlingTolerance = 0.005
+
+// SettlingRound returns the first round r (1-based) from which the curve
+// stays within tol of its final value: |curve[s−1] − curve[R−1]| ≤ tol for
+// every s ≥ r. Unlike ConvergenceRound, whose 95 % of the final AUC is met
+// in round 1 by any method that starts above 0.95·final (every method on
+// the paper's scenarios), it measures how long a method is still moving.
+// It returns 0 for an empty curve.
+func SettlingRound(curve []float64, tol float64) int {
+	if len(curve) == 0 {
+		return 0
+	}
+	final := curve[len(curve)-1]
+	r := len(curve)
+	for r > 1 && math.Abs(curve[r-2]-final) <= tol {
+		r--
+	}
+	return r
+}

@@ -54,8 +54,11 @@ type Federation struct {
 	Name     string
 	Scenario string
 	Seed     uint64
-	// AttackFraction is the fraction of adversarial sites (adversarial).
+	// AttackFraction is the fraction of adversarial sites and FlipRate the
+	// fraction of an adversarial site's labels that are flipped
+	// (adversarial; FlipRate is 0 when no site is adversarial).
 	AttackFraction float64
+	FlipRate       float64
 	Data           eval.Federation
 }
 
@@ -77,11 +80,22 @@ type Plan struct {
 var table1Methods = []learn.Method{learn.PTopoFL, learn.FedAvg, learn.FedProx,
 	learn.SCAFFOLD, learn.PFedMe, learn.LocalOnly}
 
-// Methods of adversarial: pTopoFL, FedAvg and two robust aggregators.
-var adversarialMethods = []learn.Method{learn.PTopoFL, learn.FedAvg, learn.Median, learn.Krum}
+// Methods of adversarial: pTopoFL, FedAvg and the robust aggregators it is
+// measured against (coordinate median, trimmed mean, Krum, FoolsGold,
+// norm-clipped FedAvg).
+var adversarialMethods = []learn.Method{learn.PTopoFL, learn.FedAvg, learn.Median, learn.TrimmedMean, learn.Krum, learn.FoolsGold, learn.NormClip}
 
-// AttackLevels are the adversarial fractions of the adversarial experiment.
-var AttackLevels = []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5}
+// AttackLevels are the fractions of adversarial sites of the adversarial
+// experiment: 0 to 4 of the healthcare scenario's 8 sites.
+var AttackLevels = []float64{0, 0.125, 0.25, 0.375, 0.5}
+
+// FlipRates are the fractions of an adversarial site's labels flipped.
+var FlipRates = []float64{0.1, 0.3, 0.5}
+
+// AdversarialFirstSeed is the adversarial experiment's first seed when none
+// is given: seeds the tests never use (unit tests pin seeds 1–5, the
+// labelled detector's γ was chosen on seeds 2000–2019).
+const AdversarialFirstSeed = 1000
 
 // Stability settings: the continual shift hits sites 2 and 6 (of 8) after
 // round ShiftAfter of 20 (a quarter of the rounds: Eq. 9 averages the drift
@@ -100,6 +114,9 @@ func Build(name string, o Options) (Plan, error) {
 	}
 	if o.FirstSeed == 0 {
 		o.FirstSeed = 1
+		if name == Adversarial {
+			o.FirstSeed = AdversarialFirstSeed
+		}
 	}
 	p := Plan{Experiment: name, Rounds: 15, Concurrency: 3}
 	var err error
@@ -108,21 +125,27 @@ func Build(name string, o Options) (Plan, error) {
 		p.Methods = table1Methods
 		for _, sc := range []string{Healthcare, Benchmark} {
 			for s := range o.Seeds {
-				if err = p.add(o, sc, o.FirstSeed+uint64(s), 0, nil); err != nil {
+				if err = p.add(o, sc, o.FirstSeed+uint64(s), attack{}, nil); err != nil {
 					return Plan{}, err
 				}
 			}
 		}
 	case Adversarial:
 		p.Methods = adversarialMethods
-		levels := AttackLevels
+		levels, flips := AttackLevels, FlipRates
 		if o.Tiny {
-			levels = []float64{0, 0.5}
+			levels, flips = []float64{0, 0.5}, []float64{0.3}
 		}
 		for _, f := range levels {
-			for s := range o.Seeds {
-				if err = p.add(o, Healthcare, o.FirstSeed+uint64(s), f, nil); err != nil {
-					return Plan{}, err
+			rates := flips
+			if f == 0 {
+				rates = []float64{0} // nobody flips: one federation per seed
+			}
+			for _, flip := range rates {
+				for s := range o.Seeds {
+					if err = p.add(o, Healthcare, o.FirstSeed+uint64(s), attack{f, flip}, nil); err != nil {
+						return Plan{}, err
+					}
 				}
 			}
 		}
@@ -142,7 +165,7 @@ func Build(name string, o Options) (Plan, error) {
 				sites = []int{1}
 			}
 			shift := &eval.ContinualShift{Sites: sites, AfterRound: after, Magnitude: ShiftMagnitude}
-			if err = p.add(o, Healthcare, o.FirstSeed+uint64(s), 0, shift); err != nil {
+			if err = p.add(o, Healthcare, o.FirstSeed+uint64(s), attack{}, shift); err != nil {
 				return Plan{}, err
 			}
 		}
@@ -154,7 +177,7 @@ func Build(name string, o Options) (Plan, error) {
 		p.Methods = []learn.Method{learn.PTopoFL}
 		for _, sc := range []string{Healthcare, Benchmark} {
 			for s := range o.Seeds {
-				if err = p.add(o, sc, o.FirstSeed+uint64(s), 0, nil); err != nil {
+				if err = p.add(o, sc, o.FirstSeed+uint64(s), attack{}, nil); err != nil {
 					return Plan{}, err
 				}
 			}
@@ -163,7 +186,7 @@ func Build(name string, o Options) (Plan, error) {
 		p.Methods = []learn.Method{learn.PTopoFL}
 		p.Settings = AblationSettings()
 		for s := range o.Seeds {
-			if err = p.add(o, Healthcare, o.FirstSeed+uint64(s), 0, nil); err != nil {
+			if err = p.add(o, Healthcare, o.FirstSeed+uint64(s), attack{}, nil); err != nil {
 				return Plan{}, err
 			}
 		}
@@ -199,16 +222,17 @@ var AblationDescriptions = map[string][2]string{
 	"autoM": {"automatic M", "number of clusters chosen by silhouette"},
 }
 
-func (p *Plan) add(o Options, scenario string, seed uint64, attack float64, shift *eval.ContinualShift) error {
+// attack is an adversarial federation's share of label-flipping sites and
+// their flip rate.
+type attack struct{ fraction, flip float64 }
+
+func (p *Plan) add(o Options, scenario string, seed uint64, a attack, shift *eval.ContinualShift) error {
 	var fed eval.Federation
 	var err error
 	short := "hc"
 	switch scenario {
 	case Healthcare:
 		opt := eval.DefaultHealthcareOptions(seed)
-		if p.Experiment == Adversarial {
-			opt.Sites = 10
-		}
 		if o.Tiny {
 			opt.Sites, opt.MinSize, opt.MaxSize = 3, 40, 60
 			if p.Experiment == Adversarial {
@@ -217,7 +241,8 @@ func (p *Plan) add(o Options, scenario string, seed uint64, attack float64, shif
 		}
 		opt.Adversarial = nil
 		if p.Experiment == Adversarial {
-			opt.Adversarial = adversarialSites(opt.Sites, attack)
+			opt.Adversarial = adversarialSites(opt.Sites, a.fraction)
+			opt.FlipFraction = a.flip
 		} else if p.Experiment == Table1 || p.Experiment == Ablation {
 			opt.Adversarial = DefaultHealthcareAdversarial(opt.Sites)
 		}
@@ -236,7 +261,7 @@ func (p *Plan) add(o Options, scenario string, seed uint64, attack float64, shif
 	}
 	name := fmt.Sprintf("%s-s%d", short, seed)
 	if p.Experiment == Adversarial {
-		name = fmt.Sprintf("%s-a%02d-s%d", short, int(math.Round(attack*100)), seed)
+		name = fmt.Sprintf("%s-a%03d-f%02d-s%d", short, int(math.Round(a.fraction*1000)), int(math.Round(a.flip*100)), seed)
 	}
 	for i := range fed.Sites {
 		fed.Sites[i].Name = name + "-" + fed.Sites[i].Name
@@ -244,7 +269,7 @@ func (p *Plan) add(o Options, scenario string, seed uint64, attack float64, shif
 	for i := range fed.Shifted {
 		fed.Shifted[i].Name = name + "-" + fed.Shifted[i].Name
 	}
-	p.Federations = append(p.Federations, Federation{Name: name, Scenario: scenario, Seed: seed, AttackFraction: attack, Data: fed})
+	p.Federations = append(p.Federations, Federation{Name: name, Scenario: scenario, Seed: seed, AttackFraction: a.fraction, FlipRate: a.flip, Data: fed})
 	return nil
 }
 

@@ -67,13 +67,38 @@ type PFedMeConfig struct {
 	Steps      int     // inner steps per round (reference: 20)
 }
 
+// Local solvers of the L-BFGS methods (SiteConfig.LocalSolver).
+const (
+	// SolverLBFGS solves the site's problem to LBFGS.GradTol every round
+	// (the paper's code). The warm start then has no effect: FedAvg
+	// becomes one-shot averaging of local optima and every round repeats
+	// the first.
+	SolverLBFGS = "lbfgs"
+	// SolverGD runs LocalGD.Steps full-batch gradient steps at LocalGD.LR
+	// from the model the site was sent: bounded local work that does not
+	// reach the local optimum, the regime of McMahan et al.'s FedAvg (E
+	// local epochs at a fixed step size), with the same budget as FedProx
+	// and SCAFFOLD so that the methods differ only in what they add.
+	SolverGD = "gd"
+)
+
+// GDConfig is a local gradient-descent budget: Steps full-batch steps of
+// size LR.
+type GDConfig struct {
+	LR    float64
+	Steps int
+}
+
 // SiteConfig holds every site-side hyper-parameter.
 type SiteConfig struct {
 	// C is logistic regression's inverse L2 strength (paper Table 4: 1.0).
 	C float64
-	// LBFGS controls the solver of LocalOnly, FedAvg, pTopoFL and the
-	// robust baselines.
-	LBFGS LBFGSSettings
+	// LocalSolver selects how LocalOnly, FedAvg, pTopoFL and the robust
+	// baselines train: SolverLBFGS ("" means it too) with LBFGS, or
+	// SolverGD with LocalGD.
+	LocalSolver string
+	LBFGS       LBFGSSettings
+	LocalGD     GDConfig
 	// InitScale scales the seeded normal round-1 coefficients of the
 	// gradient-descent baselines (reference: 0.01).
 	InitScale       float64
@@ -222,6 +247,35 @@ func EvaluationParams(method Method, pushed []float64, state SiteState) []float6
 	return pushed
 }
 
+// fitLocal is the local training of the L-BFGS methods: L-BFGS to the
+// optimum from init (nil: zeros), or, under SolverGD, c.LocalGD.Steps
+// gradient steps from init.
+func fitLocal(m Model, d Data, init []float64, c SiteConfig) ([]float64, error) {
+	switch c.LocalSolver {
+	case SolverLBFGS, "":
+		return FitLBFGS(m, d, init, c.LBFGS)
+	case SolverGD:
+		if err := d.Validate(); err != nil {
+			return nil, err
+		}
+		if !(c.LocalGD.LR > 0) || c.LocalGD.Steps < 1 {
+			return nil, fmt.Errorf("local gradient descent: lr %v and steps %d, want lr > 0 and steps >= 1", c.LocalGD.LR, c.LocalGD.Steps)
+		}
+		return GradientDescent(m, d, init, c.LocalGD.LR, c.LocalGD.Steps, nil), nil
+	}
+	return nil, fmt.Errorf("unknown local solver %q; want %q or %q", c.LocalSolver, SolverLBFGS, SolverGD)
+}
+
+// lbfgsStart is the warm start of FedAvg-style L-BFGS methods: the pushed
+// model; in round 1 zeros for L-BFGS (the reference's cold start) and the
+// seeded initial model for gradient descent, as FedProx starts.
+func (in SiteInput) lbfgsStart(m Model) []float64 {
+	if in.Pushed == nil && in.Config.LocalSolver == SolverGD {
+		return in.initial(m)
+	}
+	return in.Pushed
+}
+
 func (in SiteInput) start(m Model) []float64 {
 	if in.Pushed != nil {
 		return append([]float64(nil), in.Pushed...)
@@ -240,7 +294,11 @@ func (in SiteInput) initial(m Model) []float64 {
 // (the paper's "FedAvg" row; golden README). It warm-starts from its own
 // previous fit; at the tight tolerance the optimum does not depend on it.
 func updateLocalOnly(m Model, in SiteInput) (SiteOutput, error) {
-	p, err := FitLBFGS(m, in.Train, in.State.Local, in.Config.LBFGS)
+	start := in.State.Local
+	if start == nil && in.Config.LocalSolver == SolverGD {
+		start = in.initial(m)
+	}
+	p, err := fitLocal(m, in.Train, start, in.Config)
 	if err != nil {
 		return SiteOutput{}, err
 	}
@@ -251,7 +309,7 @@ func updateLocalOnly(m Model, in SiteInput) (SiteOutput, error) {
 // reference's FedAvg_true runs it: L-BFGS warm-started from the global model
 // (cold in round 1). The robust baselines share it.
 func updateFedAvg(m Model, in SiteInput) (SiteOutput, error) {
-	p, err := FitLBFGS(m, in.Train, in.Pushed, in.Config.LBFGS)
+	p, err := fitLocal(m, in.Train, in.lbfgsStart(m), in.Config)
 	if err != nil {
 		return SiteOutput{}, err
 	}
@@ -350,7 +408,7 @@ func updatePTopoFL(m Model, in SiteInput) (SiteOutput, error) {
 	}
 	d := in.Train
 	d.Weights = w
-	p, err := FitLBFGS(m, d, in.Pushed, in.Config.LBFGS)
+	p, err := fitLocal(m, d, in.lbfgsStart(m), in.Config)
 	if err != nil {
 		return SiteOutput{}, err
 	}

@@ -46,6 +46,7 @@ type Hyperparameters struct {
 	LabelNSub        int     `json:"label_n_sub"`
 	FoolsGoldKappa   float64 `json:"foolsgold_kappa"`
 	ClipNorm         float64 `json:"clip_norm"`
+	LocalSolver      string  `json:"local_solver"`
 }
 
 // Kind is the type of a hyper-parameter's value.
@@ -102,7 +103,11 @@ type Param struct {
 }
 
 // lbfgsMethods are the methods whose site update is an L-BFGS fit.
-var lbfgsMethods = []learn.Method{learn.PTopoFL, learn.FedAvg, learn.LocalOnly, learn.Median, learn.TrimmedMean, learn.Krum}
+var lbfgsMethods = []learn.Method{learn.PTopoFL, learn.FedAvg, learn.LocalOnly, learn.Median, learn.TrimmedMean, learn.Krum, learn.FoolsGold, learn.NormClip}
+
+// gdMethods are the methods that take local gradient steps: FedProx,
+// SCAFFOLD, and the L-BFGS methods under local_solver gd.
+var gdMethods = append([]learn.Method{learn.FedProx, learn.SCAFFOLD}, lbfgsMethods...)
 
 func num(x float64) Value { return Value{Num: x} }
 
@@ -189,14 +194,18 @@ var Params = []Param{
 		Methods: lbfgsMethods, Default: num(1e-10), Check: positive,
 		field: func(h *Hyperparameters) any { return &h.Tol },
 		core:  func(v Value, c *Config) { c.Site.LBFGS.GradTol = v.Num }},
-	{Name: "lr", Doc: "local step size of FedProx and SCAFFOLD", Kind: Float,
-		Methods: []learn.Method{learn.FedProx, learn.SCAFFOLD}, Default: num(0.05), Check: positive,
+	{Name: "lr", Doc: "local step size η of FedProx, SCAFFOLD and, with local_solver gd, of the L-BFGS methods", Kind: Float,
+		Methods: gdMethods, Default: num(0.05), Check: positive,
 		field: func(h *Hyperparameters) any { return &h.LR },
-		core:  func(v Value, c *Config) { c.Site.FedProx.LR, c.Site.SCAFFOLD.LR = v.Num, v.Num }},
-	{Name: "steps", Doc: "local full-batch steps per round of FedProx and SCAFFOLD (K)", Kind: Int,
-		Methods: []learn.Method{learn.FedProx, learn.SCAFFOLD}, Default: num(30), Check: atLeast(1),
+		core: func(v Value, c *Config) {
+			c.Site.FedProx.LR, c.Site.SCAFFOLD.LR, c.Site.LocalGD.LR = v.Num, v.Num, v.Num
+		}},
+	{Name: "steps", Doc: "local full-batch steps K per round of FedProx, SCAFFOLD and, with local_solver gd, of the L-BFGS methods", Kind: Int,
+		Methods: gdMethods, Default: num(30), Check: atLeast(1),
 		field: func(h *Hyperparameters) any { return &h.Steps },
-		core:  func(v Value, c *Config) { c.Site.FedProx.Steps, c.Site.SCAFFOLD.Steps = int(v.Num), int(v.Num) }},
+		core: func(v Value, c *Config) {
+			c.Site.FedProx.Steps, c.Site.SCAFFOLD.Steps, c.Site.LocalGD.Steps = int(v.Num), int(v.Num), int(v.Num)
+		}},
 	{Name: "mu", Doc: "μ, FedProx's proximal weight", Kind: Float,
 		Methods: []learn.Method{learn.FedProx}, ZeroIsSetting: true, Default: num(0.1), Check: atLeast(0),
 		field: func(h *Hyperparameters) any { return &h.Mu },
@@ -268,6 +277,16 @@ var Params = []Param{
 		Methods: []learn.Method{learn.NormClip}, ZeroIsSetting: true, Check: atLeast(0),
 		field: func(h *Hyperparameters) any { return &h.ClipNorm },
 		core:  func(v Value, c *Config) { c.Server.ClipNorm = v.Num }},
+	{Name: "local_solver", Doc: `how the L-BFGS methods (FedAvg, pTopoFL, local, the robust baselines) train each round: "gd", steps full-batch gradient steps at lr from the model they were sent (bounded local work, the FL regime; the same budget as FedProx and SCAFFOLD), or "lbfgs", solve the local problem to tol (the paper's code: FedAvg becomes one-shot averaging of local optima and every round repeats the first)`, Kind: Text,
+		Methods: lbfgsMethods, Default: Value{Text: learn.SolverGD}, PaperDefault: &Value{Text: learn.SolverLBFGS},
+		Check: func(v Value) string {
+			if v.Text != learn.SolverGD && v.Text != learn.SolverLBFGS {
+				return `must be "gd" or "lbfgs"`
+			}
+			return ""
+		},
+		field: func(h *Hyperparameters) any { return &h.LocalSolver },
+		core:  func(v Value, c *Config) { c.Site.LocalSolver = v.Text }},
 }
 
 // Lookup returns the Param called name.

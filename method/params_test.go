@@ -59,9 +59,10 @@ func TestPresets(t *testing.T) {
 		flagBelow  float64
 		drift      float64
 		detector   aggregation.Detector
+		solver     string
 	}{
-		{Default, tda.VariantExact, 0, 0.1, aggregation.LabelledDetector},    // 0
-		{Paper, tda.VariantTriangle, 0.5, 0, aggregation.DescriptorDetector}, // 1
+		{Default, tda.VariantExact, 0, 0.1, aggregation.LabelledDetector, learn.SolverGD},       // 0
+		{Paper, tda.VariantTriangle, 0.5, 0, aggregation.DescriptorDetector, learn.SolverLBFGS}, // 1
 	} {
 		for _, m := range learn.Methods {
 			c, err := Preset(tc.preset, m)
@@ -70,8 +71,10 @@ func TestPresets(t *testing.T) {
 			}
 			server := aggregation.DefaultConfig()
 			server.FlagTrustBelow, server.DriftThreshold, server.Detector = tc.flagBelow, tc.drift, tc.detector
+			site := learn.DefaultSiteConfig()
+			site.LocalSolver, site.LocalGD = tc.solver, learn.GDConfig{LR: 0.05, Steps: 30}
 			want := Config{Method: m, Preset: tc.preset, Descriptor: tc.descriptor, NSub: 80, LabelNSub: tda.DefaultLabelledNSub,
-				Site: learn.DefaultSiteConfig(), Server: server}
+				Site: site, Server: server}
 			if !reflect.DeepEqual(c, want) {
 				t.Errorf("case %d %s:\ngot  %+v\nwant %+v", i, m, c, want)
 			}

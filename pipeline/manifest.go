@@ -42,6 +42,9 @@ type SiteCluster struct {
 	Trust   float64 `json:"trust"`
 	Flagged bool    `json:"flagged"`
 	Drift   float64 `json:"drift"` // descriptor distance from the site's previous descriptor (0 when none)
+	// Reassigned reports that drift re-clustering moved the site to another
+	// cluster this round (absent otherwise).
+	Reassigned bool `json:"reassigned,omitempty"`
 }
 
 // SiteMetrics is one site's evaluation after a round.

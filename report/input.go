@@ -29,8 +29,10 @@ type Run struct {
 	// FinalAUC and FinalAccuracy are the metrics after the last round.
 	FinalAUC      float64
 	FinalAccuracy float64
-	// ConvergenceRound is the first round reaching 95 % of the final AUC
-	// (the paper's Table 1); 0 means unknown.
+	// ConvergenceRound is the first round from which the AUC stays within
+	// eval.SettlingTolerance of its final value (eval.SettlingRound; the
+	// paper's "95 % of the final AUC" is met in round 1 by every method on
+	// its scenarios and says nothing); 0 means unknown.
 	ConvergenceRound int
 }
 
@@ -59,15 +61,8 @@ type Table1Input struct {
 	Scenarios []Table1Scenario
 }
 
-// MethodScores holds one method's final AUC over seeds.
-type MethodScores struct {
-	Method string
-	// FinalAUC has one entry per seed.
-	FinalAUC []float64
-}
-
-// DetectionCounts is the confusion count of the anomaly detector in one
-// run: sites flagged or not against sites adversarial or not.
+// DetectionCounts is the confusion count of one detector in one run:
+// sites flagged or not against sites adversarial or not.
 type DetectionCounts struct {
 	Seed int64
 	// TruePositives are adversarial sites flagged, FalseNegatives
@@ -76,23 +71,38 @@ type DetectionCounts struct {
 	TruePositives, FalseNegatives, FalsePositives, TrueNegatives int
 }
 
-// AttackLevel holds the results at one fraction of adversarial sites.
+// DetectorRuns holds one detector's counts at one attack level, one entry
+// per seed; they are pooled over seeds for the detection and
+// false-positive rates. Name says whose selection it is: pTopoFL's
+// anomaly flags, Krum's unselected sites, FoolsGold's zero-weight sites.
+type DetectorRuns struct {
+	Name   string
+	Counts []DetectionCounts
+}
+
+// AttackLevel holds the results at one fraction of adversarial sites and
+// one flip rate.
 type AttackLevel struct {
 	// Fraction is the fraction of sites that are adversarial, in [0, 1]
-	// (the paper sweeps 0–0.5).
+	// (the paper sweeps 0–0.5); FlipRate the fraction of their labels
+	// flipped (0 when Fraction is 0).
 	Fraction float64
-	// Methods holds each method's final AUC over seeds.
-	Methods []MethodScores
-	// Detection holds the detector's counts, one entry per seed; they are
-	// pooled over seeds for the detection and false-positive rates.
-	Detection []DetectionCounts
+	FlipRate float64
+	// Methods holds each method's runs (final AUC per seed, paired by seed
+	// with the reference method).
+	Methods []MethodRuns
+	// Detectors holds each detector's counts.
+	Detectors []DetectorRuns
 }
 
 // AdversarialInput is the input of Adversarial: robustness under
 // label-flip attacks (§4.4, Fig. 4).
 type AdversarialInput struct {
-	Title  string
-	Levels []AttackLevel
+	Title string
+	// Reference is the method every other is compared to by paired tests;
+	// empty means "ptopofl".
+	Reference string
+	Levels    []AttackLevel
 }
 
 // SiteTrace is one site's topological signature over rounds.

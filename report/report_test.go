@@ -75,13 +75,28 @@ func table1Fixture() Table1Input {
 }
 
 func adversarialFixture() AdversarialInput {
+	runs := func(aucs ...float64) []Run {
+		out := make([]Run, len(aucs))
+		for i, v := range aucs {
+			out[i] = Run{Seed: int64(i + 1), FinalAUC: v}
+		}
+		return out
+	}
+	level := func(fraction, flip float64, pt, fa []float64, det []DetectionCounts, krum []DetectionCounts) AttackLevel {
+		return AttackLevel{Fraction: fraction, FlipRate: flip,
+			Methods:   []MethodRuns{{Method: "ptopofl", Runs: runs(pt...)}, {Method: "fedavg", Runs: runs(fa...)}},
+			Detectors: []DetectorRuns{{Name: "ptopofl", Counts: det}, {Name: "krum", Counts: krum}}}
+	}
 	return AdversarialInput{Levels: []AttackLevel{
-		{Fraction: 0, Methods: []MethodScores{{Method: "ptopofl", FinalAUC: []float64{0.85, 0.87}}, {Method: "fedavg", FinalAUC: []float64{0.84, 0.86}}},
-			Detection: []DetectionCounts{{Seed: 1, TrueNegatives: 10}, {Seed: 2, FalsePositives: 1, TrueNegatives: 9}}},
-		{Fraction: 0.3, Methods: []MethodScores{{Method: "ptopofl", FinalAUC: []float64{0.82, 0.80}}, {Method: "fedavg", FinalAUC: []float64{0.75, 0.77}}},
-			Detection: []DetectionCounts{{Seed: 1, TruePositives: 3, TrueNegatives: 7}, {Seed: 2, TruePositives: 2, FalseNegatives: 1, TrueNegatives: 7}}},
-		{Fraction: 0.5, Methods: []MethodScores{{Method: "ptopofl", FinalAUC: []float64{0.77, 0.77}}, {Method: "fedavg", FinalAUC: []float64{0.70, 0.74}}},
-			Detection: []DetectionCounts{{Seed: 1, TruePositives: 4, FalseNegatives: 1, FalsePositives: 1, TrueNegatives: 4}}},
+		level(0, 0, []float64{0.85, 0.87}, []float64{0.84, 0.86},
+			[]DetectionCounts{{Seed: 1, TrueNegatives: 10}, {Seed: 2, FalsePositives: 1, TrueNegatives: 9}},
+			[]DetectionCounts{{Seed: 1, FalsePositives: 9, TrueNegatives: 1}}),
+		level(0.3, 0.3, []float64{0.82, 0.80}, []float64{0.75, 0.77},
+			[]DetectionCounts{{Seed: 1, TruePositives: 3, TrueNegatives: 7}, {Seed: 2, TruePositives: 2, FalseNegatives: 1, TrueNegatives: 7}}, nil),
+		level(0.5, 0.3, []float64{0.77, 0.77}, []float64{0.70, 0.74},
+			[]DetectionCounts{{Seed: 1, TruePositives: 4, FalseNegatives: 1, FalsePositives: 1, TrueNegatives: 4}}, nil),
+		level(0.3, 0.5, []float64{0.80, 0.78}, []float64{0.70, 0.72},
+			[]DetectionCounts{{Seed: 1, TruePositives: 3, TrueNegatives: 7}}, nil),
 	}}
 }
 

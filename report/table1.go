@@ -42,7 +42,7 @@ func Table1(in Table1Input) (*Report, error) {
 	for i, m := range methods {
 		idx[m] = i
 	}
-	d.para("Final AUC-ROC, accuracy and convergence round (first round reaching 95 %% of the final AUC), mean ± sample standard deviation over seeds. Differences are %s − method in final AUC, paired by seed.", ref)
+	d.para("Final AUC-ROC, accuracy and convergence round (first round from which the AUC stays within 0.005 of its final value), mean ± sample standard deviation over seeds. Differences are %s − method in final AUC, paired by seed.", ref)
 
 	var curves []*plot.Plot
 	for _, sc := range in.Scenarios {

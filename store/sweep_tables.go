@@ -38,16 +38,21 @@ type SweepResultRow struct {
 	method.Hyperparameters
 
 	// Outcome: the last committed round's mean metrics (NaN when no round
-	// was committed), the best mean AUC, the convergence round (first round
-	// reaching 95 % of the final AUC; 0 when none), the last clustering.
-	FinalAUC     float64 `json:"final_auc"`
-	FinalAcc     float64 `json:"final_acc"`
-	BestAUC      float64 `json:"best_auc"`
-	ConvRound    int     `json:"conv_round"`
-	NumClusters  int     `json:"n_clusters"`
-	NumFlagged   int     `json:"n_flagged"`
-	Flagged      string  `json:"flagged"` // comma-separated site names
-	Participants int     `json:"participants"`
+	// was committed), the best mean AUC, the convergence round (the first
+	// round from which the mean AUC stays within eval.SettlingTolerance of
+	// its final value, eval.SettlingRound; 0 when none), the last
+	// clustering.
+	FinalAUC    float64 `json:"final_auc"`
+	FinalAcc    float64 `json:"final_acc"`
+	BestAUC     float64 `json:"best_auc"`
+	ConvRound   int     `json:"conv_round"`
+	NumClusters int     `json:"n_clusters"`
+	NumFlagged  int     `json:"n_flagged"`
+	Flagged     string  `json:"flagged"` // comma-separated site names
+	// Excluded lists, comma-separated, the sites the last round's robust
+	// aggregation gave weight 0 (Krum's unselected, FoolsGold's distrusted).
+	Excluded     string `json:"excluded"`
+	Participants int    `json:"participants"`
 
 	SpecHash           string `json:"spec_hash"`
 	SpecKey            string `json:"spec_key"`
@@ -154,6 +159,7 @@ var resultOutcomeColumns = []column[resultRow]{
 	intCol("n_clusters", func(r *resultRow) *int { return &r.NumClusters }),
 	intCol("n_flagged", func(r *resultRow) *int { return &r.NumFlagged }),
 	strCol("flagged", func(r *resultRow) *string { return &r.Flagged }),
+	strCol("excluded", func(r *resultRow) *string { return &r.Excluded }),
 	intCol("participants", func(r *resultRow) *int { return &r.Participants }),
 	strCol("spec_hash", func(r *resultRow) *string { return &r.SpecHash }),
 	strCol("spec_key", func(r *resultRow) *string { return &r.SpecKey }),

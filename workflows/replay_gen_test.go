@@ -122,3 +122,66 @@ func TestGenerateGoldenHistory(t *testing.T) {
 	write(spec.Campaign, run.GetRunID(), campaignHistoryFile)
 	write(pipeline.RoundWorkflowID(spec.Campaign, 1), "", roundHistoryFile)
 }
+
+// TestGenerateGoldenSweepHistory records the golden SweepWorkflow history:
+// a sweep of two 1-round campaigns (pTopoFL and FedAvg on the three fake
+// sites, one at a time) whose child campaigns and rounds run on the same
+// server, with the fake federation as activities.
+func TestGenerateGoldenSweepHistory(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	srv, err := devstack.StartTemporal(ctx, devstack.TemporalConfig{Dir: t.TempDir()})
+	require.NoError(t, err)
+	defer srv.Stop()
+	c, err := client.Dial(client.Options{HostPort: srv.HostPort(), Namespace: devstack.DefaultNamespace})
+	require.NoError(t, err)
+	defer c.Close()
+
+	spec := replaySweepSpec()
+	fed := newFakeFederation()
+	server := worker.New(c, pipeline.ServerTaskQueue, worker.Options{})
+	Register(server)
+	RegisterSweep(server)
+	server.RegisterActivityWithOptions(fed.ClusterSites, activity.RegisterOptions{Name: pipeline.ActivityClusterSites})
+	server.RegisterActivityWithOptions(fed.Aggregate, activity.RegisterOptions{Name: pipeline.ActivityAggregate})
+	server.RegisterActivityWithOptions(fed.CommitRound, activity.RegisterOptions{Name: pipeline.ActivityCommitRound})
+	server.RegisterActivityWithOptions(func(context.Context, pipeline.RecordSweepInput) (pipeline.RecordSweepOutput, error) {
+		return pipeline.RecordSweepOutput{Spec: fakeRef(spec.Bucket, pipeline.SweepSpecKey(spec.Sweep))}, nil
+	}, activity.RegisterOptions{Name: pipeline.ActivityRecordSweep})
+	server.RegisterActivityWithOptions(func(_ context.Context, in pipeline.BuildSweepResultsInput) (pipeline.BuildSweepResultsOutput, error) {
+		return pipeline.BuildSweepResultsOutput{
+			Results: fakeRef(spec.Bucket, pipeline.SweepResultsKey(spec.Sweep)),
+			Curves:  fakeRef(spec.Bucket, pipeline.SweepCurvesKey(spec.Sweep)),
+			Rows:    len(in.Outcomes), Rounds: len(in.Outcomes),
+		}, nil
+	}, activity.RegisterOptions{Name: pipeline.ActivityBuildSweepResults})
+	require.NoError(t, server.Start())
+	defer server.Stop()
+	for _, site := range []string{"c0", "c1", "c2"} {
+		w := worker.New(c, pipeline.SiteTaskQueue(site), worker.Options{})
+		w.RegisterActivityWithOptions(fed.ComputeDescriptor, activity.RegisterOptions{Name: pipeline.ActivityComputeDescriptor})
+		w.RegisterActivityWithOptions(fed.TrainLocal, activity.RegisterOptions{Name: pipeline.ActivityTrainLocal})
+		w.RegisterActivityWithOptions(fed.Evaluate, activity.RegisterOptions{Name: pipeline.ActivityEvaluate})
+		require.NoError(t, w.Start())
+		defer w.Stop()
+	}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: spec.Sweep, TaskQueue: pipeline.ServerTaskQueue},
+		pipeline.SweepWorkflowName, pipeline.SweepWorkflowInput{Spec: spec})
+	require.NoError(t, err)
+	var out pipeline.SweepWorkflowOutput
+	require.NoError(t, run.Get(ctx, &out))
+	require.Equal(t, pipeline.SweepDone, out.State)
+	require.Equal(t, 2, out.CampaignsDone)
+
+	it := c.GetWorkflowHistory(ctx, spec.Sweep, run.GetRunID(), false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var events historyEvents
+	for it.HasNext() {
+		e, err := it.Next()
+		require.NoError(t, err)
+		events = append(events, e)
+	}
+	b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(events.history())
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join("testdata", sweepHistoryFile), append(b, '\n'), 0o644))
+	t.Logf("wrote testdata/%s: %d events", sweepHistoryFile, len(events))
+}

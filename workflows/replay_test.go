@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
@@ -23,6 +24,9 @@ import (
 const (
 	campaignHistoryFile = "campaign_history.json"
 	roundHistoryFile    = "round_history.json"
+	// sweepHistoryFile is a SweepWorkflow of two 1-round campaigns run one
+	// at a time (replaySweepSpec).
+	sweepHistoryFile = "sweep_history.json"
 )
 
 // Histories recorded by earlier versions of the workflows, which the
@@ -46,6 +50,19 @@ func replaySpec() pipeline.CampaignSpec {
 	}
 }
 
+// replaySweepSpec is the sweep of the golden sweep history.
+func replaySweepSpec() pipeline.SweepSpec {
+	return pipeline.SweepSpec{
+		Sweep: "golden-sweep", Rounds: 1, Seeds: []uint64{7},
+		Methods: []pipeline.SweepMethod{
+			{Method: learn.PTopoFL, Hyperparameters: method.Defaults(method.Default)},
+			{Method: learn.FedAvg, Hyperparameters: method.Defaults(method.Default)},
+		},
+		Federations: []pipeline.SweepFederation{{Name: "fed", Sites: []pipeline.Site{{Name: "c0"}, {Name: "c1"}, {Name: "c2"}}}},
+		Concurrency: 1, Bucket: "ptopofl", CodeVersion: "golden",
+	}
+}
+
 type historyEvents []*historypb.HistoryEvent
 
 func (e historyEvents) history() *historypb.History { return &historypb.History{Events: e} }
@@ -63,6 +80,7 @@ func TestReplayGoldenHistories(t *testing.T) {
 		{roundHistoryFile, pipeline.RoundWorkflowID(replaySpec().Campaign, 1)},
 		{campaignHistoryV0File, replaySpec().Campaign},
 		{roundHistoryV0File, pipeline.RoundWorkflowID(replaySpec().Campaign, 1)},
+		{sweepHistoryFile, replaySweepSpec().Sweep},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := filepath.Join("testdata", tc.file)
@@ -78,6 +96,7 @@ func TestReplayGoldenHistories(t *testing.T) {
 			r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{})
 			require.NoError(t, err)
 			Register(r)
+			RegisterSweep(r)
 			// The original workflow ID: the replayer otherwise invents one, and
 			// any ID the code derives from it would not match the history.
 			err = r.ReplayWorkflowHistoryWithOptions(nil, hist, worker.ReplayWorkflowHistoryOptions{

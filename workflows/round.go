@@ -212,7 +212,11 @@ func (r *round) descriptors(ctx workflow.Context) error {
 		(h.DriftCheckEvery > 0 && (r.n-1)%h.DriftCheckEvery == 0)
 	need := filter(r.active, func(s string) bool { return recompute || have[s] == nil })
 	if len(need) == 0 {
-		// Nothing new: the round uses the previous clustering.
+		// Nothing new: the round uses the previous clustering, and no site
+		// was re-assigned in this round.
+		for i := range r.carry.Clusters {
+			r.carry.Clusters[i].Reassigned = false
+		}
 		for _, d := range r.carry.ClusterDescriptors {
 			r.input(pipeline.RoleDescriptor, d.Site, &d.Ref)
 		}

@@ -11,7 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/ptopofl/ptopofl/dataset"
@@ -293,55 +293,77 @@ func table1Input(plan experiments.Plan, rows []store.SweepResultRow, curves map[
 }
 
 func adversarialInput(plan experiments.Plan, rows []store.SweepResultRow, feds map[string]experiments.Federation) report.AdversarialInput {
-	var in report.AdversarialInput
-	var levels []float64
-	seen := map[float64]bool{}
+	type key struct{ fraction, flip float64 }
+	var levels []key
 	for _, f := range plan.Federations {
-		if !seen[f.AttackFraction] {
-			seen[f.AttackFraction] = true
-			levels = append(levels, f.AttackFraction)
+		if k := (key{f.AttackFraction, f.FlipRate}); !slices.Contains(levels, k) {
+			levels = append(levels, k)
 		}
 	}
-	sort.Float64s(levels)
+	var in report.AdversarialInput
 	for _, lv := range levels {
-		// The level's real fraction: round(fraction·K) sites of K.
-		al := report.AttackLevel{Fraction: lv}
+		al := report.AttackLevel{Fraction: lv.fraction, FlipRate: lv.flip}
+		at := func(r store.SweepResultRow) bool {
+			f := feds[r.Federation]
+			return f.AttackFraction == lv.fraction && f.FlipRate == lv.flip
+		}
 		for _, m := range plan.Methods {
-			ms := report.MethodScores{Method: string(m)}
+			mr := report.MethodRuns{Method: string(m)}
 			for _, r := range rows {
-				if learn.Method(r.Method) == m && feds[r.Federation].AttackFraction == lv {
-					ms.FinalAUC = append(ms.FinalAUC, r.FinalAUC)
+				if learn.Method(r.Method) == m && at(r) {
+					mr.Runs = append(mr.Runs, report.Run{Seed: int64(r.Seed), FinalAUC: r.FinalAUC})
 				}
 			}
-			al.Methods = append(al.Methods, ms)
+			al.Methods = append(al.Methods, mr)
 		}
-		for _, r := range rows {
-			f := feds[r.Federation]
-			if learn.Method(r.Method) != learn.PTopoFL || f.AttackFraction != lv {
+		// Who each method's selection leaves out: pTopoFL's anomaly flags,
+		// Krum's unselected sites, FoolsGold's zero-weight sites.
+		for _, d := range []struct {
+			name   string
+			method learn.Method
+			sites  func(store.SweepResultRow) string
+		}{
+			{"pTopoFL detector", learn.PTopoFL, func(r store.SweepResultRow) string { return r.Flagged }},
+			{"Krum selection", learn.Krum, func(r store.SweepResultRow) string { return r.Excluded }},
+			{"FoolsGold weights", learn.FoolsGold, func(r store.SweepResultRow) string { return r.Excluded }},
+		} {
+			if !slices.Contains(plan.Methods, d.method) {
 				continue
 			}
-			flagged := map[string]bool{}
-			for _, s := range strings.Split(r.Flagged, ",") {
-				flagged[s] = s != ""
-			}
-			dc := report.DetectionCounts{Seed: int64(r.Seed)}
-			for _, s := range f.Data.Sites {
-				switch {
-				case s.IsAdversarial && flagged[s.Name]:
-					dc.TruePositives++
-				case s.IsAdversarial:
-					dc.FalseNegatives++
-				case flagged[s.Name]:
-					dc.FalsePositives++
-				default:
-					dc.TrueNegatives++
+			dr := report.DetectorRuns{Name: d.name}
+			for _, r := range rows {
+				if learn.Method(r.Method) == d.method && at(r) {
+					dr.Counts = append(dr.Counts, detectionCounts(int64(r.Seed), feds[r.Federation], d.sites(r)))
 				}
 			}
-			al.Detection = append(al.Detection, dc)
+			al.Detectors = append(al.Detectors, dr)
 		}
 		in.Levels = append(in.Levels, al)
 	}
 	return in
+}
+
+// detectionCounts scores the comma-separated sites a method left out
+// against the federation's adversarial sites.
+func detectionCounts(seed int64, f experiments.Federation, left string) report.DetectionCounts {
+	out := map[string]bool{}
+	for _, s := range strings.Split(left, ",") {
+		out[s] = s != ""
+	}
+	dc := report.DetectionCounts{Seed: seed}
+	for _, s := range f.Data.Sites {
+		switch {
+		case s.IsAdversarial && out[s.Name]:
+			dc.TruePositives++
+		case s.IsAdversarial:
+			dc.FalseNegatives++
+		case out[s.Name]:
+			dc.FalsePositives++
+		default:
+			dc.TrueNegatives++
+		}
+	}
+	return dc
 }
 
 // stabilityInput traces every site of the first seed's campaign over its
@@ -370,7 +392,6 @@ func stabilityInput(ctx context.Context, st *store.Store, plan experiments.Plan,
 		traces[i] = report.SiteTrace{Site: s.Name, Shifted: shifted[s.Name] > 0, ShiftRound: shifted[s.Name]}
 		index[s.Name] = i
 	}
-	prevCluster := map[string]int{}
 	for round := 1; round <= r.RoundsDone; round++ {
 		in.Rounds = append(in.Rounds, round)
 		var m pipeline.RoundManifest
@@ -388,13 +409,10 @@ func stabilityInput(ctx context.Context, st *store.Store, plan experiments.Plan,
 				continue
 			}
 			traces[i].Drift[round-1] = c.Drift
-			// Re-clustering fires when Δ exceeds the threshold (or the
-			// site's cluster changes).
-			prev, had := prevCluster[c.Site]
-			if (r.DriftThreshold > 0 && c.Drift > r.DriftThreshold && r.Preset != method.Paper) || (had && prev != c.Cluster) {
+			// The manifest says whether drift re-clustering moved the site.
+			if c.Reassigned {
 				traces[i].Reclustered = append(traces[i].Reclustered, round)
 			}
-			prevCluster[c.Site] = c.Cluster
 		}
 		for _, a := range m.Outputs {
 			if a.Role != pipeline.RoleDescriptor {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/experiments"
+	"github.com/ptopofl/ptopofl/tda"
 )
 
 func runExperimentCLI(t *testing.T, name string, extra ...string) experimentOutput {
@@ -62,7 +63,11 @@ func TestExperimentPrivacy(t *testing.T) {
 			names = append(names, s.Name)
 			sizes = append(sizes, s.NTrain)
 		}
-		pr, err := eval.Privacy(names, sizes, eval.DefaultPrivacySettings(man.Features))
+		// The default preset's pTopoFL sends the extended descriptor: the
+		// paper's 48 numbers and the label-aware summary.
+		set := eval.DefaultPrivacySettings(man.Features)
+		set.DescriptorDim = tda.ExtendedDescriptorLen
+		pr, err := eval.Privacy(names, sizes, set)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,8 +78,8 @@ func TestExperimentPrivacy(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(string(md), "p = 21 model parameters, m = 48 descriptor entries") {
-		t.Error("model and descriptor sizes read from S3 are not p = 21, m = 48")
+	if !strings.Contains(string(md), "p = 21 model parameters, m = 59 descriptor entries") {
+		t.Error("model and descriptor sizes read from S3 are not p = 21, m = 59")
 	}
 }
 

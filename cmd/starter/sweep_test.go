@@ -129,7 +129,7 @@ concurrency: 2
 				}
 			}
 		}
-		if r.ConvRound != eval.ConvergenceRound(auc) || math.IsNaN(r.BestAUC) {
+		if r.ConvRound != eval.SettlingRound(auc, eval.SettlingTolerance) || math.IsNaN(r.BestAUC) {
 			t.Errorf("row %s: conv %d best %v", r.Campaign, r.ConvRound, r.BestAUC)
 		}
 		if r.Method == "ptopofl" && r.NumClusters < 1 {

@@ -13,6 +13,7 @@ import (
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/simulate"
 	"github.com/ptopofl/ptopofl/store"
 	"github.com/ptopofl/ptopofl/tda"
 )
@@ -78,6 +79,13 @@ func TestLabelAwareDetectorThroughPipeline(t *testing.T) {
 			t.Errorf("round %d: flagged %v, want %v", round, m.Flagged, want)
 		}
 	}
+	// The privacy boundary holds with the label-aware summary too: no raw
+	// feature value in any object or history event of the campaign.
+	var sims []simulate.Site
+	for _, site := range fed.Sites {
+		sims = append(sims, simulate.Site{Name: site.Name, TrainX: site.XTrain, TestX: site.XTest})
+	}
+	t.Run("privacy", func(t *testing.T) { checkPrivacy(t, s, sims, []string{spec.Campaign}, spec.Rounds) })
 	for _, site := range sites {
 		_, b, err := s.store.GetKey(ctx, pipeline.DescriptorKey(spec.Campaign, 1, site.Name))
 		if err != nil {

@@ -288,7 +288,7 @@ func TestCampaignMatchesSimulate(t *testing.T) {
 			}
 		})
 	}
-	t.Run("privacy", func(t *testing.T) { checkPrivacy(t, s, sims, campaigns) })
+	t.Run("privacy", func(t *testing.T) { checkPrivacy(t, s, sims, campaigns, 15) })
 }
 
 func sameBits(a, b []float64) bool {
@@ -308,7 +308,7 @@ func sameBits(a, b []float64) bool {
 // round workflow) holds a raw feature value of any site: not as shortest
 // round-trip text, not as float64 little-endian bytes, and (for parquet
 // objects, whose pages are compressed) not as a decoded value.
-func checkPrivacy(t *testing.T, s *stack, sims []simulate.Site, campaigns []string) {
+func checkPrivacy(t *testing.T, s *stack, sims []simulate.Site, campaigns []string, rounds int) {
 	ctx := context.Background()
 	texts := map[string]string{} // text → site
 	words := map[uint64]string{} // float64 bits → site
@@ -403,7 +403,7 @@ func checkPrivacy(t *testing.T, s *stack, sims []simulate.Site, campaigns []stri
 		for run := history(c, ""); run != ""; {
 			run = history(c, run)
 		}
-		for r := 1; r <= 15; r++ {
+		for r := 1; r <= rounds; r++ {
 			history(pipeline.RoundWorkflowID(c, r), "")
 		}
 	}
