@@ -55,7 +55,7 @@ func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var rows []lsRow
 	var token []byte
 	for {
-		resp, err := e.client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		resp, err := e.svc.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
 			Query:         fmt.Sprintf("WorkflowType = '%s'", pipeline.CampaignWorkflowName),
 			NextPageToken: token,
 		})

@@ -1,0 +1,209 @@
+package campaign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/ptopofl/ptopofl/eval"
+	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/pipeline"
+)
+
+// Result is a campaign's outcome as `starter run --format json` prints it:
+// THE CONTRACT scripts rely on (method, final_auc, final_acc, conv_round, auc_curve, acc_curve,
+// clusters, trust, flagged), plus where the record of the campaign is.
+type Result struct {
+	Label        string             `json:"label,omitempty"` // table variants only
+	Campaign     string             `json:"campaign"`
+	Method       learn.Method       `json:"method"`
+	Preset       string             `json:"preset"`
+	State        string             `json:"state"`
+	RoundsDone   int                `json:"rounds_done"`
+	FinalAUC     float64            `json:"final_auc"`
+	FinalAcc     float64            `json:"final_acc"`
+	ConvRound    int                `json:"conv_round"`
+	AUCCurve     []float64          `json:"auc_curve"`
+	AccCurve     []float64          `json:"acc_curve"`
+	Clusters     map[string]int     `json:"clusters"`
+	Trust        map[string]float64 `json:"trust"`
+	Flagged      []string           `json:"flagged"`
+	Artifacts    string             `json:"artifacts"`               // s3://bucket/campaigns/<campaign>/
+	LastManifest string             `json:"last_manifest,omitempty"` // s3://bucket/campaigns/<campaign>/round-NNNN/manifest.json
+	WallSeconds  float64            `json:"wall_seconds"`
+}
+
+func ResultFromOutput(spec pipeline.CampaignSpec, bucket string, out pipeline.CampaignWorkflowOutput, wall time.Duration) Result {
+	r := Result{
+		Campaign: out.Campaign, Method: out.Method, Preset: spec.Preset, State: out.State,
+		RoundsDone: out.RoundsDone, AUCCurve: out.AUCCurve, AccCurve: out.AccCurve,
+		Clusters: map[string]int{}, Trust: map[string]float64{}, Flagged: []string{},
+		Artifacts:   fmt.Sprintf("s3://%s/%s", bucket, pipeline.CampaignPrefix(out.Campaign)),
+		WallSeconds: wall.Seconds(),
+	}
+	if r.AUCCurve == nil {
+		r.AUCCurve = []float64{}
+	}
+	if r.AccCurve == nil {
+		r.AccCurve = []float64{}
+	}
+	if n := len(r.AUCCurve); n > 0 {
+		r.FinalAUC = r.AUCCurve[n-1]
+		r.ConvRound = eval.ConvergenceRound(r.AUCCurve)
+	}
+	if n := len(r.AccCurve); n > 0 {
+		r.FinalAcc = r.AccCurve[n-1]
+	}
+	for _, c := range out.Clusters {
+		r.Clusters[c.Site] = c.Cluster
+		r.Trust[c.Site] = c.Trust
+	}
+	r.Flagged = append(r.Flagged, out.Flagged...)
+	if out.LastManifest != nil {
+		r.LastManifest = out.LastManifest.String()
+	}
+	return r
+}
+
+// Start starts the campaign's workflow, or attaches to the one already
+// running or finished under the same ID: a campaign is durable, and
+// running the same command again re-attaches to it. Only a failed,
+// terminated or timed-out campaign is started afresh.
+func (s *Service) Start(ctx context.Context, spec pipeline.CampaignSpec) (client.WorkflowRun, error) {
+	return startOrAttach(ctx, s.Client, "campaign", spec.Campaign, pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: spec})
+}
+
+// startOrAttach starts workflow under id on the server queue, or returns
+// the run already under that ID (running or finished); only a failed,
+// terminated or timed-out run is started afresh.
+func startOrAttach(ctx context.Context, c client.Client, kind, id, workflow string, input any) (client.WorkflowRun, error) {
+	opts := client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                pipeline.ServerTaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+	}
+	run, err := c.ExecuteWorkflow(ctx, opts, workflow, input)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &started) {
+		return c.GetWorkflow(ctx, id, ""), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("start %s %s: %w", kind, id, err)
+	}
+	return run, nil
+}
+
+// Await waits for the campaign's result, printing a progress line per
+// committed round to progress (nil: silent).
+func (s *Service) Await(ctx context.Context, run client.WorkflowRun, spec pipeline.CampaignSpec, progress io.Writer) (pipeline.CampaignWorkflowOutput, error) {
+	var out pipeline.CampaignWorkflowOutput
+	done := make(chan struct{})
+	if progress != nil {
+		go func() {
+			p := NewProgress(spec.Campaign, progress)
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			for {
+				if st, err := s.QueryStatus(ctx, spec.Campaign); err == nil {
+					p.Update(st)
+				}
+				select {
+				case <-done:
+					return
+				case <-t.C:
+				}
+			}
+		}()
+	}
+	err := awaitResult(ctx, run, &out)
+	close(done)
+	if err != nil {
+		return out, fmt.Errorf("campaign %s: %w", spec.Campaign, err)
+	}
+	return out, nil
+}
+
+// resultPoll bounds each wait for a workflow's result. Temporal v1.32's
+// history service keeps one pending close notification per waiting client
+// and drops a second that arrives before the first is read: on a loaded
+// machine a workflow whose last updates come a few milliseconds apart can
+// close without waking the client's long poll, which then sits out its
+// full 20 s (seen in make bench-pipeline: a 2.9 s campaign reported after
+// 20 s). A fresh poll reads the history first, so re-polling bounds the
+// stall to this interval.
+var resultPoll = 2 * time.Second
+
+// awaitResult is run.Get, re-polled every resultPoll until the workflow has
+// a result or ctx ends.
+func awaitResult(ctx context.Context, run client.WorkflowRun, valuePtr any) error {
+	for {
+		pctx, cancel := context.WithTimeout(ctx, resultPoll)
+		err := run.Get(pctx, valuePtr)
+		cancel()
+		if err == nil || ctx.Err() != nil || !pollInterrupted(err) {
+			return err
+		}
+	}
+}
+
+// pollInterrupted reports whether err is the end of a cut-short poll
+// rather than the workflow's outcome: a deadline or cancellation, as a Go
+// context error or as the gRPC status the client or server turned it into
+// (the server may answer a moment before the deadline, the transport may
+// reset the stream).
+func pollInterrupted(err error) bool {
+	var outcome *temporal.WorkflowExecutionError
+	if errors.As(err, &outcome) {
+		return false // the workflow failed, timed out, was cancelled or terminated
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	var deadline *serviceerror.DeadlineExceeded
+	var canceled *serviceerror.Canceled
+	if errors.As(err, &deadline) || errors.As(err, &canceled) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.DeadlineExceeded, codes.Canceled:
+		return true
+	}
+	return false
+}
+
+// Execute records the spec in the store (part of the audit record; writing
+// the same spec again is harmless), starts or re-attaches to the campaign
+// and, unless detach, waits for its result. Progress lines go to
+// progressOut (nil: silent). A detached run returns a Result naming only
+// the campaign.
+func (s *Service) Execute(ctx context.Context, spec pipeline.CampaignSpec, progressOut io.Writer, detach bool) (Result, error) {
+	start := time.Now()
+	if _, err := s.Store.PutJSON(ctx, pipeline.SpecKey(spec.Campaign), spec); err != nil {
+		return Result{}, err
+	}
+	run, err := s.Start(ctx, spec)
+	if err != nil {
+		return Result{}, err
+	}
+	if progressOut != nil {
+		fmt.Fprintf(progressOut, "campaign %s: %s, %d sites, %d rounds\n", spec.Campaign, spec.Method, len(spec.Sites), spec.Rounds)
+	}
+	if detach {
+		return Result{Campaign: spec.Campaign}, nil
+	}
+	out, err := s.Await(ctx, run, spec, progressOut)
+	if err != nil {
+		return Result{}, err
+	}
+	return ResultFromOutput(spec, s.Store.Bucket(), out, time.Since(start)), nil
+}
