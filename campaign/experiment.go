@@ -31,6 +31,18 @@ const (
 	descH1Entropy = 41
 )
 
+// PrepareExperiment writes the plan's federations under
+// outDir/federations and returns the sweep that runs the experiment over
+// them (ExperimentSweepSpec).
+func PrepareExperiment(plan experiments.Plan, outDir, preset, bucket string, tiny bool) (SweepPlan, error) {
+	sp, err := WriteExperimentFederations(plan, filepath.Join(outDir, "federations"))
+	if err != nil {
+		return sp, err
+	}
+	sp.Spec, err = ExperimentSweepSpec(plan, preset, bucket, tiny)
+	return sp, err
+}
+
 // WriteExperimentFederations writes every federation of the plan under
 // dir, moving a continual scenario's post-shift files into the
 // dataset.ShiftDir the round-aware site workers read from. The SweepPlan

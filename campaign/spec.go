@@ -76,6 +76,34 @@ func ReadFile(path string) (File, error) {
 	return cf, nil
 }
 
+// Load reads the campaign file at file (none when "") and discovers the
+// federation: fedDir if given, else the file's federation, relative to the
+// file so that the file works from any directory. Either result may be nil.
+func Load(file, fedDir string) (*File, *Federation, error) {
+	var cf *File
+	if file != "" {
+		c, err := ReadFile(file)
+		if err != nil {
+			return nil, nil, err
+		}
+		cf = &c
+		if fedDir == "" && c.Federation != "" {
+			fedDir = c.Federation
+			if !filepath.IsAbs(fedDir) {
+				fedDir = filepath.Join(filepath.Dir(file), fedDir)
+			}
+		}
+	}
+	if fedDir == "" {
+		return cf, nil, nil
+	}
+	fed, err := DiscoverFederation(fedDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cf, fed, nil
+}
+
 // SpecOptions are the command-line values that build a spec or override
 // a campaign file's.
 type SpecOptions struct {

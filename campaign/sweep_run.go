@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -93,4 +94,31 @@ func (s *Service) RunSweep(ctx context.Context, spec pipeline.SweepSpec, progres
 		Failed: res.Failed, Results: res.Results.String(), Curves: res.Curves.String(), Rows: rows,
 		WallSeconds: time.Since(start).Seconds(),
 	}, nil
+}
+
+// SeedGroup is one grid point of a sweep (federation, method, setting) and
+// the final AUCs of its seeds.
+type SeedGroup struct {
+	Federation, Method, Setting string
+	FinalAUC                    []float64 // NaN (a failed campaign) left out
+}
+
+// SeedGroups groups the rows by grid point, in the order the rows first
+// name them.
+func (o SweepOutput) SeedGroups() []SeedGroup {
+	var groups []SeedGroup
+	index := map[[3]string]int{}
+	for _, r := range o.Rows {
+		k := [3]string{r.Federation, r.Method, r.Setting}
+		i, ok := index[k]
+		if !ok {
+			i = len(groups)
+			index[k] = i
+			groups = append(groups, SeedGroup{Federation: r.Federation, Method: r.Method, Setting: r.Setting})
+		}
+		if !math.IsNaN(r.FinalAUC) {
+			groups[i].FinalAUC = append(groups[i].FinalAUC, r.FinalAUC)
+		}
+	}
+	return groups
 }

@@ -75,13 +75,8 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return inputErrorf("--out: %v", err)
 	}
 	quiet := conn.format == "json"
-	sp, err := campaign.WriteExperimentFederations(plan, filepath.Join(outDir, "federations"))
+	sp, err := campaign.PrepareExperiment(plan, outDir, *preset, conn.bucket(), *tiny)
 	if err != nil {
-		return err
-	}
-	bucketGiven := false
-	fs.Visit(func(f *flag.Flag) { bucketGiven = bucketGiven || f.Name == "bucket" })
-	if sp.Spec, err = campaign.ExperimentSweepSpec(plan, *preset, conn.bucket(), *tiny); err != nil {
 		return err
 	}
 	if !quiet {

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/ptopofl/ptopofl/campaign"
@@ -60,27 +59,9 @@ func (f *campaignFlags) prepare(fs *flag.FlagSet, rest []string) (*campaign.File
 	if err := f.conn.check(); err != nil {
 		return nil, nil, err
 	}
-	var cf *campaign.File
-	if f.file != "" {
-		c, err := campaign.ReadFile(f.file)
-		if err != nil {
-			return nil, nil, err
-		}
-		cf = &c
-		if f.federation == "" && c.Federation != "" {
-			// Relative to the campaign file, so the file works from any directory.
-			f.federation = c.Federation
-			if !filepath.IsAbs(f.federation) {
-				f.federation = filepath.Join(filepath.Dir(f.file), f.federation)
-			}
-		}
-	}
-	var fed *campaign.Federation
-	if f.federation != "" {
-		var err error
-		if fed, err = campaign.DiscoverFederation(f.federation); err != nil {
-			return nil, nil, err
-		}
+	cf, fed, err := campaign.Load(f.file, f.federation)
+	if err != nil {
+		return nil, nil, err
 	}
 	if f.conn.local && fed == nil {
 		return nil, nil, inputErrorf("--local needs --federation DIR (or federation: in the campaign file): the in-process site workers read it")

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
 	"time"
 
@@ -101,23 +100,10 @@ func printSweep(w io.Writer, out campaign.SweepOutput) {
 			r.Federation, r.Method, r.Setting, r.Seed, r.State, r.RoundsDone, r.FinalAUC, r.FinalAcc, r.ConvRound, flagged, r.Campaign)
 	}
 	// Mean ± std over seeds per grid point.
-	type key struct{ fed, method, setting string }
-	groups := map[key][]float64{}
-	var order []key
-	for _, r := range out.Rows {
-		k := key{r.Federation, r.Method, r.Setting}
-		if _, ok := groups[k]; !ok {
-			order = append(order, k)
-		}
-		groups[k] = groups[k][:len(groups[k]):len(groups[k])]
-		if !math.IsNaN(r.FinalAUC) {
-			groups[k] = append(groups[k], r.FinalAUC)
-		}
-	}
 	fmt.Fprintf(w, "\n%-10s %-9s %-12s %5s %17s\n", "federation", "method", "setting", "seeds", "final AUC")
-	for _, k := range order {
-		m, sd := meanStd(groups[k])
-		fmt.Fprintf(w, "%-10s %-9s %-12s %5d %8.4f ± %.4f\n", k.fed, k.method, k.setting, len(groups[k]), m, sd)
+	for _, g := range out.SeedGroups() {
+		m, sd := meanStd(g.FinalAUC)
+		fmt.Fprintf(w, "%-10s %-9s %-12s %5d %8.4f ± %.4f\n", g.Federation, g.Method, g.Setting, len(g.FinalAUC), m, sd)
 	}
 	fmt.Fprintf(w, "\nsweep %s: %s, %d/%d campaigns (%d failed) in %.1fs\nresults    %s\ncurves     %s\n",
 		out.Sweep, out.State, out.CampaignsDone, out.CampaignsTotal, out.Failed, out.WallSeconds, out.Results, out.Curves)
