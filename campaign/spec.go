@@ -62,18 +62,26 @@ type File struct {
 // ErrInput and name the file, the line and the field.
 func ReadFile(path string) (File, error) {
 	var cf File
+	err := decodeStrict(path, "campaign file", &cf)
+	return cf, err
+}
+
+// decodeStrict decodes the YAML file at path into v (a pointer to a
+// struct), an unknown key being an error; errors wrap ErrInput and name
+// what (the kind of file), the file, the line and the field.
+func decodeStrict(path, what string, v any) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return cf, inputErrorf("campaign file: %v", err)
+		return inputErrorf("%s: %v", what, err)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	if err := dec.Decode(&cf); err != nil {
+	if err := dec.Decode(v); err != nil {
 		msg := strings.ReplaceAll(strings.TrimPrefix(err.Error(), "yaml: "), "\n ", "")
-		msg = strings.ReplaceAll(msg, fmt.Sprintf("in type %T", cf), "")
-		return cf, inputErrorf("campaign file %s: %s", path, strings.TrimSpace(msg))
+		msg = strings.ReplaceAll(msg, "in type "+strings.TrimPrefix(fmt.Sprintf("%T", v), "*"), "")
+		return inputErrorf("%s %s: %s", what, path, strings.TrimSpace(msg))
 	}
-	return cf, nil
+	return nil
 }
 
 // Load reads the campaign file at file (none when "") and discovers the

@@ -1,17 +1,13 @@
 package campaign
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/ptopofl/ptopofl/internal/workers"
 	"github.com/ptopofl/ptopofl/learn"
@@ -80,18 +76,8 @@ type SweepPlan struct {
 // ErrInput and name the file, the line and the field.
 func ReadSweepFile(path string) (SweepFile, error) {
 	var sf SweepFile
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return sf, inputErrorf("sweep file: %v", err)
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&sf); err != nil {
-		msg := strings.ReplaceAll(strings.TrimPrefix(err.Error(), "yaml: "), "\n ", "")
-		msg = strings.ReplaceAll(msg, fmt.Sprintf("in type %T", sf), "")
-		return sf, inputErrorf("sweep file %s: %s", path, strings.TrimSpace(msg))
-	}
-	return sf, nil
+	err := decodeStrict(path, "sweep file", &sf)
+	return sf, err
 }
 
 // paramValues turns {name: value} into sorted ParamValues.

@@ -6,8 +6,6 @@ import (
 
 	"go.temporal.io/sdk/worker"
 
-	"github.com/ptopofl/ptopofl/activities"
-	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/internal/workers"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
@@ -66,8 +64,12 @@ func (s *Service) StartSweepWorkers(plan SweepPlan, progress io.Writer) (stop fu
 			}
 			seen[site.Name] = true
 			// One poller: a sweep can have a hundred sites in one process.
-			sw := worker.New(s.Client, pipeline.SiteTaskQueue(site.Name), worker.Options{MaxConcurrentActivityTaskPollers: 1})
-			activities.NewSite(site.Name, plan.FedDirs[f.Name], s.Store, dataset.SiteOptions{}).Register(sw)
+			sw, err := workers.NewSite(s.Client, s.Store, site.Name, plan.FedDirs[f.Name],
+				workers.Options{Worker: worker.Options{MaxConcurrentActivityTaskPollers: 1}})
+			if err != nil {
+				stop()
+				return nil, err
+			}
 			if err := sw.Start(); err != nil {
 				stop()
 				return nil, fmt.Errorf("start site worker %s: %w", site.Name, err)
