@@ -82,6 +82,13 @@ func (s *Service) Start(ctx context.Context, spec pipeline.CampaignSpec) (client
 	return startOrAttach(ctx, s.Client, "campaign", spec.Campaign, pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: spec})
 }
 
+// Attach returns the latest run of the campaign (or sweep) named id,
+// running or closed, without starting anything; Await or AwaitSweep waits
+// for it.
+func (s *Service) Attach(id string) client.WorkflowRun {
+	return s.Client.GetWorkflow(context.Background(), id, "")
+}
+
 // startOrAttach starts workflow under id on the server queue, or returns
 // the run already under that ID (running or finished); only a failed,
 // terminated or timed-out run is started afresh.
