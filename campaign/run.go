@@ -85,8 +85,8 @@ func (s *Service) Start(ctx context.Context, spec pipeline.CampaignSpec) (client
 // Attach returns the latest run of the campaign (or sweep) named id,
 // running or closed, without starting anything; Await or AwaitSweep waits
 // for it.
-func (s *Service) Attach(id string) client.WorkflowRun {
-	return s.Client.GetWorkflow(context.Background(), id, "")
+func (s *Service) Attach(ctx context.Context, id string) client.WorkflowRun {
+	return s.Client.GetWorkflow(ctx, id, "")
 }
 
 // startOrAttach starts workflow under id on the server queue, or returns
