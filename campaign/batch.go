@@ -2,7 +2,10 @@ package campaign
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/ptopofl/ptopofl/pipeline"
@@ -12,6 +15,42 @@ import (
 type Job struct {
 	Label string
 	Spec  pipeline.CampaignSpec
+}
+
+// Variant is one campaign of a batch as the user asks for it: a label, a
+// method and hyper-parameter overrides (NAME=VALUE) over the batch's.
+type Variant struct {
+	Label  string
+	Method string
+	Set    []string
+}
+
+// BuildJobs builds and validates the spec of every variant from the
+// campaign file cf (may be nil), the options o they share and the
+// federation fed (may be nil), as BuildSpec does for one campaign; an
+// error names the variant's label.
+func BuildJobs(cf *File, o SpecOptions, fed *Federation, variants []Variant) ([]Job, error) {
+	var jobs []Job
+	for _, v := range variants {
+		vo := o
+		vo.Method, vo.Given = v.Method, maps.Clone(o.Given)
+		if vo.Given == nil {
+			vo.Given = map[string]bool{}
+		}
+		vo.Given["method"] = true
+		vo.Set = append(slices.Clone(o.Set), v.Set...)
+		spec, err := BuildSpec(cf, vo, fed)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", v.Label, err)
+		}
+		if fed != nil {
+			if err := CheckSites(spec, fed); err != nil {
+				return nil, err
+			}
+		}
+		jobs = append(jobs, Job{Label: v.Label, Spec: spec})
+	}
+	return jobs, nil
 }
 
 // ExecuteAll runs the jobs' campaigns, parallel at a time, on this

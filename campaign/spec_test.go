@@ -50,3 +50,27 @@ func TestSeedGroups(t *testing.T) {
 		t.Errorf("groups %+v", g)
 	}
 }
+
+// TestBuildJobs: each variant gets its method and overrides on top of the
+// shared options, and an error names the variant.
+func TestBuildJobs(t *testing.T) {
+	o := SpecOptions{Rounds: 3, Seed: 1, Preset: "default", Bucket: "b", Set: []string{"beta=0.3"}}
+	cf := &File{Sites: []string{"site0", "site1"}}
+	jobs, err := BuildJobs(cf, o, nil, []Variant{
+		{Label: "fedavg", Method: "fedavg"},
+		{Label: "M1", Method: "ptopofl", Set: []string{"clusters=1"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 2 || jobs[0].Spec.Method != "fedavg" || jobs[1].Label != "M1" || jobs[1].Spec.Hyperparameters.Clusters != 1 {
+		t.Errorf("jobs %+v", jobs)
+	}
+	if jobs[0].Spec.Campaign == jobs[1].Spec.Campaign {
+		t.Errorf("two variants share the campaign name %s", jobs[0].Spec.Campaign)
+	}
+	_, err = BuildJobs(cf, o, nil, []Variant{{Label: "bad", Method: "nope"}})
+	if !errors.Is(err, ErrInput) || !strings.HasPrefix(err.Error(), "bad: ") {
+		t.Errorf("unknown method: %v", err)
+	}
+}

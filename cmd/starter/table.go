@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,23 +13,16 @@ import (
 	"github.com/ptopofl/ptopofl/campaign"
 )
 
-// tableEntry is one row of the table: a method, possibly with overrides.
-type tableEntry struct {
-	label  string
-	method string
-	set    []string
-}
-
 // parseVariant parses "LABEL:METHOD:name=v,name=v" (an ablation such as
 // "ptopofl_M1:ptopofl:clusters=1").
-func parseVariant(v string) (tableEntry, error) {
+func parseVariant(v string) (campaign.Variant, error) {
 	parts := strings.SplitN(v, ":", 3)
 	if len(parts) < 2 || parts[0] == "" || parts[1] == "" {
-		return tableEntry{}, inputErrorf("--variant %q: want LABEL:METHOD[:NAME=VALUE,...]", v)
+		return campaign.Variant{}, inputErrorf("--variant %q: want LABEL:METHOD[:NAME=VALUE,...]", v)
 	}
-	e := tableEntry{label: parts[0], method: parts[1]}
+	e := campaign.Variant{Label: parts[0], Method: parts[1]}
 	if len(parts) == 3 && parts[2] != "" {
-		e.set = strings.Split(parts[2], ",")
+		e.Set = strings.Split(parts[2], ",")
 	}
 	return e, nil
 }
@@ -61,10 +52,10 @@ func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *parallel < 1 {
 		return inputErrorf("--parallel %d: want >= 1", *parallel)
 	}
-	var entries []tableEntry
+	var entries []campaign.Variant
 	for _, m := range strings.Split(*methods, ",") {
 		if m = strings.TrimSpace(m); m != "" {
-			entries = append(entries, tableEntry{label: m, method: m})
+			entries = append(entries, campaign.Variant{Label: m, Method: m})
 		}
 	}
 	for _, v := range variants {
@@ -78,22 +69,9 @@ func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return inputErrorf("--methods: at least one method")
 	}
 	// Every spec is built and validated before the stack starts.
-	var built []campaign.Job
-	for _, en := range entries {
-		o := f.spec
-		o.Method, o.Given = en.method, maps.Clone(f.spec.Given)
-		o.Given["method"] = true
-		o.Set = append(slices.Clone(f.spec.Set), en.set...)
-		spec, err := campaign.BuildSpec(cf, o, fed)
-		if err != nil {
-			return fmt.Errorf("%s: %w", en.label, err)
-		}
-		if fed != nil {
-			if err := campaign.CheckSites(spec, fed); err != nil {
-				return err
-			}
-		}
-		built = append(built, campaign.Job{Label: en.label, Spec: spec})
+	built, err := campaign.BuildJobs(cf, f.spec, fed, entries)
+	if err != nil {
+		return err
 	}
 	quiet := f.conn.format == "json"
 	var progressOut io.Writer
