@@ -43,7 +43,7 @@ type Options struct {
 	FirstSeed uint64
 	// Rounds overrides the experiment's number of rounds when positive.
 	Rounds int
-	// Tiny shrinks every federation (3-4 sites of 30-50 rows) for tests.
+	// Tiny shrinks every federation (3-6 sites of 30-60 rows) for tests.
 	Tiny bool
 }
 
@@ -236,7 +236,10 @@ func (p *Plan) add(o Options, scenario string, seed uint64, a attack, shift *eva
 		if o.Tiny {
 			opt.Sites, opt.MinSize, opt.MaxSize = 3, 40, 60
 			if p.Experiment == Adversarial {
-				opt.Sites = 4
+				// Krum needs n > 2f + 2 sites (f = 1); with six small
+				// sites the lowest positive rates could leave a split
+				// without positives.
+				opt.Sites, opt.MinPositiveRate = 6, 0.3
 			}
 		}
 		opt.Adversarial = nil

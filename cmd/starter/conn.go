@@ -2,75 +2,38 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
 
-	"github.com/ptopofl/ptopofl/internal/workers"
+	"github.com/ptopofl/ptopofl/campaign"
+	"github.com/ptopofl/ptopofl/internal/connect"
+	"github.com/ptopofl/ptopofl/internal/devstack"
 	"github.com/ptopofl/ptopofl/store"
 )
 
-// Environment variables read when the matching flag is not given.
-const (
-	envTemporal  = "PTOPOFL_TEMPORAL"
-	envNamespace = "PTOPOFL_NAMESPACE"
-	envS3        = "PTOPOFL_S3"
-	envBucket    = "PTOPOFL_BUCKET"
-	envTLSCA     = "PTOPOFL_TEMPORAL_TLS_CA"
-	envTLSCert   = "PTOPOFL_TEMPORAL_TLS_CERT"
-	envTLSKey    = "PTOPOFL_TEMPORAL_TLS_KEY"
-	envTLSServer = "PTOPOFL_TEMPORAL_TLS_SERVER_NAME"
-	envS3CA      = "PTOPOFL_S3_TLS_CA"
-)
-
-// defaultBucket is the bucket of the local stack and the default elsewhere.
-const defaultBucket = "ptopofl"
-
 // connFlags says where Temporal and S3 are: the local stack or a deployment.
 type connFlags struct {
-	local     bool
-	dataDir   string
-	temporal  string
-	namespace string
-	s3        string
-	bucket    string
-	tlsCA     string
-	tlsCert   string
-	tlsKey    string
-	tlsServer string
-	s3CA      string
-	format    string
+	local   bool
+	dataDir string
+	remote  connect.Flags
+	format  string
 }
 
 func (c *connFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.local, "local", false, "use the local stack (embedded Temporal and S3 over --data-dir)")
 	fs.StringVar(&c.dataDir, "data-dir", "./.run/local", "data directory of the local stack; re-using it resumes")
-	fs.StringVar(&c.temporal, "temporal", os.Getenv(envTemporal), "Temporal frontend HOST:PORT (env "+envTemporal+")")
-	fs.StringVar(&c.namespace, "namespace", envOr(envNamespace, "default"), "Temporal namespace (env "+envNamespace+")")
-	fs.StringVar(&c.s3, "s3", os.Getenv(envS3), "S3 endpoint URL, http:// or https:// (env "+envS3+")")
-	fs.StringVar(&c.bucket, "bucket", envOr(envBucket, defaultBucket), "S3 bucket (env "+envBucket+")")
-	fs.StringVar(&c.tlsCA, "temporal-tls-ca", os.Getenv(envTLSCA), "PEM CA bundle to verify Temporal (enables TLS; env "+envTLSCA+")")
-	fs.StringVar(&c.tlsCert, "temporal-tls-cert", os.Getenv(envTLSCert), "client certificate for Temporal mTLS (env "+envTLSCert+")")
-	fs.StringVar(&c.tlsKey, "temporal-tls-key", os.Getenv(envTLSKey), "client key for Temporal mTLS (env "+envTLSKey+")")
-	fs.StringVar(&c.tlsServer, "temporal-tls-server-name", os.Getenv(envTLSServer), "server name to verify, if not the host (env "+envTLSServer+")")
-	fs.StringVar(&c.s3CA, "s3-tls-ca", os.Getenv(envS3CA), "PEM CA bundle to verify an https S3 endpoint (env "+envS3CA+")")
+	c.remote.Register(fs, "")
 	fs.StringVar(&c.format, "format", "text", "output format: text or json")
 }
 
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
+// bucket is the bucket the flags name.
+func (c *connFlags) bucket() string { return c.remote.Bucket }
 
 // check reports flag combinations that cannot work, before anything starts.
 func (c *connFlags) check() error {
@@ -83,25 +46,18 @@ func (c *connFlags) check() error {
 		}
 		return nil
 	}
-	if c.temporal == "" {
-		return inputErrorf("--temporal HOST:PORT (or %s) is required without --local", envTemporal)
-	}
-	if c.s3 == "" {
-		return inputErrorf("--s3 URL (or %s) is required without --local", envS3)
-	}
-	if (c.tlsCert == "") != (c.tlsKey == "") {
-		return inputErrorf("--temporal-tls-cert and --temporal-tls-key go together")
+	if err := c.remote.Check(); err != nil {
+		return inputErrorf("%v", err)
 	}
 	return nil
 }
 
-// env is a connection to Temporal and S3, and whatever was started to
-// provide it.
+// env is a connection to Temporal and S3, the campaign service over it,
+// and whatever was started to provide it.
 type env struct {
-	client  client.Client
-	store   *store.Store
-	s3URL   string
-	local   *localStack // nil when connected to a deployment
+	svc     *campaign.Service
+	local   *devstack.Endpoints // nil when connected to a deployment
+	dataDir string              // of the local stack
 	closers []func()
 }
 
@@ -116,62 +72,65 @@ func (e *env) Close() {
 // directory, or starts one in this process.
 func (c *connFlags) connect(ctx context.Context, stderr io.Writer) (*env, error) {
 	if c.local {
-		return connectLocal(ctx, c, stderr)
+		return c.connectLocal(ctx, stderr)
 	}
-	opts := client.Options{HostPort: c.temporal, Namespace: c.namespace, Logger: quietLogger(),
-		ConnectionOptions: client.ConnectionOptions{GrpcCompression: workers.Compression(c.temporal)}}
-	if c.tlsCA != "" || c.tlsCert != "" || c.tlsServer != "" {
-		tc, err := c.temporalTLS()
-		if err != nil {
-			return nil, err
-		}
-		opts.ConnectionOptions.TLS = tc
+	tc, err := c.remote.TemporalTLS()
+	if err != nil {
+		return nil, inputErrorf("%v", err)
 	}
+	opts := connect.ClientOptions(c.remote.Temporal, c.remote.Namespace, tc)
+	opts.Logger = connect.QuietLogger()
+	cl, err := connect.Dial(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.remote.OpenStore(false)
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return &env{svc: campaign.New(cl, st), closers: []func(){cl.Close}}, nil
+}
+
+// connectLocal attaches to the stack another process (a starter or
+// cmd/devstack) serves over the data directory, or starts one in this
+// process.
+func (c *connFlags) connectLocal(ctx context.Context, stderr io.Writer) (*env, error) {
+	dir, err := filepath.Abs(c.dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("--data-dir %s: %w", c.dataDir, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("--data-dir: %w", err)
+	}
+	start := time.Now()
+	o, err := devstack.Open(ctx, dir, c.remote.Bucket)
+	if err != nil {
+		return nil, err
+	}
+	ep := o.Endpoints
+	if o.Started && c.format != "json" {
+		fmt.Fprintf(stderr, "local stack up in %.1fs: Temporal %s, S3 %s, data %s\n", time.Since(start).Seconds(), ep.Temporal, ep.S3URL, dir)
+	}
+	e := &env{local: &ep, dataDir: dir, closers: []func(){o.Stop}}
+	opts := connect.ClientOptions(ep.Temporal, ep.Namespace, nil)
+	opts.Logger = connect.QuietLogger()
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cl, err := client.DialContext(dctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("dial Temporal at %s (namespace %s): %w", c.temporal, c.namespace, err)
+		e.Close()
+		return nil, fmt.Errorf("local stack: dial Temporal %s: %w", ep.Temporal, err)
 	}
-	ak, sk, err := store.CredentialsFromEnv()
+	e.closers = append(e.closers, cl.Close)
+	st, err := store.New(store.Config{Endpoint: ep.S3URL, Bucket: ep.Bucket, AccessKey: o.AccessKey, SecretKey: o.SecretKey})
+	if err == nil {
+		err = st.EnsureBucket(ctx)
+	}
 	if err != nil {
-		cl.Close()
-		return nil, err
+		e.Close()
+		return nil, fmt.Errorf("local stack: S3 %s: %w", ep.S3URL, err)
 	}
-	st, err := store.New(store.Config{Endpoint: c.s3, Bucket: c.bucket, AccessKey: ak, SecretKey: sk, CAFile: c.s3CA})
-	if err != nil {
-		cl.Close()
-		return nil, err
-	}
-	return &env{client: cl, store: st, s3URL: c.s3, closers: []func(){cl.Close}}, nil
-}
-
-func (c *connFlags) temporalTLS() (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.tlsServer}
-	if c.tlsCA != "" {
-		pem, err := os.ReadFile(c.tlsCA)
-		if err != nil {
-			return nil, inputErrorf("--temporal-tls-ca: %v", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, inputErrorf("--temporal-tls-ca %s: no PEM certificate", c.tlsCA)
-		}
-		tc.RootCAs = pool
-	}
-	if c.tlsCert != "" {
-		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
-		if err != nil {
-			return nil, inputErrorf("--temporal-tls-cert/--temporal-tls-key: %v", err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
-	return tc, nil
-}
-
-// quietLogger keeps the SDK's informational chatter out of the user's
-// terminal; warnings and errors still go to stderr.
-func quietLogger() sdklog.Logger {
-	h := slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})
-	return sdklog.NewStructuredLogger(slog.New(h))
+	e.svc = campaign.New(cl, st)
+	return e, nil
 }

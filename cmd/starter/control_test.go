@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptopofl/ptopofl/campaign"
 	"github.com/ptopofl/ptopofl/internal/devstack"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"
@@ -46,7 +47,7 @@ func TestControl(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	ak, sk, err := readCredentials(ep.CredentialsFile)
+	ak, sk, err := devstack.ReadCredentials(ep.CredentialsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestControl(t *testing.T) {
 	if r.code != exitOK {
 		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
 	}
-	var res campaignResult
+	var res campaign.Result
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.State != pipeline.StateStopped || res.RoundsDone < 2 || res.RoundsDone >= 200 {
 		t.Fatalf("run result: %v %s", err, r.stdout)
 	}

@@ -2,35 +2,18 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"math"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
-	"github.com/ptopofl/ptopofl/dataset"
-	"github.com/ptopofl/ptopofl/eval"
+	"github.com/ptopofl/ptopofl/campaign"
 	"github.com/ptopofl/ptopofl/experiments"
-	"github.com/ptopofl/ptopofl/internal/workers"
-	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
-	"github.com/ptopofl/ptopofl/report"
 	"github.com/ptopofl/ptopofl/store"
-)
-
-// Descriptor entries holding the H0 and H1 persistence entropy (the
-// descriptor layout of golden/paper/README.md: 20 + 20 Betti samples, then
-// the summary statistics).
-const (
-	descH0Entropy = 40
-	descH1Entropy = 41
 )
 
 // experimentOutput is what `experiment --format json` prints.
@@ -92,26 +75,21 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return inputErrorf("--out: %v", err)
 	}
 	quiet := conn.format == "json"
-	sp, err := writeExperimentFederations(plan, filepath.Join(outDir, "federations"))
+	sp, err := campaign.PrepareExperiment(plan, outDir, *preset, conn.bucket(), *tiny)
 	if err != nil {
-		return err
-	}
-	bucketGiven := false
-	fs.Visit(func(f *flag.Flag) { bucketGiven = bucketGiven || f.Name == "bucket" })
-	if sp.spec, err = experimentSweepSpec(plan, *preset, conn.bucket, *tiny); err != nil {
 		return err
 	}
 	if !quiet {
 		fmt.Fprintf(stderr, "experiment %s: sweep %s, %d federations, %d campaigns, %d rounds each\n",
-			name, sp.spec.Sweep, len(plan.Federations), countCampaigns(sp.spec), sp.spec.Rounds)
+			name, sp.Spec.Sweep, len(plan.Federations), countCampaigns(sp.Spec), sp.Spec.Rounds)
 	}
 	var files []string
-	res, err := executeSweep(ctx, &conn, sp, stderr, func(e *env, so sweepOutput) error {
-		rep, err := buildExperimentReport(ctx, e.store, plan, sp.spec, so.Rows)
+	res, err := executeSweep(ctx, &conn, sp, stderr, func(e *env, so campaign.SweepOutput) error {
+		rep, err := e.svc.ExperimentReport(ctx, plan, sp.Spec, so.Rows)
 		if err != nil {
 			return fmt.Errorf("experiment %s: report: %w", name, err)
 		}
-		files, err = writeReport(outDir, rep)
+		files, err = campaign.WriteReport(outDir, rep)
 		return err
 	})
 	if err != nil {
@@ -130,382 +108,4 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 func countCampaigns(s pipeline.SweepSpec) int {
 	cs, _ := s.Campaigns()
 	return len(cs)
-}
-
-// writeExperimentFederations writes every federation of the plan under dir,
-// moving a continual scenario's post-shift files into the
-// dataset.ShiftDir the round-aware site workers read from.
-func writeExperimentFederations(plan experiments.Plan, dir string) (sweepPlan, error) {
-	sp := sweepPlan{fedDirs: map[string]string{}}
-	for _, f := range plan.Federations {
-		d := filepath.Join(dir, f.Name)
-		if err := eval.WriteFederation(d, f.Data); err != nil {
-			return sp, err
-		}
-		for _, s := range f.Data.Manifest().Shift {
-			to := dataset.ShiftDir(d, s.AfterRound+1)
-			if err := os.MkdirAll(to, 0o755); err != nil {
-				return sp, err
-			}
-			for from, name := range map[string]string{s.TrainFile: s.Name + "_train.csv", s.TestFile: s.Name + "_test.csv"} {
-				if err := os.Rename(filepath.Join(d, from), filepath.Join(to, name)); err != nil {
-					return sp, err
-				}
-			}
-		}
-		sp.fedDirs[f.Name] = d
-	}
-	return sp, nil
-}
-
-// experimentSweepSpec turns the plan into the sweep. Its name hashes
-// everything that shapes the results, so the same command re-attaches to
-// the same durable sweep and a different one starts a new sweep.
-func experimentSweepSpec(plan experiments.Plan, preset, bucket string, tiny bool) (pipeline.SweepSpec, error) {
-	s := pipeline.SweepSpec{
-		Preset: preset, Rounds: plan.Rounds, Settings: plan.Settings, Concurrency: plan.Concurrency,
-		Bucket: bucket, CodeVersion: workers.CodeVersion(),
-	}
-	for _, m := range plan.Methods {
-		h, err := method.Defaults(preset).Apply(plan.Base)
-		if err != nil {
-			return s, err
-		}
-		s.Methods = append(s.Methods, pipeline.SweepMethod{Method: m, Hyperparameters: h})
-	}
-	hash := sha256.New()
-	for _, f := range plan.Federations {
-		sf := pipeline.SweepFederation{Name: f.Name, Seeds: []uint64{f.Seed}}
-		for _, n := range f.Data.SiteNames() {
-			sf.Sites = append(sf.Sites, pipeline.Site{Name: n})
-		}
-		s.Federations = append(s.Federations, sf)
-		b, _ := json.Marshal(f.Data.Manifest())
-		hash.Write(b)
-	}
-	shape := s
-	shape.CodeVersion = ""
-	b, _ := json.Marshal(shape)
-	hash.Write(b)
-	fmt.Fprintf(hash, "tiny=%v", tiny)
-	s.Sweep = plan.Experiment + "-" + hex.EncodeToString(hash.Sum(nil))[:10]
-	s = s.WithDefaults()
-	if err := s.Validate(); err != nil {
-		return s, fmt.Errorf("experiment %s: %w", plan.Experiment, err)
-	}
-	return s, nil
-}
-
-// writeReport writes report.md, report.html and every asset into dir.
-func writeReport(dir string, rep *report.Report) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	files := map[string][]byte{"report.md": rep.Markdown, "report.html": rep.HTML}
-	for k, v := range rep.Assets {
-		files[k] = v
-	}
-	var names []string
-	for _, name := range sortedKeys(files) {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, files[name], 0o644); err != nil {
-			return nil, err
-		}
-		names = append(names, p)
-	}
-	return names, nil
-}
-
-// buildExperimentReport reads what the sweep left in S3 (results.parquet,
-// curves.parquet, manifests, descriptors, models) and builds the report.
-func buildExperimentReport(ctx context.Context, st *store.Store, plan experiments.Plan, spec pipeline.SweepSpec, rows []store.SweepResultRow) (*report.Report, error) {
-	_, cb, err := st.GetKey(ctx, pipeline.SweepCurvesKey(spec.Sweep))
-	if err != nil {
-		return nil, err
-	}
-	curves, err := store.DecodeSweepCurves(cb)
-	if err != nil {
-		return nil, err
-	}
-	byCampaign := map[string][]store.SweepCurveRow{}
-	for _, c := range curves {
-		byCampaign[c.Campaign] = append(byCampaign[c.Campaign], c)
-	}
-	feds := map[string]experiments.Federation{}
-	for _, f := range plan.Federations {
-		feds[f.Name] = f
-	}
-	for _, r := range rows {
-		if r.State != pipeline.StateDone {
-			return nil, fmt.Errorf("campaign %s is %s (%s): the report needs every campaign done", r.Campaign, r.State, r.Error)
-		}
-	}
-	switch plan.Experiment {
-	case experiments.Table1:
-		return report.Table1(table1Input(plan, rows, byCampaign, feds))
-	case experiments.Adversarial:
-		return report.Adversarial(adversarialInput(plan, rows, feds))
-	case experiments.Stability:
-		in, err := stabilityInput(ctx, st, plan, rows)
-		if err != nil {
-			return nil, err
-		}
-		return report.Stability(in)
-	case experiments.Privacy:
-		in, err := privacyInput(ctx, st, plan, rows, feds)
-		if err != nil {
-			return nil, err
-		}
-		return report.Privacy(in)
-	case experiments.Ablation:
-		return report.Ablation(ablationInput(rows))
-	}
-	return nil, fmt.Errorf("experiment %q: no report", plan.Experiment)
-}
-
-func reportRun(r store.SweepResultRow, curve []store.SweepCurveRow) report.Run {
-	out := report.Run{Seed: int64(r.Seed), FinalAUC: r.FinalAUC, FinalAccuracy: r.FinalAcc, ConvergenceRound: r.ConvRound}
-	for _, c := range curve {
-		if c.Outcome == pipeline.OutcomeCommitted {
-			out.AUC = append(out.AUC, c.AUC)
-			out.Accuracy = append(out.Accuracy, c.Acc)
-		}
-	}
-	return out
-}
-
-func table1Input(plan experiments.Plan, rows []store.SweepResultRow, curves map[string][]store.SweepCurveRow, feds map[string]experiments.Federation) report.Table1Input {
-	in := report.Table1Input{Reference: string(learn.PTopoFL)}
-	for _, sc := range []string{experiments.Healthcare, experiments.Benchmark} {
-		s := report.Table1Scenario{Name: sc}
-		for _, m := range plan.Methods {
-			mr := report.MethodRuns{Method: string(m)}
-			for _, r := range rows {
-				if learn.Method(r.Method) == m && feds[r.Federation].Scenario == sc {
-					mr.Runs = append(mr.Runs, reportRun(r, curves[r.Campaign]))
-				}
-			}
-			s.Methods = append(s.Methods, mr)
-		}
-		in.Scenarios = append(in.Scenarios, s)
-	}
-	return in
-}
-
-func adversarialInput(plan experiments.Plan, rows []store.SweepResultRow, feds map[string]experiments.Federation) report.AdversarialInput {
-	type key struct{ fraction, flip float64 }
-	var levels []key
-	for _, f := range plan.Federations {
-		if k := (key{f.AttackFraction, f.FlipRate}); !slices.Contains(levels, k) {
-			levels = append(levels, k)
-		}
-	}
-	var in report.AdversarialInput
-	for _, lv := range levels {
-		al := report.AttackLevel{Fraction: lv.fraction, FlipRate: lv.flip}
-		at := func(r store.SweepResultRow) bool {
-			f := feds[r.Federation]
-			return f.AttackFraction == lv.fraction && f.FlipRate == lv.flip
-		}
-		for _, m := range plan.Methods {
-			mr := report.MethodRuns{Method: string(m)}
-			for _, r := range rows {
-				if learn.Method(r.Method) == m && at(r) {
-					mr.Runs = append(mr.Runs, report.Run{Seed: int64(r.Seed), FinalAUC: r.FinalAUC})
-				}
-			}
-			al.Methods = append(al.Methods, mr)
-		}
-		// Who each method's selection leaves out: pTopoFL's anomaly flags,
-		// Krum's unselected sites, FoolsGold's zero-weight sites.
-		for _, d := range []struct {
-			name   string
-			method learn.Method
-			sites  func(store.SweepResultRow) string
-		}{
-			{"pTopoFL detector", learn.PTopoFL, func(r store.SweepResultRow) string { return r.Flagged }},
-			{"Krum selection", learn.Krum, func(r store.SweepResultRow) string { return r.Excluded }},
-			{"FoolsGold weights", learn.FoolsGold, func(r store.SweepResultRow) string { return r.Excluded }},
-		} {
-			if !slices.Contains(plan.Methods, d.method) {
-				continue
-			}
-			dr := report.DetectorRuns{Name: d.name}
-			for _, r := range rows {
-				if learn.Method(r.Method) == d.method && at(r) {
-					dr.Counts = append(dr.Counts, detectionCounts(int64(r.Seed), feds[r.Federation], d.sites(r)))
-				}
-			}
-			al.Detectors = append(al.Detectors, dr)
-		}
-		in.Levels = append(in.Levels, al)
-	}
-	return in
-}
-
-// detectionCounts scores the comma-separated sites a method left out
-// against the federation's adversarial sites.
-func detectionCounts(seed int64, f experiments.Federation, left string) report.DetectionCounts {
-	out := map[string]bool{}
-	for _, s := range strings.Split(left, ",") {
-		out[s] = s != ""
-	}
-	dc := report.DetectionCounts{Seed: seed}
-	for _, s := range f.Data.Sites {
-		switch {
-		case s.IsAdversarial && out[s.Name]:
-			dc.TruePositives++
-		case s.IsAdversarial:
-			dc.FalseNegatives++
-		case out[s.Name]:
-			dc.FalsePositives++
-		default:
-			dc.TrueNegatives++
-		}
-	}
-	return dc
-}
-
-// stabilityInput traces every site of the first seed's campaign over its
-// rounds: H0/H1 entropy from the descriptor each round computed, drift Δ
-// and re-clustering from the round manifests.
-func stabilityInput(ctx context.Context, st *store.Store, plan experiments.Plan, rows []store.SweepResultRow) (report.StabilityInput, error) {
-	in := report.StabilityInput{}
-	if len(rows) == 0 {
-		return in, fmt.Errorf("no campaign")
-	}
-	r := rows[0]
-	in.DriftThreshold = r.DriftThreshold
-	var fed experiments.Federation
-	for _, f := range plan.Federations {
-		if f.Name == r.Federation {
-			fed = f
-		}
-	}
-	shifted := map[string]int{}
-	for _, s := range fed.Data.Shifted {
-		shifted[s.Name] = s.AfterRound + 1
-	}
-	traces := make([]report.SiteTrace, len(fed.Data.Sites))
-	index := map[string]int{}
-	for i, s := range fed.Data.Sites {
-		traces[i] = report.SiteTrace{Site: s.Name, Shifted: shifted[s.Name] > 0, ShiftRound: shifted[s.Name]}
-		index[s.Name] = i
-	}
-	for round := 1; round <= r.RoundsDone; round++ {
-		in.Rounds = append(in.Rounds, round)
-		var m pipeline.RoundManifest
-		if _, err := st.GetJSONKey(ctx, pipeline.ManifestKey(r.Campaign, round), &m); err != nil {
-			return in, err
-		}
-		for i := range traces {
-			traces[i].H0Entropy = append(traces[i].H0Entropy, math.NaN())
-			traces[i].H1Entropy = append(traces[i].H1Entropy, math.NaN())
-			traces[i].Drift = append(traces[i].Drift, math.NaN())
-		}
-		for _, c := range m.Clusters {
-			i, ok := index[c.Site]
-			if !ok {
-				continue
-			}
-			traces[i].Drift[round-1] = c.Drift
-			// The manifest says whether drift re-clustering moved the site.
-			if c.Reassigned {
-				traces[i].Reclustered = append(traces[i].Reclustered, round)
-			}
-		}
-		for _, a := range m.Outputs {
-			if a.Role != pipeline.RoleDescriptor {
-				continue
-			}
-			i, ok := index[a.Site]
-			if !ok {
-				continue
-			}
-			d, err := st.GetDescriptor(ctx, toStoreRef(a.Ref))
-			if err != nil {
-				return in, err
-			}
-			if len(d.Descriptor) > descH1Entropy {
-				traces[i].H0Entropy[round-1] = d.Descriptor[descH0Entropy]
-				traces[i].H1Entropy[round-1] = d.Descriptor[descH1Entropy]
-			}
-		}
-	}
-	in.Sites = traces
-	return in, nil
-}
-
-// privacyInput computes ρ and the MI proxy per site from what the
-// campaigns recorded: each site's training size (manifest metrics), the
-// model size (a local model artifact) and the descriptor size (a
-// descriptor artifact).
-func privacyInput(ctx context.Context, st *store.Store, plan experiments.Plan, rows []store.SweepResultRow, feds map[string]experiments.Federation) (report.PrivacyInput, error) {
-	var in report.PrivacyInput
-	for _, r := range rows {
-		var m pipeline.RoundManifest
-		if _, err := st.GetJSONKey(ctx, pipeline.ManifestKey(r.Campaign, 1), &m); err != nil {
-			return in, err
-		}
-		var names []string
-		var sizes []int
-		for _, sm := range m.Metrics {
-			names = append(names, sm.Site)
-			sizes = append(sizes, sm.NumTrain)
-		}
-		params, dim := 0, 0
-		for _, a := range m.Outputs {
-			switch {
-			case a.Role == pipeline.RoleLocalModel && params == 0:
-				mod, err := st.GetModel(ctx, toStoreRef(a.Ref))
-				if err != nil {
-					return in, err
-				}
-				params = len(mod.Params)
-			case a.Role == pipeline.RoleDescriptor && dim == 0:
-				d, err := st.GetDescriptor(ctx, toStoreRef(a.Ref))
-				if err != nil {
-					return in, err
-				}
-				dim = len(d.Descriptor)
-			}
-		}
-		if params < 2 || dim == 0 {
-			return in, fmt.Errorf("campaign %s round 1: no local model or descriptor recorded", r.Campaign)
-		}
-		// A logistic model: p = d + 1 parameters.
-		set := eval.PrivacySettings{Features: params - 1, ModelParams: params, DescriptorDim: dim, Compression: eval.CompressionFactor}
-		pr, err := eval.Privacy(names, sizes, set)
-		if err != nil {
-			return in, err
-		}
-		f := feds[r.Federation]
-		in.Federations = append(in.Federations, report.PrivacyFederation{
-			Name: fmt.Sprintf("%s (seed %d)", f.Scenario, f.Seed), Report: pr})
-	}
-	return in, nil
-}
-
-func ablationInput(rows []store.SweepResultRow) report.AblationInput {
-	in := report.AblationInput{Scenario: experiments.Healthcare}
-	var order []string
-	byLabel := map[string]*report.AblationVariant{}
-	for _, r := range rows {
-		v, ok := byLabel[r.Setting]
-		if !ok {
-			d := experiments.AblationDescriptions[r.Setting]
-			v = &report.AblationVariant{Name: d[0], Description: d[1]}
-			if v.Name == "" {
-				v.Name = r.Setting
-			}
-			byLabel[r.Setting] = v
-			order = append(order, r.Setting)
-		}
-		v.FinalAUC = append(v.FinalAUC, r.FinalAUC)
-		v.Clusters = append(v.Clusters, r.NumClusters)
-	}
-	for _, l := range order {
-		in.Variants = append(in.Variants, *byLabel[l])
-	}
-	return in
 }

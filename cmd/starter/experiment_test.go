@@ -11,6 +11,7 @@ import (
 
 	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/experiments"
+	"github.com/ptopofl/ptopofl/store"
 	"github.com/ptopofl/ptopofl/tda"
 )
 
@@ -119,6 +120,81 @@ func TestExperimentAblation(t *testing.T) {
 		}
 		if s := fmt.Sprintf("%.4f", m); !strings.Contains(string(md), s) && !strings.Contains(string(md), fmt.Sprintf("%.3f", m)) {
 			t.Errorf("variant %s: mean final AUC %s not in the report", label, s)
+		}
+	}
+}
+
+// TestExperimentAdversarial runs the tiny adversarial experiment (6 sites,
+// 0 % and 50 % label-flipping sites at a 30 % flip rate, 2 seeds, all
+// seven methods) and checks the report against the sweep's rows: each
+// detector's pooled detection and false-positive rates are recomputed here
+// from the sites each campaign left out (pTopoFL's flags, Krum's and
+// FoolsGold's zero-weight sites) and the federations' adversarial sites.
+func TestExperimentAdversarial(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded stack")
+	}
+	out := runExperimentCLI(t, experiments.Adversarial)
+	// 2 levels × 2 seeds × 7 methods.
+	if len(out.Rows) != 28 {
+		t.Fatalf("%d rows, want 28", len(out.Rows))
+	}
+	md, err := os.ReadFile(filepath.Join(out.Out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adversarial := map[string]bool{}
+	for _, fed := range []string{"hc-a000-f00-s1000", "hc-a000-f00-s1001", "hc-a500-f30-s1000", "hc-a500-f30-s1001"} {
+		var man eval.FederationManifest
+		b, err := os.ReadFile(filepath.Join(out.Out, "federations", fed, eval.ManifestFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &man); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range man.Sites {
+			adversarial[s.Name] = s.IsAdversarial
+		}
+	}
+	for _, d := range []struct {
+		method string
+		left   func(r store.SweepResultRow) string
+	}{
+		{"ptopofl", func(r store.SweepResultRow) string { return r.Flagged }},
+		{"krum", func(r store.SweepResultRow) string { return r.Excluded }},
+		{"foolsgold", func(r store.SweepResultRow) string { return r.Excluded }},
+	} {
+		tp, fn := 0, 0
+		for _, r := range out.Rows {
+			if r.Method != d.method || !strings.Contains(r.Federation, "a500") {
+				continue
+			}
+			left := map[string]bool{}
+			for _, s := range strings.Split(d.left(r), ",") {
+				left[s] = s != ""
+			}
+			for site, adv := range adversarial {
+				if !adv || !strings.HasPrefix(site, r.Federation+"-") {
+					continue
+				}
+				if left[site] {
+					tp++
+				} else {
+					fn++
+				}
+			}
+		}
+		if tp+fn != 6 {
+			t.Fatalf("%s: %d adversarial sites at 50 %%, want 6", d.method, tp+fn)
+		}
+		if !strings.Contains(string(md), fmt.Sprintf("(%d/%d)", tp, tp+fn)) {
+			t.Errorf("%s: detection %d/%d not in the report", d.method, tp, tp+fn)
+		}
+	}
+	for _, h := range []string{"pTopoFL detector detection", "Krum selection false positives", "FoolsGold weights detection", "Paired tests"} {
+		if !strings.Contains(string(md), h) {
+			t.Errorf("report lacks %q", h)
 		}
 	}
 }

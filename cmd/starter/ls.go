@@ -6,28 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/workflowservice/v1"
-
-	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/campaign"
 )
-
-// lsRow is one campaign of `ls`.
-type lsRow struct {
-	Campaign string    `json:"campaign"`
-	Status   string    `json:"status"`
-	Started  time.Time `json:"started"`
-	Closed   time.Time `json:"closed,omitzero"`
-	// Runs counts the campaign's runs (continue-as-new starts a new one);
-	// MaxHistoryEvents and MaxHistoryBytes are the largest of their
-	// histories, to compare with Temporal's limits (51,200 events, 50 MiB).
-	Runs             int   `json:"runs"`
-	MaxHistoryEvents int64 `json:"max_history_events"`
-	MaxHistoryBytes  int64 `json:"max_history_bytes"`
-}
 
 // runLs lists campaigns from Temporal's visibility store, newest first, one
 // row per campaign (continue-as-new runs of a campaign are one campaign).
@@ -51,47 +33,13 @@ func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer e.Close()
-	seen := map[string]int{} // campaign → index in rows
-	var rows []lsRow
-	var token []byte
-	for {
-		resp, err := e.client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query:         fmt.Sprintf("WorkflowType = '%s'", pipeline.CampaignWorkflowName),
-			NextPageToken: token,
-		})
-		if err != nil {
-			return fmt.Errorf("list campaigns: %w", err)
-		}
-		for _, w := range resp.GetExecutions() {
-			id := w.GetExecution().GetWorkflowId()
-			i, ok := seen[id]
-			if !ok {
-				i = len(rows)
-				seen[id] = i
-				rows = append(rows, lsRow{Campaign: id})
-			}
-			r := &rows[i]
-			r.Runs++
-			r.MaxHistoryEvents = max(r.MaxHistoryEvents, w.GetHistoryLength())
-			r.MaxHistoryBytes = max(r.MaxHistoryBytes, w.GetHistorySizeBytes())
-			if w.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW && r.Status != "" {
-				continue
-			}
-			if r.Status == "" || r.Status == "continued_as_new" {
-				r.Status = strings.ToLower(strings.TrimPrefix(w.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))
-				r.Started = w.GetStartTime().AsTime()
-				if w.GetCloseTime() != nil {
-					r.Closed = w.GetCloseTime().AsTime()
-				}
-			}
-		}
-		if token = resp.GetNextPageToken(); len(token) == 0 {
-			break
-		}
+	rows, err := e.svc.List(ctx)
+	if err != nil {
+		return err
 	}
 	if conn.format == "json" {
 		if rows == nil {
-			rows = []lsRow{}
+			rows = []campaign.Listed{}
 		}
 		return json.NewEncoder(stdout).Encode(rows)
 	}

@@ -20,8 +20,10 @@
 // or PTOPOFL_TEMPORAL_TLS_*, PTOPOFL_S3_TLS_CA); S3 credentials come only
 // from PTOPOFL_S3_ACCESS_KEY and PTOPOFL_S3_SECRET_KEY.
 //
-// starter is wiring and presentation only: the campaign logic lives in
-// workflows/, activities/ and the core packages.
+// starter is flags, printing and exit codes only: the user's operations
+// live in package campaign, the orchestration in workflows/ and
+// activities/, the connection flags shared with cmd/worker in
+// internal/connect.
 //
 // Exit statuses: 0 success, 1 a failure while running (including a rejected
 // update or a failed campaign), 2 bad input (flags, campaign file), found
@@ -29,15 +31,20 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
 	"syscall"
+
+	"github.com/ptopofl/ptopofl/campaign"
 )
 
 const usage = `usage: starter COMMAND [flags]
@@ -68,8 +75,9 @@ const (
 )
 
 // errInput marks errors the user caused with the command line or a campaign
-// file; they exit with status 2.
-var errInput = errors.New("invalid input")
+// file; they exit with status 2. It is campaign.ErrInput, so that the
+// library's errors about a campaign or sweep file exit 2 too.
+var errInput = campaign.ErrInput
 
 func inputErrorf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errInput, fmt.Sprintf(format, args...))
@@ -160,7 +168,6 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// oneCampaignArg parses flags around the single CAMPAIGN argument.
 // openCampaign is the common start of a command about one campaign: it
 // registers the connection flags on fs (beside the command's own, already
 // registered), parses args into flags and the CAMPAIGN argument, checks
@@ -181,6 +188,7 @@ func openCampaign(ctx context.Context, fs *flag.FlagSet, conn *connFlags, args [
 	return e, campaign, nil
 }
 
+// oneCampaignArg parses flags around the single CAMPAIGN argument.
 func oneCampaignArg(fs *flag.FlagSet, args []string) (string, error) {
 	rest, err := parseFlags(fs, args)
 	if err != nil {
@@ -193,4 +201,8 @@ func oneCampaignArg(fs *flag.FlagSet, args []string) (string, error) {
 		return "", inputErrorf("unexpected argument %q", rest[1])
 	}
 	return rest[0], nil
+}
+
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	return slices.Sorted(maps.Keys(m))
 }

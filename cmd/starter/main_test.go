@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptopofl/ptopofl/campaign"
 	"github.com/ptopofl/ptopofl/eval"
 )
 
@@ -177,13 +178,13 @@ func TestRunJSONContract(t *testing.T) {
 	}
 
 	// history reads the three manifests back.
-	campaign, _ := r1["campaign"].(string)
-	code, hist, stderr := runCLI("history", campaign, "--local", "--data-dir", dataDir, "--format", "json")
+	name, _ := r1["campaign"].(string)
+	code, hist, stderr := runCLI("history", name, "--local", "--data-dir", dataDir, "--format", "json")
 	if code != exitOK {
 		t.Fatalf("history: exit %d\n%s", code, stderr)
 	}
 	var h struct {
-		Rounds []historyRow `json:"rounds"`
+		Rounds []campaign.HistoryRow `json:"rounds"`
 	}
 	if err := json.Unmarshal([]byte(hist), &h); err != nil || len(h.Rounds) != 3 {
 		t.Fatalf("history: %v, %s", err, hist)
@@ -192,7 +193,7 @@ func TestRunJSONContract(t *testing.T) {
 		t.Errorf("history rows: %+v", h.Rounds)
 	}
 	code, ls, _ := runCLI("ls", "--local", "--data-dir", dataDir, "--format", "json")
-	if code != exitOK || !strings.Contains(ls, campaign) {
+	if code != exitOK || !strings.Contains(ls, name) {
 		t.Errorf("ls: exit %d, %s", code, ls)
 	}
 }

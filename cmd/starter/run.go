@@ -6,10 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
-	"time"
 
+	"github.com/ptopofl/ptopofl/campaign"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
@@ -24,7 +23,7 @@ func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 // campaignFlags are the flags shared by run and table.
 type campaignFlags struct {
 	conn       connFlags
-	spec       specOptions
+	spec       campaign.SpecOptions
 	file       string
 	federation string
 	set        stringList
@@ -34,24 +33,24 @@ func (f *campaignFlags) register(fs *flag.FlagSet) {
 	f.conn.register(fs)
 	fs.StringVar(&f.file, "file", "", "campaign file (YAML); flags given too override it")
 	fs.StringVar(&f.federation, "federation", "", "federation directory of <site>_train.csv/<site>_test.csv; with --local, one in-process site worker per site")
-	fs.StringVar(&f.spec.campaign, "campaign", "", "campaign name (default: <method>-<hash of spec and federation>, so a re-run re-attaches)")
-	fs.StringVar(&f.spec.method, "method", "", "method: "+methodNames())
-	fs.StringVar(&f.spec.preset, "preset", method.Default, "hyper-parameter preset: default or paper")
-	fs.IntVar(&f.spec.rounds, "rounds", 15, "number of rounds")
-	fs.Uint64Var(&f.spec.seed, "seed", 42, "campaign seed")
-	fs.IntVar(&f.spec.minSites, "min-sites", 0, "quorum (default: all sites)")
-	fs.DurationVar(&f.spec.roundDeadline, "round-deadline", 0, "deadline of a round (default 30m)")
-	fs.StringVar(&f.spec.descriptorRows, "descriptor-rows", "", "JSON file: site → row indices used for its descriptor")
+	fs.StringVar(&f.spec.Campaign, "campaign", "", "campaign name (default: <method>-<hash of spec and federation>, so a re-run re-attaches)")
+	fs.StringVar(&f.spec.Method, "method", "", "method: "+methodNames())
+	fs.StringVar(&f.spec.Preset, "preset", method.Default, "hyper-parameter preset: default or paper")
+	fs.IntVar(&f.spec.Rounds, "rounds", 15, "number of rounds")
+	fs.Uint64Var(&f.spec.Seed, "seed", 42, "campaign seed")
+	fs.IntVar(&f.spec.MinSites, "min-sites", 0, "quorum (default: all sites)")
+	fs.DurationVar(&f.spec.RoundDeadline, "round-deadline", 0, "deadline of a round (default 30m)")
+	fs.StringVar(&f.spec.DescriptorRows, "descriptor-rows", "", "JSON file: site → row indices used for its descriptor")
 	fs.Var(&f.set, "set", "hyper-parameter override NAME=VALUE (JSON names of the campaign file's hyperparameters; repeatable)")
 }
 
 // prepare validates everything the user gave, in order, before anything
 // starts: flags, campaign file, federation, spec.
-func (f *campaignFlags) prepare(fs *flag.FlagSet, rest []string) (*campaignFile, *federation, error) {
-	f.spec.given = map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { f.spec.given[fl.Name] = true })
-	f.spec.bucket = f.conn.bucket
-	f.spec.set = f.set
+func (f *campaignFlags) prepare(fs *flag.FlagSet, rest []string) (*campaign.File, *campaign.Federation, error) {
+	f.spec.Given = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.spec.Given[fl.Name] = true })
+	f.spec.Bucket = f.conn.bucket()
+	f.spec.Set = f.set
 	if len(rest) == 1 && f.file == "" {
 		f.file = rest[0] // "starter run campaign.yaml"
 	} else if len(rest) > 0 {
@@ -60,27 +59,9 @@ func (f *campaignFlags) prepare(fs *flag.FlagSet, rest []string) (*campaignFile,
 	if err := f.conn.check(); err != nil {
 		return nil, nil, err
 	}
-	var cf *campaignFile
-	if f.file != "" {
-		c, err := readCampaignFile(f.file)
-		if err != nil {
-			return nil, nil, err
-		}
-		cf = &c
-		if f.federation == "" && c.Federation != "" {
-			// Relative to the campaign file, so the file works from any directory.
-			f.federation = c.Federation
-			if !filepath.IsAbs(f.federation) {
-				f.federation = filepath.Join(filepath.Dir(f.file), f.federation)
-			}
-		}
-	}
-	var fed *federation
-	if f.federation != "" {
-		var err error
-		if fed, err = discoverFederation(f.federation); err != nil {
-			return nil, nil, err
-		}
+	cf, fed, err := campaign.Load(f.file, f.federation)
+	if err != nil {
+		return nil, nil, err
 	}
 	if f.conn.local && fed == nil {
 		return nil, nil, inputErrorf("--local needs --federation DIR (or federation: in the campaign file): the in-process site workers read it")
@@ -106,12 +87,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *detach && f.conn.local {
 		return inputErrorf("--detach: the in-process workers of --local end with the command")
 	}
-	spec, err := buildSpec(cf, f.spec, fed)
+	spec, err := campaign.BuildSpec(cf, f.spec, fed)
 	if err != nil {
 		return err
 	}
 	if fed != nil {
-		if err := checkSitesInFederation(spec, fed); err != nil {
+		if err := campaign.CheckSites(spec, fed); err != nil {
 			return err
 		}
 	}
@@ -127,13 +108,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	defer e.Close()
 	if f.conn.local {
-		stop, err := startLocalWorkers(ctx, e, fed, spec.Sites, progressOut)
+		stop, err := e.svc.StartLocalWorkers(fed, spec.Sites, progressOut)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
-	res, err := executeCampaign(ctx, e, spec, progressOut, *detach)
+	res, err := e.svc.Execute(ctx, spec, progressOut, *detach)
 	if err != nil {
 		return err
 	}
@@ -151,46 +132,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return nil
 }
 
-// executeCampaign records the spec, starts or re-attaches to the campaign
-// and, unless detach, waits for its result.
-func executeCampaign(ctx context.Context, e *env, spec pipeline.CampaignSpec, progressOut io.Writer, detach bool) (campaignResult, error) {
-	start := time.Now()
-	// The spec is part of the audit record; writing the same spec again is
-	// harmless.
-	if _, err := e.store.PutJSON(ctx, pipeline.SpecKey(spec.Campaign), spec); err != nil {
-		return campaignResult{}, err
-	}
-	run, err := startCampaign(ctx, e.client, spec)
-	if err != nil {
-		return campaignResult{}, err
-	}
-	if progressOut != nil {
-		fmt.Fprintf(progressOut, "campaign %s: %s, %d sites, %d rounds\n", spec.Campaign, spec.Method, len(spec.Sites), spec.Rounds)
-	}
-	if detach {
-		return campaignResult{Campaign: spec.Campaign}, nil
-	}
-	out, err := waitCampaign(ctx, e.client, run, spec, progressOut)
-	if err != nil {
-		return campaignResult{}, err
-	}
-	return resultFromOutput(spec, e.store.Bucket(), out, time.Since(start)), nil
-}
-
-func checkSitesInFederation(spec pipeline.CampaignSpec, fed *federation) error {
-	have := map[string]bool{}
-	for _, s := range fed.Sites {
-		have[s] = true
-	}
-	for i, s := range spec.Sites {
-		if !have[s.Name] {
-			return inputErrorf("sites[%d] %q: no %s_train.csv in %s", i, s.Name, s.Name, fed.Dir)
-		}
-	}
-	return nil
-}
-
-func printResult(w io.Writer, r campaignResult, e *env) {
+func printResult(w io.Writer, r campaign.Result, e *env) {
 	fmt.Fprintf(w, "campaign   %s (%s, preset %s): %s after %d rounds in %.1fs\n", r.Campaign, r.Method, r.Preset, r.State, r.RoundsDone, r.WallSeconds)
 	fmt.Fprintf(w, "final AUC  %.4f\nfinal acc  %.4f\nconv round %d\n", r.FinalAUC, r.FinalAcc, r.ConvRound)
 	if len(r.Clusters) > 0 {
@@ -220,13 +162,14 @@ func fmtClusters(c map[string]int) string {
 }
 
 // printWhere says where the campaign's artifacts and manifests are.
-func printWhere(w io.Writer, e *env, campaign, lastManifest string) {
-	fmt.Fprintf(w, "artifacts  s3://%s/%s (history: starter history %s)\n", e.store.Bucket(), pipeline.CampaignPrefix(campaign), campaign)
+func printWhere(w io.Writer, e *env, name, lastManifest string) {
+	bucket := e.svc.Store.Bucket()
+	fmt.Fprintf(w, "artifacts  s3://%s/%s (history: starter history %s)\n", bucket, pipeline.CampaignPrefix(name), name)
 	if lastManifest != "" {
 		fmt.Fprintf(w, "manifest   %s\n", lastManifest)
 	}
 	if e.local != nil {
-		fmt.Fprintf(w, "on disk    %s/s3/%s/%s\n", e.local.Dir, e.store.Bucket(), pipeline.CampaignPrefix(campaign))
+		fmt.Fprintf(w, "on disk    %s/s3/%s/%s\n", e.dataDir, bucket, pipeline.CampaignPrefix(name))
 	}
 }
 

@@ -6,12 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
-
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
-
-	"github.com/ptopofl/ptopofl/pipeline"
 )
 
 // runStatus prints a campaign's state. A running campaign answers the
@@ -26,7 +20,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer e.Close()
-	st, err := campaignStatus(ctx, e.client, campaign)
+	st, err := e.svc.Status(ctx, campaign)
 	if err != nil {
 		return err
 	}
@@ -52,38 +46,4 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "manifest   %s\n", st.LastManifest.String())
 	}
 	return nil
-}
-
-// campaignStatus returns the status of a campaign, running or closed.
-func campaignStatus(ctx context.Context, c client.Client, campaign string) (pipeline.CampaignStatus, error) {
-	desc, err := c.DescribeWorkflowExecution(ctx, campaign, "")
-	if err != nil {
-		return pipeline.CampaignStatus{}, fmt.Errorf("campaign %s: %w", campaign, err)
-	}
-	info := desc.GetWorkflowExecutionInfo()
-	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		st, err := queryStatus(ctx, c, campaign)
-		if err != nil {
-			return pipeline.CampaignStatus{Campaign: campaign, State: pipeline.StateRunning},
-				fmt.Errorf("campaign %s is running but did not answer the status query (is a server worker polling %s?): %w", campaign, pipeline.ServerTaskQueue, err)
-		}
-		return st, nil
-	}
-	st := pipeline.CampaignStatus{Campaign: campaign}
-	var out pipeline.CampaignWorkflowOutput
-	err = c.GetWorkflow(ctx, campaign, "").Get(ctx, &out)
-	if err != nil {
-		st.State = pipeline.StateFailed
-		st.FailureReason = err.Error()
-		if s := info.GetStatus(); s != enumspb.WORKFLOW_EXECUTION_STATUS_FAILED {
-			st.State = strings.ToLower(strings.TrimPrefix(s.String(), "WORKFLOW_EXECUTION_STATUS_"))
-		}
-		return st, nil
-	}
-	st.State, st.RoundsDone, st.RoundsTotal = out.State, out.RoundsDone, out.RoundsDone
-	st.LastManifest, st.StopReason = out.LastManifest, out.StopReason
-	if n := len(out.AUCCurve); n > 0 {
-		st.LastMetrics = &pipeline.RoundMetrics{Round: n, AUC: out.AUCCurve[n-1], Accuracy: out.AccCurve[n-1]}
-	}
-	return st, nil
 }

@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptopofl/ptopofl/campaign"
 	"github.com/ptopofl/ptopofl/eval"
+	"github.com/ptopofl/ptopofl/internal/connect"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"
 )
@@ -59,7 +61,7 @@ concurrency: 2
 		t.Fatalf("exit %d\nstderr: %s", code, stderr)
 	}
 	t.Logf("sweep of 4 campaigns in %.1fs", time.Since(start).Seconds())
-	var out sweepOutput
+	var out campaign.SweepOutput
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 		t.Fatalf("json output: %v\n%s", err, stdout)
 	}
@@ -71,7 +73,7 @@ concurrency: 2
 	}
 
 	// Read everything back from S3 and compare with the manifests.
-	conn := connFlags{local: true, dataDir: dataDir, bucket: defaultBucket, format: "json"}
+	conn := connFlags{local: true, dataDir: dataDir, remote: connect.Flags{Bucket: connect.DefaultBucket}, format: "json"}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	e, err := conn.connect(ctx, io.Discard)
@@ -79,7 +81,7 @@ concurrency: 2
 		t.Fatal(err)
 	}
 	defer e.Close()
-	_, rb, err := e.store.GetKey(ctx, pipeline.SweepResultsKey("e2e-sweep"))
+	_, rb, err := e.svc.Store.GetKey(ctx, pipeline.SweepResultsKey("e2e-sweep"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +89,7 @@ concurrency: 2
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, cb, err := e.store.GetKey(ctx, pipeline.SweepCurvesKey("e2e-sweep"))
+	_, cb, err := e.svc.Store.GetKey(ctx, pipeline.SweepCurvesKey("e2e-sweep"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +114,7 @@ concurrency: 2
 		var auc []float64
 		for round := 1; round <= 3; round++ {
 			var m pipeline.RoundManifest
-			ref, err := e.store.GetJSONKey(ctx, pipeline.ManifestKey(r.Campaign, round), &m)
+			ref, err := e.svc.Store.GetJSONKey(ctx, pipeline.ManifestKey(r.Campaign, round), &m)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +144,7 @@ concurrency: 2
 	}
 	// Every campaign's spec is recorded like a `starter run` campaign's.
 	var spec pipeline.CampaignSpec
-	if _, err := e.store.GetJSONKey(ctx, pipeline.SpecKey(rows[0].Campaign), &spec); err != nil || spec.Hyperparameters.NSub != 20 {
+	if _, err := e.svc.Store.GetJSONKey(ctx, pipeline.SpecKey(rows[0].Campaign), &spec); err != nil || spec.Hyperparameters.NSub != 20 {
 		t.Errorf("spec.json of %s: %v %+v", rows[0].Campaign, err, spec.Hyperparameters)
 	}
 }
@@ -169,19 +171,5 @@ func TestSweepFileErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(dataDir); err == nil {
 		t.Error("a rejected sweep created the stack's data directory")
-	}
-}
-
-func TestGridSettings(t *testing.T) {
-	s, err := gridSettings(map[string][]any{"beta": {0, 0.3}, "clusters": {1, 2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var labels []string
-	for _, x := range s {
-		labels = append(labels, x.Label)
-	}
-	if got := strings.Join(labels, " "); got != "beta0_clusters1 beta0_clusters2 beta0.3_clusters1 beta0.3_clusters2" {
-		t.Errorf("labels %s", got)
 	}
 }

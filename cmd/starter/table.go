@@ -1,42 +1,28 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/campaign"
 )
-
-func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
-	return slices.Sorted(maps.Keys(m))
-}
-
-// tableEntry is one row of the table: a method, possibly with overrides.
-type tableEntry struct {
-	label  string
-	method string
-	set    []string
-}
 
 // parseVariant parses "LABEL:METHOD:name=v,name=v" (an ablation such as
 // "ptopofl_M1:ptopofl:clusters=1").
-func parseVariant(v string) (tableEntry, error) {
+func parseVariant(v string) (campaign.Variant, error) {
 	parts := strings.SplitN(v, ":", 3)
 	if len(parts) < 2 || parts[0] == "" || parts[1] == "" {
-		return tableEntry{}, inputErrorf("--variant %q: want LABEL:METHOD[:NAME=VALUE,...]", v)
+		return campaign.Variant{}, inputErrorf("--variant %q: want LABEL:METHOD[:NAME=VALUE,...]", v)
 	}
-	e := tableEntry{label: parts[0], method: parts[1]}
+	e := campaign.Variant{Label: parts[0], Method: parts[1]}
 	if len(parts) == 3 && parts[2] != "" {
-		e.set = strings.Split(parts[2], ",")
+		e.Set = strings.Split(parts[2], ",")
 	}
 	return e, nil
 }
@@ -56,7 +42,7 @@ func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if f.spec.campaign != "" {
+	if f.spec.Campaign != "" {
 		return inputErrorf("--campaign: table names each campaign itself")
 	}
 	cf, fed, err := f.prepare(fs, rest)
@@ -66,10 +52,10 @@ func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *parallel < 1 {
 		return inputErrorf("--parallel %d: want >= 1", *parallel)
 	}
-	var entries []tableEntry
+	var entries []campaign.Variant
 	for _, m := range strings.Split(*methods, ",") {
 		if m = strings.TrimSpace(m); m != "" {
-			entries = append(entries, tableEntry{label: m, method: m})
+			entries = append(entries, campaign.Variant{Label: m, Method: m})
 		}
 	}
 	for _, v := range variants {
@@ -83,22 +69,9 @@ func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return inputErrorf("--methods: at least one method")
 	}
 	// Every spec is built and validated before the stack starts.
-	var built []campaignJob
-	for _, en := range entries {
-		o := f.spec
-		o.method, o.given = en.method, maps.Clone(f.spec.given)
-		o.given["method"] = true
-		o.set = append(slices.Clone(f.spec.set), en.set...)
-		spec, err := buildSpec(cf, o, fed)
-		if err != nil {
-			return fmt.Errorf("%s: %w", en.label, err)
-		}
-		if fed != nil {
-			if err := checkSitesInFederation(spec, fed); err != nil {
-				return err
-			}
-		}
-		built = append(built, campaignJob{label: en.label, spec: spec})
+	built, err := campaign.BuildJobs(cf, f.spec, fed, entries)
+	if err != nil {
+		return err
 	}
 	quiet := f.conn.format == "json"
 	var progressOut io.Writer
@@ -112,58 +85,38 @@ func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer e.Close()
 	if f.conn.local {
-		stop, err := startLocalWorkers(ctx, e, fed, built[0].spec.Sites, progressOut)
+		stop, err := e.svc.StartLocalWorkers(fed, built[0].Spec.Sites, progressOut)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
 
-	results := make([]campaignResult, len(built))
-	errs := make([]error, len(built))
-	sem := make(chan struct{}, *parallel)
-	var wg sync.WaitGroup
-	var mu sync.Mutex // serialises progress lines
 	// Campaigns done out of the total, a line each (the rounds of the
 	// campaigns print lines of their own in between, so never a rewritten
-	// terminal line: lockedWriter is no terminal).
-	var meterOut io.Writer
+	// terminal line: a locked writer is no terminal).
+	var mu sync.Mutex // serialises progress lines
+	var pw, meterOut io.Writer
 	if progressOut != nil {
-		meterOut = lockedWriter{w: progressOut, mu: &mu}
+		pw = campaign.LockedWriter(progressOut, &mu)
+		meterOut = pw
 	}
 	meter := newProgressMeter(meterOut, len(built), "campaigns")
-	var meterMu sync.Mutex
 	finished := 0
 	meter.update(0)
-	for i, job := range built {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			var pw io.Writer
-			if progressOut != nil {
-				pw = lockedWriter{w: progressOut, mu: &mu}
-			}
-			r, err := executeCampaign(ctx, e, job.spec, pw, false)
-			r.Label = job.label
-			results[i], errs[i] = r, err
-			meterMu.Lock()
-			finished++
-			state := "done"
-			if err != nil {
-				state = "failed"
-			}
-			meter.updateDetail(finished, "last: "+job.label+" "+state)
-			meterMu.Unlock()
-		}()
-	}
-	wg.Wait()
+	results, errs := e.svc.ExecuteAll(ctx, built, *parallel, pw, func(i int, err error) {
+		finished++
+		state := "done"
+		if err != nil {
+			state = "failed"
+		}
+		meter.updateDetail(finished, "last: "+built[i].Label+" "+state)
+	})
 	wall := time.Since(start)
 	var failed []string
 	for i, err := range errs {
 		if err != nil {
-			failed = append(failed, fmt.Sprintf("%s: %v", built[i].label, err))
+			failed = append(failed, fmt.Sprintf("%s: %v", built[i].Label, err))
 		}
 	}
 	if quiet {
@@ -182,12 +135,7 @@ func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-type campaignJob struct {
-	label string
-	spec  pipeline.CampaignSpec
-}
-
-func campaignNames(rs []campaignResult) string {
+func campaignNames(rs []campaign.Result) string {
 	var names []string
 	for _, r := range rs {
 		if r.Campaign != "" {
@@ -197,7 +145,7 @@ func campaignNames(rs []campaignResult) string {
 	return strings.Join(names, " ")
 }
 
-func printTable(w io.Writer, rs []campaignResult, errs []error) {
+func printTable(w io.Writer, rs []campaign.Result, errs []error) {
 	fmt.Fprintf(w, "%-16s %9s %9s %6s  %-12s %s\n", "method", "final AUC", "accuracy", "conv", "flagged", "campaign")
 	for i, r := range rs {
 		if errs[i] != nil {
@@ -210,15 +158,4 @@ func printTable(w io.Writer, rs []campaignResult, errs []error) {
 		}
 		fmt.Fprintf(w, "%-16s %9.4f %9.4f %6d  %-12s %s\n", r.Label, r.FinalAUC, r.FinalAcc, r.ConvRound, flagged, r.Campaign)
 	}
-}
-
-type lockedWriter struct {
-	w  io.Writer
-	mu *sync.Mutex
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

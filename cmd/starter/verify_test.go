@@ -15,6 +15,8 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
+	"github.com/ptopofl/ptopofl/campaign"
+	"github.com/ptopofl/ptopofl/internal/connect"
 	"github.com/ptopofl/ptopofl/internal/devstack"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"
@@ -27,17 +29,17 @@ func onStack(t *testing.T, dataDir string, f func(ctx context.Context, st *store
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn := connFlags{local: true, dataDir: dataDir, bucket: defaultBucket, format: "json"}
+	conn := connFlags{local: true, dataDir: dataDir, remote: connect.Flags{Bucket: connect.DefaultBucket}, format: "json"}
 	e, err := conn.connect(ctx, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	ak, sk, err := readCredentials(filepath.Join(dataDir, devstack.CredentialsFile))
+	ak, sk, err := devstack.ReadCredentials(filepath.Join(dataDir, devstack.CredentialsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := url.Parse(e.s3URL)
+	u, err := url.Parse(e.local.S3URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,13 +47,13 @@ func onStack(t *testing.T, dataDir string, f func(ctx context.Context, st *store
 	if err != nil {
 		t.Fatal(err)
 	}
-	f(ctx, e.store, mc)
+	f(ctx, e.svc.Store, mc)
 }
 
-func verifyJSON(t *testing.T, dataDir, campaign string) (int, verifyReport) {
+func verifyJSON(t *testing.T, dataDir, name string) (int, campaign.VerifyReport) {
 	t.Helper()
-	code, stdout, stderr := runCLI("verify", campaign, "--local", "--data-dir", dataDir, "--format", "json")
-	var rep verifyReport
+	code, stdout, stderr := runCLI("verify", name, "--local", "--data-dir", dataDir, "--format", "json")
+	var rep campaign.VerifyReport
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("verify --format json: %v\nstdout %s\nstderr %s", err, stdout, stderr)
 	}
@@ -59,8 +61,8 @@ func verifyJSON(t *testing.T, dataDir, campaign string) (int, verifyReport) {
 }
 
 // hasProblem reports whether rep lists a problem of kind at key in round.
-func hasProblem(rep verifyReport, round int, kind, key string) bool {
-	return slices.ContainsFunc(rep.Problems, func(p verifyProblem) bool {
+func hasProblem(rep campaign.VerifyReport, round int, kind, key string) bool {
+	return slices.ContainsFunc(rep.Problems, func(p campaign.Problem) bool {
 		return p.Round == round && p.Kind == kind && p.Key == key
 	})
 }
@@ -96,15 +98,15 @@ func TestVerifyExportHistory(t *testing.T) {
 	}
 
 	// The manifests as stored, to compare export and history with.
-	var manifests []storedManifest
+	var manifests []campaign.StoredManifest
 	var modelKey string
 	var modelBytes, m2Bytes []byte
 	onStack(t, dataDir, func(ctx context.Context, st *store.Store, mc *minio.Client) {
-		objs, err := readManifests(ctx, st, c)
+		objs, err := campaign.ReadManifests(ctx, st, c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		manifests = objs.manifests
+		manifests = objs.Manifests
 		modelKey = pipeline.ModelKey(c, 2, "site1")
 		if _, modelBytes, err = st.GetKey(ctx, modelKey); err != nil {
 			t.Fatal(err)
@@ -144,7 +146,12 @@ func TestVerifyExportHistory(t *testing.T) {
 				met = x
 			}
 		}
-		model := siteArtifactSHA(m.Outputs, pipeline.RoleLocalModel, site)
+		var model *string
+		for _, a := range m.Outputs {
+			if a.Role == pipeline.RoleLocalModel && a.Site == site {
+				model = &a.Ref.SHA256
+			}
+		}
 		ok := r.Campaign == c && r.Method == "fedavg" && r.Round == m.Round && r.Site == site &&
 			r.Participated == slices.Contains(m.Participants, site) && r.DropReason == nil &&
 			r.AUC != nil && *r.AUC == met.AUC && r.Acc != nil && *r.Acc == met.Accuracy &&
@@ -162,7 +169,7 @@ func TestVerifyExportHistory(t *testing.T) {
 		t.Fatalf("history: exit %d\n%s", code, stderr)
 	}
 	var h struct {
-		Rounds []historyRow `json:"rounds"`
+		Rounds []campaign.HistoryRow `json:"rounds"`
 	}
 	if err := json.Unmarshal([]byte(hist), &h); err != nil || len(h.Rounds) != 3 {
 		t.Fatalf("history: %v\n%s", err, hist)
@@ -186,7 +193,7 @@ func TestVerifyExportHistory(t *testing.T) {
 		t.Errorf("changed model: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
 	_, rep = verifyJSON(t, dataDir, c)
-	if !hasProblem(rep, 2, problemChangedArtifact, modelKey) || rep.OK {
+	if !hasProblem(rep, 2, campaign.ProblemChangedArtifact, modelKey) || rep.OK {
 		t.Errorf("changed model, json: %+v", rep)
 	}
 
@@ -204,7 +211,7 @@ func TestVerifyExportHistory(t *testing.T) {
 		}
 	})
 	code, rep = verifyJSON(t, dataDir, c)
-	if code != exitFailure || !hasProblem(rep, 3, problemChainBreak, pipeline.ManifestKey(c, 3)) || len(rep.Problems) != 1 {
+	if code != exitFailure || !hasProblem(rep, 3, campaign.ProblemChainBreak, pipeline.ManifestKey(c, 3)) || len(rep.Problems) != 1 {
 		t.Errorf("altered round-2 manifest: exit %d, %+v", code, rep)
 	}
 
@@ -223,7 +230,7 @@ func TestVerifyExportHistory(t *testing.T) {
 		}
 	})
 	code, rep = verifyJSON(t, dataDir, c)
-	if code != exitFailure || !hasProblem(rep, 3, problemTipMismatch, pipeline.ManifestKey(c, 3)) || len(rep.Problems) != 1 {
+	if code != exitFailure || !hasProblem(rep, 3, campaign.ProblemTipMismatch, pipeline.ManifestKey(c, 3)) || len(rep.Problems) != 1 {
 		t.Errorf("altered last manifest: exit %d, %+v", code, rep)
 	}
 

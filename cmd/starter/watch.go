@@ -7,7 +7,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/campaign"
 )
 
 // runWatch prints a progress line per committed round (rounds done/total,
@@ -18,7 +18,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	var conn connFlags
 	every := fs.Duration("every", time.Second, "polling interval")
-	e, campaign, err := openCampaign(ctx, fs, &conn, args, stderr)
+	e, name, err := openCampaign(ctx, fs, &conn, args, stderr)
 	if err != nil {
 		return err
 	}
@@ -27,23 +27,22 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if conn.format != "json" {
 		text = stdout
 	}
-	p := newProgress(campaign, text)
+	p := campaign.NewProgress(name, text)
 	enc := json.NewEncoder(stdout)
 	for {
-		st, err := campaignStatus(ctx, e.client, campaign)
+		st, err := e.svc.Status(ctx, name)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return err
 		}
-		if l, changed := p.update(st); changed && text == nil {
+		if l, changed := p.Update(st); changed && text == nil {
 			if err := enc.Encode(l); err != nil {
 				return err
 			}
 		}
-		switch st.State {
-		case pipeline.StateDone, pipeline.StateStopped, pipeline.StateFailed, "terminated", "canceled", "timed_out":
+		if campaign.Terminal(st.State) {
 			return nil
 		}
 		select {

@@ -15,8 +15,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -29,23 +27,14 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/ptopofl/ptopofl/dataset"
+	"github.com/ptopofl/ptopofl/internal/connect"
 	"github.com/ptopofl/ptopofl/internal/workers"
-	"github.com/ptopofl/ptopofl/store"
 )
 
 type config struct {
-	role, site, data, label           string
-	temporal, namespace               string
-	tlsCA, tlsCert, tlsKey, tlsServer string
-	s3, bucket, s3CA                  string
-	s3Insecure                        bool
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
+	role, site, data, label string
+	conn                    connect.Flags
+	s3Insecure              bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -56,15 +45,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.site, "site", "", "site name (role site)")
 	fs.StringVar(&c.data, "data", "", "the site's data directory: <site>_train.csv|parquet and <site>_test.* , or train.* and test.* (role site)")
 	fs.StringVar(&c.label, "label", dataset.DefaultLabelColumn, "name of the label column in the site's data")
-	fs.StringVar(&c.temporal, "temporal", envOr("PTOPOFL_TEMPORAL", "127.0.0.1:7233"), "Temporal frontend host:port (env PTOPOFL_TEMPORAL)")
-	fs.StringVar(&c.namespace, "namespace", envOr("PTOPOFL_NAMESPACE", "default"), "Temporal namespace (env PTOPOFL_NAMESPACE)")
-	fs.StringVar(&c.tlsCA, "temporal-tls-ca", os.Getenv("PTOPOFL_TEMPORAL_TLS_CA"), "PEM CA bundle to verify the Temporal frontend; enables TLS")
-	fs.StringVar(&c.tlsCert, "temporal-tls-cert", os.Getenv("PTOPOFL_TEMPORAL_TLS_CERT"), "PEM client certificate for mutual TLS; enables TLS")
-	fs.StringVar(&c.tlsKey, "temporal-tls-key", os.Getenv("PTOPOFL_TEMPORAL_TLS_KEY"), "PEM client key for mutual TLS")
-	fs.StringVar(&c.tlsServer, "temporal-tls-server-name", os.Getenv("PTOPOFL_TEMPORAL_TLS_SERVER_NAME"), "server name to verify, if not the host")
-	fs.StringVar(&c.s3, "s3", os.Getenv("PTOPOFL_S3"), "S3 endpoint URL, http(s)://host:port (env PTOPOFL_S3)")
-	fs.StringVar(&c.bucket, "bucket", envOr("PTOPOFL_BUCKET", "ptopofl"), "S3 bucket (env PTOPOFL_BUCKET)")
-	fs.StringVar(&c.s3CA, "s3-tls-ca", os.Getenv("PTOPOFL_S3_TLS_CA"), "PEM CA bundle to verify the S3 endpoint")
+	c.conn.Register(fs, "127.0.0.1:7233")
 	fs.BoolVar(&c.s3Insecure, "s3-tls-insecure", false, "do not verify the S3 endpoint's certificate (testing only)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -81,39 +62,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	default:
 		return c, fmt.Errorf("--role %q: want server or site", c.role)
 	}
-	if c.s3 == "" {
+	if c.conn.S3 == "" {
 		return c, errors.New("--s3 (or PTOPOFL_S3) is required")
 	}
-	if (c.tlsCert == "") != (c.tlsKey == "") {
+	if (c.conn.TLSCert == "") != (c.conn.TLSKey == "") {
 		return c, errors.New("--temporal-tls-cert and --temporal-tls-key go together")
 	}
 	return c, nil
-}
-
-func temporalTLS(c config) (*tls.Config, error) {
-	if c.tlsCA == "" && c.tlsCert == "" {
-		return nil, nil
-	}
-	t := &tls.Config{ServerName: c.tlsServer, MinVersion: tls.VersionTLS12}
-	if c.tlsCA != "" {
-		pem, err := os.ReadFile(c.tlsCA)
-		if err != nil {
-			return nil, fmt.Errorf("temporal TLS CA: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("temporal TLS CA %s: no PEM certificates", c.tlsCA)
-		}
-		t.RootCAs = pool
-	}
-	if c.tlsCert != "" {
-		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
-		if err != nil {
-			return nil, fmt.Errorf("temporal TLS client certificate: %w", err)
-		}
-		t.Certificates = []tls.Certificate{cert}
-	}
-	return t, nil
 }
 
 func run(ctx context.Context, args []string, stderr io.Writer) error {
@@ -121,26 +76,20 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	access, secret, err := store.CredentialsFromEnv()
-	if err != nil {
-		return err
-	}
-	st, err := store.New(store.Config{Endpoint: c.s3, Bucket: c.bucket, AccessKey: access, SecretKey: secret,
-		CAFile: c.s3CA, InsecureSkipVerify: c.s3Insecure})
+	st, err := c.conn.OpenStore(c.s3Insecure)
 	if err != nil {
 		return err
 	}
 	if err := st.EnsureBucket(ctx); err != nil {
 		return err
 	}
-	tlsCfg, err := temporalTLS(c)
+	tlsCfg, err := c.conn.TemporalTLS()
 	if err != nil {
 		return err
 	}
-	cl, err := client.DialContext(ctx, client.Options{HostPort: c.temporal, Namespace: c.namespace,
-		ConnectionOptions: client.ConnectionOptions{TLS: tlsCfg, GrpcCompression: workers.Compression(c.temporal)}})
+	cl, err := client.DialContext(ctx, connect.ClientOptions(c.conn.Temporal, c.conn.Namespace, tlsCfg))
 	if err != nil {
-		return fmt.Errorf("connect to Temporal at %s: %w", c.temporal, err)
+		return fmt.Errorf("connect to Temporal at %s: %w", c.conn.Temporal, err)
 	}
 	defer cl.Close()
 
@@ -161,7 +110,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		<-ctx.Done()
 		close(stop)
 	}()
-	fmt.Fprintf(stderr, "worker: role %s%s polling %s in namespace %s\n", c.role, siteNote(c), c.temporal, c.namespace)
+	fmt.Fprintf(stderr, "worker: role %s%s polling %s in namespace %s\n", c.role, siteNote(c), c.conn.Temporal, c.conn.Namespace)
 	return w.Run(stop)
 }
 

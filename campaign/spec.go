@@ -1,4 +1,4 @@
-package main
+package campaign
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
-// campaignFile is the YAML campaign file. Unknown keys are errors, so a typo
+// File is the YAML campaign file. Unknown keys are errors, so a typo
 // is named instead of silently ignored. Durations are Go durations ("30m").
 //
 //	campaign: hc-ptopofl          # default: <method>-<hash of the spec and the federation>
@@ -40,7 +40,7 @@ import (
 //	bucket: ptopofl
 //	descriptor_rows: {site0: [3, 17, 42]}
 //	hyperparameters: {beta: 0.3, clusters: 2}   # JSON names of method.Hyperparameters
-type campaignFile struct {
+type File struct {
 	Campaign            string           `yaml:"campaign"`
 	Method              string           `yaml:"method"`
 	Preset              string           `yaml:"preset"`
@@ -58,37 +58,74 @@ type campaignFile struct {
 	Hyperparameters     map[string]any   `yaml:"hyperparameters"`
 }
 
-// readCampaignFile decodes path strictly; errors name the file, the line
-// and the field.
-func readCampaignFile(path string) (campaignFile, error) {
-	var cf campaignFile
+// ReadFile decodes the campaign file at path strictly; errors wrap
+// ErrInput and name the file, the line and the field.
+func ReadFile(path string) (File, error) {
+	var cf File
+	err := decodeStrict(path, "campaign file", &cf)
+	return cf, err
+}
+
+// decodeStrict decodes the YAML file at path into v (a pointer to a
+// struct), an unknown key being an error; errors wrap ErrInput and name
+// what (the kind of file), the file, the line and the field.
+func decodeStrict(path, what string, v any) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return cf, inputErrorf("campaign file: %v", err)
+		return inputErrorf("%s: %v", what, err)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	if err := dec.Decode(&cf); err != nil {
+	if err := dec.Decode(v); err != nil {
 		msg := strings.ReplaceAll(strings.TrimPrefix(err.Error(), "yaml: "), "\n ", "")
-		msg = strings.ReplaceAll(msg, "in type main.campaignFile", "")
-		return cf, inputErrorf("campaign file %s: %s", path, strings.TrimSpace(msg))
+		msg = strings.ReplaceAll(msg, "in type "+strings.TrimPrefix(fmt.Sprintf("%T", v), "*"), "")
+		return inputErrorf("%s %s: %s", what, path, strings.TrimSpace(msg))
 	}
-	return cf, nil
+	return nil
 }
 
-// specOptions are the flag values that build or override a spec.
-type specOptions struct {
-	campaign       string
-	method         string
-	preset         string
-	rounds         int
-	seed           uint64
-	minSites       int
-	roundDeadline  time.Duration
-	bucket         string
-	descriptorRows string          // JSON file: site → row indices
-	set            []string        // key=value hyper-parameter overrides
-	given          map[string]bool // flags the user set explicitly
+// Load reads the campaign file at file (none when "") and discovers the
+// federation: fedDir if given, else the file's federation, relative to the
+// file so that the file works from any directory. Either result may be nil.
+func Load(file, fedDir string) (*File, *Federation, error) {
+	var cf *File
+	if file != "" {
+		c, err := ReadFile(file)
+		if err != nil {
+			return nil, nil, err
+		}
+		cf = &c
+		if fedDir == "" && c.Federation != "" {
+			fedDir = c.Federation
+			if !filepath.IsAbs(fedDir) {
+				fedDir = filepath.Join(filepath.Dir(file), fedDir)
+			}
+		}
+	}
+	if fedDir == "" {
+		return cf, nil, nil
+	}
+	fed, err := DiscoverFederation(fedDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cf, fed, nil
+}
+
+// SpecOptions are the command-line values that build a spec or override
+// a campaign file's.
+type SpecOptions struct {
+	Campaign       string
+	Method         string
+	Preset         string
+	Rounds         int
+	Seed           uint64
+	MinSites       int
+	RoundDeadline  time.Duration
+	Bucket         string
+	DescriptorRows string          // JSON file: site → row indices
+	Set            []string        // NAME=VALUE hyper-parameter overrides
+	Given          map[string]bool // flag names the user set explicitly ("min-sites")
 }
 
 // applyHyperparameters sets overrides (JSON names of
@@ -143,10 +180,11 @@ func parseSet(kvs []string) (map[string]any, error) {
 	return m, nil
 }
 
-// buildSpec assembles the spec from the campaign file (if any), then the
-// flags the user set, then the federation's sites; applies defaults and
-// validates, so that nothing starts from a bad spec.
-func buildSpec(cf *campaignFile, o specOptions, fed *federation) (pipeline.CampaignSpec, error) {
+// BuildSpec assembles the spec from the campaign file cf (may be nil),
+// then the options the user set, then the federation's sites (fed may be
+// nil); applies defaults and validates, so that nothing starts from a bad
+// spec. Every error wraps ErrInput.
+func BuildSpec(cf *File, o SpecOptions, fed *Federation) (pipeline.CampaignSpec, error) {
 	var s pipeline.CampaignSpec
 	var overrides map[string]any
 	if cf != nil {
@@ -183,43 +221,43 @@ func buildSpec(cf *campaignFile, o specOptions, fed *federation) (pipeline.Campa
 		s.DescriptorRows = cf.DescriptorRows
 		overrides = cf.Hyperparameters
 	} else {
-		s.Rounds, s.Seed = o.rounds, o.seed
+		s.Rounds, s.Seed = o.Rounds, o.Seed
 	}
 	// Flags the user set win over the file.
-	if o.given["campaign"] || cf == nil {
-		s.Campaign = o.campaign
+	if o.Given["campaign"] || cf == nil {
+		s.Campaign = o.Campaign
 	}
-	if o.given["method"] || cf == nil {
-		s.Method = learn.Method(o.method)
+	if o.Given["method"] || cf == nil {
+		s.Method = learn.Method(o.Method)
 	}
-	if o.given["preset"] || s.Preset == "" {
-		s.Preset = o.preset
+	if o.Given["preset"] || s.Preset == "" {
+		s.Preset = o.Preset
 	}
-	if o.given["rounds"] {
-		s.Rounds = o.rounds
+	if o.Given["rounds"] {
+		s.Rounds = o.Rounds
 	}
-	if o.given["seed"] {
-		s.Seed = o.seed
+	if o.Given["seed"] {
+		s.Seed = o.Seed
 	}
-	if o.given["min-sites"] || cf == nil {
-		if o.minSites != 0 {
-			s.MinSites = o.minSites
+	if o.Given["min-sites"] || cf == nil {
+		if o.MinSites != 0 {
+			s.MinSites = o.MinSites
 		}
 	}
-	if o.roundDeadline != 0 {
-		s.RoundDeadline = o.roundDeadline
+	if o.RoundDeadline != 0 {
+		s.RoundDeadline = o.RoundDeadline
 	}
-	if s.Bucket == "" || o.given["bucket"] {
-		s.Bucket = o.bucket
+	if s.Bucket == "" || o.Given["bucket"] {
+		s.Bucket = o.Bucket
 	}
-	if o.descriptorRows != "" {
-		b, err := os.ReadFile(o.descriptorRows)
+	if o.DescriptorRows != "" {
+		b, err := os.ReadFile(o.DescriptorRows)
 		if err != nil {
 			return s, inputErrorf("--descriptor-rows: %v", err)
 		}
 		var rows map[string][]int
 		if err := json.Unmarshal(b, &rows); err != nil {
-			return s, inputErrorf("--descriptor-rows %s: want a JSON object site → [row indices]: %v", o.descriptorRows, err)
+			return s, inputErrorf("--descriptor-rows %s: want a JSON object site → [row indices]: %v", o.DescriptorRows, err)
 		}
 		s.DescriptorRows = rows
 	}
@@ -238,7 +276,7 @@ func buildSpec(cf *campaignFile, o specOptions, fed *federation) (pipeline.Campa
 	if err := applyHyperparameters(&h, overrides, "campaign file: hyperparameters"); err != nil {
 		return s, err
 	}
-	flagSet, err := parseSet(o.set)
+	flagSet, err := parseSet(o.Set)
 	if err != nil {
 		return s, err
 	}
@@ -264,7 +302,7 @@ func buildSpec(cf *campaignFile, o specOptions, fed *federation) (pipeline.Campa
 // the code version) and of the federation's files: running the same thing
 // again re-attaches to the same durable campaign instead of starting a
 // second one, and anything that changes the result changes the name.
-func defaultCampaignName(s pipeline.CampaignSpec, fed *federation) string {
+func defaultCampaignName(s pipeline.CampaignSpec, fed *Federation) string {
 	s.CodeVersion = ""
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n", s.WithDefaults().SpecHash())
@@ -274,17 +312,17 @@ func defaultCampaignName(s pipeline.CampaignSpec, fed *federation) string {
 	return string(s.Method) + "-" + hex.EncodeToString(h.Sum(nil))[:12]
 }
 
-// federation is a directory of <site>_train.csv / <site>_test.csv files.
-type federation struct {
+// Federation is a directory of <site>_train.csv / <site>_test.csv files.
+type Federation struct {
 	Dir   string
 	Sites []string // in federation.json order when present, else natural order
 	Hash  string   // sha256 over the site files' names and bytes
 }
 
-// discoverFederation finds the sites of dir. The order matters (the paper
+// DiscoverFederation finds the sites of dir. The order matters (the paper
 // preset seeds sites by position), so federation.json's order wins, and
 // otherwise "site2" sorts before "site10".
-func discoverFederation(dir string) (*federation, error) {
+func DiscoverFederation(dir string) (*Federation, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, inputErrorf("--federation %s: %v", dir, err)
@@ -327,7 +365,7 @@ func discoverFederation(dir string) (*federation, error) {
 			fmt.Fprintf(h, "%s%s %x\n", s, suffix, sum)
 		}
 	}
-	return &federation{Dir: abs, Sites: sites, Hash: hex.EncodeToString(h.Sum(nil))}, nil
+	return &Federation{Dir: abs, Sites: sites, Hash: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
 // sortNatural sorts names so that embedded numbers compare by value.
@@ -348,4 +386,18 @@ func sortNatural(names []string) {
 		}
 		return names[a] < names[b]
 	})
+}
+
+// CheckSites reports a site of spec that has no files in fed.
+func CheckSites(spec pipeline.CampaignSpec, fed *Federation) error {
+	have := map[string]bool{}
+	for _, s := range fed.Sites {
+		have[s] = true
+	}
+	for i, s := range spec.Sites {
+		if !have[s.Name] {
+			return inputErrorf("sites[%d] %q: no %s_train.csv in %s", i, s.Name, s.Name, fed.Dir)
+		}
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package campaign
 
 import (
 	"context"
@@ -19,10 +19,10 @@ import (
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
-// campaignResult is what `run --format json` prints: THE CONTRACT scripts
-// rely on (method, final_auc, final_acc, conv_round, auc_curve, acc_curve,
+// Result is a campaign's outcome as `starter run --format json` prints it:
+// THE CONTRACT scripts rely on (method, final_auc, final_acc, conv_round, auc_curve, acc_curve,
 // clusters, trust, flagged), plus where the record of the campaign is.
-type campaignResult struct {
+type Result struct {
 	Label        string             `json:"label,omitempty"` // table variants only
 	Campaign     string             `json:"campaign"`
 	Method       learn.Method       `json:"method"`
@@ -42,8 +42,8 @@ type campaignResult struct {
 	WallSeconds  float64            `json:"wall_seconds"`
 }
 
-func resultFromOutput(spec pipeline.CampaignSpec, bucket string, out pipeline.CampaignWorkflowOutput, wall time.Duration) campaignResult {
-	r := campaignResult{
+func ResultFromOutput(spec pipeline.CampaignSpec, bucket string, out pipeline.CampaignWorkflowOutput, wall time.Duration) Result {
+	r := Result{
 		Campaign: out.Campaign, Method: out.Method, Preset: spec.Preset, State: out.State,
 		RoundsDone: out.RoundsDone, AUCCurve: out.AUCCurve, AccCurve: out.AccCurve,
 		Clusters: map[string]int{}, Trust: map[string]float64{}, Flagged: []string{},
@@ -74,12 +74,19 @@ func resultFromOutput(spec pipeline.CampaignSpec, bucket string, out pipeline.Ca
 	return r
 }
 
-// startCampaign starts the campaign's workflow, or finds the one already
+// Start starts the campaign's workflow, or attaches to the one already
 // running or finished under the same ID: a campaign is durable, and
 // running the same command again re-attaches to it. Only a failed,
 // terminated or timed-out campaign is started afresh.
-func startCampaign(ctx context.Context, c client.Client, spec pipeline.CampaignSpec) (client.WorkflowRun, error) {
-	return startOrAttach(ctx, c, "campaign", spec.Campaign, pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: spec})
+func (s *Service) Start(ctx context.Context, spec pipeline.CampaignSpec) (client.WorkflowRun, error) {
+	return startOrAttach(ctx, s.Client, "campaign", spec.Campaign, pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: spec})
+}
+
+// Attach returns the latest run of the campaign (or sweep) named id,
+// running or closed, without starting anything; Await or AwaitSweep waits
+// for it.
+func (s *Service) Attach(ctx context.Context, id string) client.WorkflowRun {
+	return s.Client.GetWorkflow(ctx, id, "")
 }
 
 // startOrAttach starts workflow under id on the server queue, or returns
@@ -103,19 +110,19 @@ func startOrAttach(ctx context.Context, c client.Client, kind, id, workflow stri
 	return run, nil
 }
 
-// waitCampaign waits for the campaign's result, printing a progress line
-// per committed round to progress (nil: silent).
-func waitCampaign(ctx context.Context, c client.Client, run client.WorkflowRun, spec pipeline.CampaignSpec, progress io.Writer) (pipeline.CampaignWorkflowOutput, error) {
+// Await waits for the campaign's result, printing a progress line per
+// committed round to progress (nil: silent).
+func (s *Service) Await(ctx context.Context, run client.WorkflowRun, spec pipeline.CampaignSpec, progress io.Writer) (pipeline.CampaignWorkflowOutput, error) {
 	var out pipeline.CampaignWorkflowOutput
 	done := make(chan struct{})
 	if progress != nil {
 		go func() {
-			p := newProgress(spec.Campaign, progress)
+			p := NewProgress(spec.Campaign, progress)
 			t := time.NewTicker(time.Second)
 			defer t.Stop()
 			for {
-				if st, err := queryStatus(ctx, c, spec.Campaign); err == nil {
-					p.update(st)
+				if st, err := s.QueryStatus(ctx, spec.Campaign); err == nil {
+					p.Update(st)
 				}
 				select {
 				case <-done:
@@ -181,87 +188,29 @@ func pollInterrupted(err error) bool {
 	return false
 }
 
-// queryStatus asks the campaign for its status, bounded so that a campaign
-// with no server worker polling does not hang the CLI.
-func queryStatus(ctx context.Context, c client.Client, campaign string) (pipeline.CampaignStatus, error) {
-	var st pipeline.CampaignStatus
-	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	v, err := c.QueryWorkflow(qctx, campaign, "", pipeline.QueryStatus)
+// Execute records the spec in the store (part of the audit record; writing
+// the same spec again is harmless), starts or re-attaches to the campaign
+// and, unless detach, waits for its result. Progress lines go to
+// progressOut (nil: silent). A detached run returns a Result naming only
+// the campaign.
+func (s *Service) Execute(ctx context.Context, spec pipeline.CampaignSpec, progressOut io.Writer, detach bool) (Result, error) {
+	start := time.Now()
+	if _, err := s.Store.PutJSON(ctx, pipeline.SpecKey(spec.Campaign), spec); err != nil {
+		return Result{}, err
+	}
+	run, err := s.Start(ctx, spec)
 	if err != nil {
-		return st, err
+		return Result{}, err
 	}
-	return st, v.Get(&st)
-}
-
-// progress prints one line per committed round: rounds done/total, the
-// round's mean metrics, elapsed time and an ETA from the observed pace.
-type progress struct {
-	campaign string
-	w        io.Writer
-	start    time.Time
-	first    int // rounds already done when we started watching
-	last     int
-	state    string
-}
-
-func newProgress(campaign string, w io.Writer) *progress {
-	return &progress{campaign: campaign, w: w, start: time.Now(), first: -1, last: -1}
-}
-
-// update prints a line when a round was committed or the state changed; it
-// returns the line's fields for JSON watchers.
-func (p *progress) update(st pipeline.CampaignStatus) (watchLine, bool) {
-	if p.first < 0 {
-		p.first = st.RoundsDone
+	if progressOut != nil {
+		fmt.Fprintf(progressOut, "campaign %s: %s, %d sites, %d rounds\n", spec.Campaign, spec.Method, len(spec.Sites), spec.Rounds)
 	}
-	if st.RoundsDone == p.last && st.State == p.state {
-		return watchLine{}, false
+	if detach {
+		return Result{Campaign: spec.Campaign}, nil
 	}
-	p.last, p.state = st.RoundsDone, st.State
-	elapsed := time.Since(p.start)
-	l := watchLine{Campaign: p.campaign, State: st.State, RoundsDone: st.RoundsDone, RoundsTotal: st.RoundsTotal, ElapsedSeconds: elapsed.Seconds(), ETASeconds: -1}
-	if seen := st.RoundsDone - p.first; seen > 0 {
-		l.ETASeconds = elapsed.Seconds() / float64(seen) * float64(st.RoundsTotal-st.RoundsDone)
+	out, err := s.Await(ctx, run, spec, progressOut)
+	if err != nil {
+		return Result{}, err
 	}
-	if st.LastMetrics != nil {
-		l.AUC, l.Accuracy = st.LastMetrics.AUC, st.LastMetrics.Accuracy
-	}
-	for _, d := range st.LastDropped {
-		l.Dropped = append(l.Dropped, d.Site+":"+d.Reason)
-	}
-	if p.w != nil {
-		fmt.Fprintln(p.w, l.text())
-	}
-	return l, true
-}
-
-// watchLine is one progress line.
-type watchLine struct {
-	Campaign       string   `json:"campaign"`
-	State          string   `json:"state"`
-	RoundsDone     int      `json:"rounds_done"`
-	RoundsTotal    int      `json:"rounds_total"`
-	AUC            float64  `json:"auc"`
-	Accuracy       float64  `json:"accuracy"`
-	Dropped        []string `json:"dropped,omitempty"`
-	ElapsedSeconds float64  `json:"elapsed_seconds"`
-	ETASeconds     float64  `json:"eta_seconds"` // -1 until a round was seen
-}
-
-func (l watchLine) text() string {
-	eta := "--"
-	if l.ETASeconds >= 0 {
-		eta = fmtDuration(l.ETASeconds)
-	}
-	s := fmt.Sprintf("%s  round %d/%d  %-8s  auc %.4f  acc %.4f  elapsed %s  eta %s",
-		l.Campaign, l.RoundsDone, l.RoundsTotal, l.State, l.AUC, l.Accuracy, fmtDuration(l.ElapsedSeconds), eta)
-	if len(l.Dropped) > 0 {
-		s += fmt.Sprintf("  dropped %v", l.Dropped)
-	}
-	return s
-}
-
-func fmtDuration(sec float64) string {
-	return (time.Duration(sec*10) * time.Second / 10).String()
+	return ResultFromOutput(spec, s.Store.Bucket(), out, time.Since(start)), nil
 }

@@ -1,0 +1,191 @@
+package campaign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/store"
+)
+
+// ErrInput marks errors the user caused with a campaign or sweep file or a
+// value given for one; nothing was started when one is returned.
+var ErrInput = errors.New("invalid input")
+
+// inputErrorf is an error wrapping ErrInput.
+func inputErrorf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInput, fmt.Sprintf(format, args...))
+}
+
+// Service runs the user's operations against one Temporal namespace and
+// one bucket.
+type Service struct {
+	Client client.Client
+	Store  *store.Store
+}
+
+// New returns a Service over c and st; closing them stays the caller's.
+func New(c client.Client, st *store.Store) *Service {
+	return &Service{Client: c, Store: st}
+}
+
+// QueryStatus asks a running campaign for its status, bounded so that a
+// campaign with no server worker polling does not hang the caller.
+func (s *Service) QueryStatus(ctx context.Context, campaign string) (pipeline.CampaignStatus, error) {
+	var st pipeline.CampaignStatus
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	v, err := s.Client.QueryWorkflow(qctx, campaign, "", pipeline.QueryStatus)
+	if err != nil {
+		return st, err
+	}
+	return st, v.Get(&st)
+}
+
+// Status returns the status of a campaign, running or closed. A running
+// campaign answers the status query; a closed one is described from its
+// result, so Status works even when no worker is polling.
+func (s *Service) Status(ctx context.Context, campaign string) (pipeline.CampaignStatus, error) {
+	desc, err := s.Client.DescribeWorkflowExecution(ctx, campaign, "")
+	if err != nil {
+		return pipeline.CampaignStatus{}, fmt.Errorf("campaign %s: %w", campaign, err)
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		st, err := s.QueryStatus(ctx, campaign)
+		if err != nil {
+			return pipeline.CampaignStatus{Campaign: campaign, State: pipeline.StateRunning},
+				fmt.Errorf("campaign %s is running but did not answer the status query (is a server worker polling %s?): %w", campaign, pipeline.ServerTaskQueue, err)
+		}
+		return st, nil
+	}
+	st := pipeline.CampaignStatus{Campaign: campaign}
+	var out pipeline.CampaignWorkflowOutput
+	err = s.Client.GetWorkflow(ctx, campaign, "").Get(ctx, &out)
+	if err != nil {
+		st.State = pipeline.StateFailed
+		st.FailureReason = err.Error()
+		if s := info.GetStatus(); s != enumspb.WORKFLOW_EXECUTION_STATUS_FAILED {
+			st.State = strings.ToLower(strings.TrimPrefix(s.String(), "WORKFLOW_EXECUTION_STATUS_"))
+		}
+		return st, nil
+	}
+	st.State, st.RoundsDone, st.RoundsTotal = out.State, out.RoundsDone, out.RoundsDone
+	st.LastManifest, st.StopReason = out.LastManifest, out.StopReason
+	if n := len(out.AUCCurve); n > 0 {
+		st.LastMetrics = &pipeline.RoundMetrics{Round: n, AUC: out.AUCCurve[n-1], Accuracy: out.AccCurve[n-1]}
+	}
+	return st, nil
+}
+
+// Terminal reports whether a campaign in state will not change any more.
+func Terminal(state string) bool {
+	switch state {
+	case pipeline.StateDone, pipeline.StateStopped, pipeline.StateFailed, "terminated", "canceled", "timed_out":
+		return true
+	}
+	return false
+}
+
+// ErrRejected marks a control update the campaign refused (pausing a
+// campaign that is done, for example).
+var ErrRejected = errors.New("rejected")
+
+// Control sends one of the pipeline.UpdatePause, UpdateResume and
+// UpdateStop updates with reason and returns the campaign's status after
+// it. A refusal is returned as an error wrapping ErrRejected.
+func (s *Service) Control(ctx context.Context, campaign, update, reason string) (pipeline.CampaignStatus, error) {
+	var st pipeline.CampaignStatus
+	h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   campaign,
+		UpdateName:   update,
+		Args:         []any{pipeline.ControlInput{Reason: reason}},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return st, fmt.Errorf("%s %s: %w", update, campaign, err)
+	}
+	// A rejected update returns its error from Get, not from UpdateWorkflow.
+	if err := h.Get(ctx, &st); err != nil {
+		return st, &rejection{update: update, campaign: campaign, err: err}
+	}
+	return st, nil
+}
+
+// rejection is a refused update; its text is the one starter has always
+// printed.
+type rejection struct {
+	update, campaign string
+	err              error
+}
+
+func (r *rejection) Error() string {
+	return fmt.Sprintf("%s %s rejected: %v", r.update, r.campaign, r.err)
+}
+
+func (r *rejection) Unwrap() []error { return []error{ErrRejected, r.err} }
+
+// Reason is the campaign's own error text, without the update and campaign.
+func (r *rejection) Reason() string { return r.err.Error() }
+
+// RejectionReason is the campaign's own text of a refused update (err from
+// Control wrapping ErrRejected), or "" for any other error.
+func RejectionReason(err error) string {
+	var r *rejection
+	if errors.As(err, &r) {
+		return r.Reason()
+	}
+	return ""
+}
+
+// Verify re-hashes every artifact the campaign's manifests list and checks
+// the chain of manifest hashes (DESIGN §4); the last manifest, which no
+// later one protects, is compared with the one Temporal recorded when
+// Temporal still has the campaign. parallel objects are fetched at once.
+// The error is for S3 failing; everything wrong with the record is in the
+// report's Problems.
+func (s *Service) Verify(ctx context.Context, campaign string, parallel int) (VerifyReport, error) {
+	rep, err := VerifyRecord(ctx, s.Store, campaign, parallel)
+	if err != nil {
+		return rep, err
+	}
+	if st, err := s.Status(ctx, campaign); err == nil && st.LastManifest != nil {
+		CheckTip(&rep, *st.LastManifest)
+	}
+	return rep, nil
+}
+
+// History reads the per-round rows of a campaign from its manifests in S3
+// (the audit record), so it works whether or not Temporal still holds the
+// campaign's history. A campaign without manifests is an error.
+func (s *Service) History(ctx context.Context, campaign string) ([]HistoryRow, error) {
+	rows, err := History(ctx, s.Store, campaign)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("campaign %s: no round manifests under s3://%s/%s", campaign, s.Store.Bucket(), pipeline.CampaignPrefix(campaign))
+	}
+	return rows, nil
+}
+
+// Export reads a campaign's manifests and flattens them into one row per
+// round and site (ExportRows); it returns the rows and the number of
+// rounds read.
+func (s *Service) Export(ctx context.Context, campaign string) ([]store.ExportRow, int, error) {
+	objs, err := ReadManifests(ctx, s.Store, campaign)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(objs.Manifests) == 0 {
+		return nil, 0, fmt.Errorf("campaign %s: no round manifests under s3://%s/%s", campaign, s.Store.Bucket(), pipeline.CampaignPrefix(campaign))
+	}
+	rows, err := ExportRows(objs.Manifests)
+	return rows, len(objs.Manifests), err
+}

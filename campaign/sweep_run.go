@@ -1,0 +1,124 @@
+package campaign
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/store"
+)
+
+// StartSweep starts the sweep's workflow or attaches to the one already
+// running or finished under the same ID (re-running a sweep re-attaches).
+func (s *Service) StartSweep(ctx context.Context, spec pipeline.SweepSpec) (client.WorkflowRun, error) {
+	return startOrAttach(ctx, s.Client, "sweep", spec.Sweep, pipeline.SweepWorkflowName, pipeline.SweepWorkflowInput{Spec: spec})
+}
+
+// AwaitSweep starts or re-attaches to the sweep and waits for it,
+// printing a progress line to progress (nil: silent) whenever a campaign
+// ends.
+func (s *Service) AwaitSweep(ctx context.Context, spec pipeline.SweepSpec, progress io.Writer) (pipeline.SweepWorkflowOutput, error) {
+	run, err := s.StartSweep(ctx, spec)
+	if err != nil {
+		return pipeline.SweepWorkflowOutput{}, err
+	}
+	done := make(chan struct{})
+	if progress != nil {
+		go func() {
+			start, first, last := time.Now(), -1, -1
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			for {
+				var st pipeline.SweepStatus
+				qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				v, err := s.Client.QueryWorkflow(qctx, spec.Sweep, "", pipeline.QueryStatus)
+				cancel()
+				if err == nil && v.Get(&st) == nil && st.CampaignsDone != last {
+					if first < 0 {
+						first = st.CampaignsDone
+					}
+					last = st.CampaignsDone
+					el := time.Since(start)
+					eta := "--"
+					if n := st.CampaignsDone - first; n > 0 {
+						eta = FmtDuration(el.Seconds() / float64(n) * float64(st.CampaignsTotal-st.CampaignsDone))
+					}
+					fmt.Fprintf(progress, "sweep %s  campaigns %d/%d  %s  failed %d  running %d  elapsed %s  eta %s\n",
+						spec.Sweep, st.CampaignsDone, st.CampaignsTotal, st.State, st.Failed, len(st.Running), FmtDuration(el.Seconds()), eta)
+				}
+				select {
+				case <-done:
+					return
+				case <-t.C:
+				}
+			}
+		}()
+	}
+	var out pipeline.SweepWorkflowOutput
+	err = awaitResult(ctx, run, &out)
+	close(done)
+	if err != nil {
+		return out, fmt.Errorf("sweep %s: %w", spec.Sweep, err)
+	}
+	return out, nil
+}
+
+func toStoreRef(r pipeline.ArtifactRef) store.ArtifactRef {
+	return store.ArtifactRef{Bucket: r.Bucket, Key: r.Key, SHA256: r.SHA256, Size: r.Size}
+}
+
+// RunSweep starts or re-attaches to the sweep, waits for it (progress
+// lines to progress, nil: silent) and reads its results table back from
+// S3. WallSeconds counts from the call.
+func (s *Service) RunSweep(ctx context.Context, spec pipeline.SweepSpec, progress io.Writer) (SweepOutput, error) {
+	start := time.Now()
+	res, err := s.AwaitSweep(ctx, spec, progress)
+	if err != nil {
+		return SweepOutput{}, err
+	}
+	b, err := s.Store.Get(ctx, toStoreRef(res.Results))
+	if err != nil {
+		return SweepOutput{}, fmt.Errorf("sweep %s: read results: %w", spec.Sweep, err)
+	}
+	rows, err := store.DecodeSweepResults(b)
+	if err != nil {
+		return SweepOutput{}, fmt.Errorf("sweep %s: %w", spec.Sweep, err)
+	}
+	return SweepOutput{
+		Sweep: res.Sweep, State: res.State, CampaignsDone: res.CampaignsDone, CampaignsTotal: res.CampaignsTotal,
+		Failed: res.Failed, Results: res.Results.String(), Curves: res.Curves.String(), Rows: rows,
+		WallSeconds: time.Since(start).Seconds(),
+	}, nil
+}
+
+// SeedGroup is one grid point of a sweep (federation, method, setting) and
+// the final AUCs of its seeds.
+type SeedGroup struct {
+	Federation, Method, Setting string
+	FinalAUC                    []float64 // NaN (a failed campaign) left out
+}
+
+// SeedGroups groups the rows by grid point, in the order the rows first
+// name them.
+func (o SweepOutput) SeedGroups() []SeedGroup {
+	var groups []SeedGroup
+	index := map[[3]string]int{}
+	for _, r := range o.Rows {
+		k := [3]string{r.Federation, r.Method, r.Setting}
+		i, ok := index[k]
+		if !ok {
+			i = len(groups)
+			index[k] = i
+			groups = append(groups, SeedGroup{Federation: r.Federation, Method: r.Method, Setting: r.Setting})
+		}
+		if !math.IsNaN(r.FinalAUC) {
+			groups[i].FinalAUC = append(groups[i].FinalAUC, r.FinalAUC)
+		}
+	}
+	return groups
+}

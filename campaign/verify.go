@@ -1,0 +1,337 @@
+package campaign
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/store"
+)
+
+// StoredManifest is one round manifest as found in S3.
+type StoredManifest struct {
+	Round    int // from the key
+	Key      string
+	SHA256   string // of the bytes stored at Key
+	Manifest pipeline.RoundManifest
+	Err      error // the bytes do not decode as a manifest; Manifest is zero
+}
+
+// Objects is what a listing of a campaign's prefix holds.
+type Objects struct {
+	Manifests   []StoredManifest // round order
+	RoundKeys   map[int]int      // round → objects under its prefix, manifest included
+	SpecPresent bool
+}
+
+// ReadManifests lists the campaign's prefix and reads every round manifest
+// in round order. A manifest that does not decode is returned with Err set;
+// an error is returned only when S3 cannot be read.
+func ReadManifests(ctx context.Context, st *store.Store, campaign string) (Objects, error) {
+	keys, err := st.List(ctx, pipeline.CampaignPrefix(campaign))
+	if err != nil {
+		return Objects{}, err
+	}
+	objs := Objects{RoundKeys: map[int]int{}}
+	for _, k := range keys {
+		if k == pipeline.SpecKey(campaign) {
+			objs.SpecPresent = true
+		}
+		r, ok := store.ParseRoundPrefix(campaign, k)
+		if !ok {
+			continue
+		}
+		objs.RoundKeys[r]++
+		if k != pipeline.ManifestKey(campaign, r) {
+			continue
+		}
+		ref, b, err := st.GetKey(ctx, k)
+		if err != nil {
+			return Objects{}, err
+		}
+		sm := StoredManifest{Round: r, Key: k, SHA256: ref.SHA256}
+		dec := json.NewDecoder(strings.NewReader(string(b)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&sm.Manifest); err != nil {
+			sm.Err, sm.Manifest = fmt.Errorf("not a round manifest: %w", err), pipeline.RoundManifest{}
+		}
+		objs.Manifests = append(objs.Manifests, sm)
+	}
+	slices.SortFunc(objs.Manifests, func(a, b StoredManifest) int { return a.Round - b.Round })
+	return objs, nil
+}
+
+// Kinds of verify problems.
+const (
+	ProblemMissingArtifact  = "missing_artifact"  // listed in a manifest, not in S3
+	ProblemChangedArtifact  = "changed_artifact"  // in S3 with other bytes than the manifest says
+	ProblemMissingManifest  = "missing_manifest"  // a round without its manifest
+	ProblemBadManifest      = "bad_manifest"      // does not decode, or names another campaign or round
+	ProblemChainBreak       = "chain_break"       // prev_manifest_sha256 ≠ sha256 of the previous manifest
+	ProblemSpecMismatch     = "spec_mismatch"     // spec_hash ≠ hash of spec.json
+	ProblemUncheckedBucket  = "unchecked_bucket"  // artifact in another bucket than the one verified
+	ProblemTipMismatch      = "tip_mismatch"      // the last manifest differs from the one Temporal recorded
+	ProblemUnreadableObject = "unreadable_object" // S3 answered with an error other than not found
+)
+
+// Problem is one thing wrong with a campaign's audit record.
+type Problem struct {
+	Round    int    `json:"round"` // 0: the campaign's spec
+	Kind     string `json:"kind"`
+	Key      string `json:"key"`
+	Role     string `json:"role,omitempty"` // artifact role in the manifest
+	Site     string `json:"site,omitempty"`
+	Name     string `json:"name,omitempty"`
+	Listed   string `json:"listed_as,omitempty"` // "input" or "output"
+	Expected string `json:"expected_sha256,omitempty"`
+	Got      string `json:"got_sha256,omitempty"`
+	Detail   string `json:"detail"`
+}
+
+// Text is the problem on one line, for the text output of verify.
+func (p Problem) Text() string {
+	where := "spec    "
+	if p.Round > 0 {
+		where = fmt.Sprintf("round %d", p.Round)
+	}
+	what := p.Key
+	if p.Role != "" {
+		owner := p.Site + p.Name
+		if owner != "" {
+			owner = " " + owner
+		}
+		what += fmt.Sprintf(" (%s%s, %s)", p.Role, owner, p.Listed)
+	}
+	return fmt.Sprintf("%s  %-17s %s: %s", where, p.Kind, what, p.Detail)
+}
+
+// VerifyReport is what `verify --format json` prints.
+type VerifyReport struct {
+	Campaign   string    `json:"campaign"`
+	OK         bool      `json:"ok"`
+	Rounds     int       `json:"rounds"`     // manifests read
+	Artifacts  int       `json:"artifacts"`  // distinct keys re-hashed
+	References int       `json:"references"` // artifact records checked (a key may be listed by several rounds)
+	SpecHash   string    `json:"spec_hash,omitempty"`
+	LastRound  int       `json:"last_round"`           // round of the last manifest
+	Tip        string    `json:"tip_sha256,omitempty"` // sha256 of the last manifest
+	TipChecked bool      `json:"tip_checked"`          // the tip matched the last manifest Temporal recorded
+	Problems   []Problem `json:"problems"`
+}
+
+// Summary counts what was verified ("verified 3 rounds, 20 artifacts").
+func (r VerifyReport) Summary() string {
+	return fmt.Sprintf("verified %d rounds, %d artifacts", r.Rounds, r.Artifacts)
+}
+
+// CheckTip compares the last manifest verified with the one the campaign's
+// workflow recorded when it committed its last round.
+func CheckTip(rep *VerifyReport, last pipeline.ArtifactRef) {
+	round, ok := store.ParseRoundPrefix(rep.Campaign, last.Key)
+	switch {
+	case !ok || round < rep.LastRound:
+		return // the campaign is running ahead of its status; nothing to compare
+	case round > rep.LastRound:
+		for _, p := range rep.Problems {
+			if p.Kind == ProblemMissingManifest && p.Key == last.Key {
+				return
+			}
+		}
+		rep.Problems = append(rep.Problems, Problem{
+			Round: round, Kind: ProblemMissingManifest, Key: last.Key, Expected: last.SHA256,
+			Detail: fmt.Sprintf("Temporal recorded round %d's manifest with sha256 %s; S3 has manifests up to round %d only", round, short(last.SHA256), rep.LastRound),
+		})
+		rep.OK = false
+	case last.SHA256 != rep.Tip:
+		rep.Problems = append(rep.Problems, Problem{
+			Round: round, Kind: ProblemTipMismatch, Key: last.Key, Expected: last.SHA256, Got: rep.Tip,
+			Detail: fmt.Sprintf("Temporal recorded the last manifest with sha256 %s, S3 holds %s", short(last.SHA256), short(rep.Tip)),
+		})
+		rep.OK = false
+	default:
+		rep.TipChecked = true
+	}
+}
+
+// artifactUse is one artifact record of one manifest.
+type artifactUse struct {
+	round  int
+	listed string
+	rec    pipeline.ArtifactRecord
+}
+
+// fetched is what S3 holds at a key.
+type fetched struct {
+	ref store.ArtifactRef
+	err error
+}
+
+// VerifyRecord checks a campaign's audit record. The error is for S3
+// failing; everything wrong with the record is in the report's Problems.
+func VerifyRecord(ctx context.Context, st *store.Store, campaign string, parallel int) (VerifyReport, error) {
+	rep := VerifyReport{Campaign: campaign, Problems: []Problem{}}
+	objs, err := ReadManifests(ctx, st, campaign)
+	if err != nil {
+		return rep, err
+	}
+	if len(objs.Manifests) == 0 && len(objs.RoundKeys) == 0 {
+		return rep, fmt.Errorf("campaign %s: nothing under s3://%s/%s", campaign, st.Bucket(), pipeline.CampaignPrefix(campaign))
+	}
+	add := func(p Problem) { rep.Problems = append(rep.Problems, p) }
+
+	// The spec, if stored: every manifest's spec_hash must be its hash.
+	specHash := ""
+	if objs.SpecPresent {
+		var spec pipeline.CampaignSpec
+		if _, err := st.GetJSONKey(ctx, pipeline.SpecKey(campaign), &spec); err != nil {
+			add(Problem{Kind: ProblemBadManifest, Key: pipeline.SpecKey(campaign), Detail: err.Error()})
+		} else {
+			specHash = spec.WithDefaults().SpecHash()
+			rep.SpecHash = specHash
+		}
+	}
+
+	// Rounds with objects but no manifest, and gaps in the rounds.
+	have := map[int]bool{}
+	last := 0
+	for _, m := range objs.Manifests {
+		have[m.Round] = true
+		last = max(last, m.Round)
+	}
+	for r := range objs.RoundKeys {
+		last = max(last, r)
+	}
+	for r := 1; r <= last; r++ {
+		if have[r] {
+			continue
+		}
+		detail := "no manifest: the round was never committed, or its manifest was deleted"
+		if n := objs.RoundKeys[r]; n > 0 {
+			detail = fmt.Sprintf("no manifest, though %d objects are under the round (deleted, or the round is still running)", n)
+		}
+		add(Problem{Round: r, Kind: ProblemMissingManifest, Key: pipeline.ManifestKey(campaign, r), Detail: detail})
+	}
+
+	// The chain, and each manifest's own claims.
+	var uses []artifactUse
+	prev := map[int]string{} // round → sha256 of its manifest
+	for _, m := range objs.Manifests {
+		prev[m.Round] = m.SHA256
+	}
+	for _, sm := range objs.Manifests {
+		rep.Rounds++
+		m := sm.Manifest
+		if sm.Err != nil {
+			add(Problem{Round: sm.Round, Kind: ProblemBadManifest, Key: sm.Key, Got: sm.SHA256, Detail: sm.Err.Error()})
+			continue
+		}
+		if m.Campaign != campaign || m.Round != sm.Round {
+			add(Problem{Round: sm.Round, Kind: ProblemBadManifest, Key: sm.Key, Got: sm.SHA256,
+				Detail: fmt.Sprintf("the manifest says campaign %q round %d", m.Campaign, m.Round)})
+		}
+		switch want, ok := prev[sm.Round-1]; {
+		case sm.Round == 1 && m.PrevManifestSHA256 != "":
+			add(Problem{Round: 1, Kind: ProblemChainBreak, Key: sm.Key, Got: m.PrevManifestSHA256,
+				Detail: "round 1 names a previous manifest " + short(m.PrevManifestSHA256) + "; the chain starts at round 1"})
+		case sm.Round > 1 && ok && m.PrevManifestSHA256 != want:
+			add(Problem{Round: sm.Round, Kind: ProblemChainBreak, Key: sm.Key, Expected: want, Got: m.PrevManifestSHA256,
+				Detail: fmt.Sprintf("prev_manifest_sha256 %s, but round %d's manifest hashes to %s: round %d's manifest changed after round %d was committed, or this one was altered",
+					short(m.PrevManifestSHA256), sm.Round-1, short(want), sm.Round-1, sm.Round)})
+		}
+		if specHash != "" && m.SpecHash != specHash {
+			add(Problem{Round: sm.Round, Kind: ProblemSpecMismatch, Key: pipeline.SpecKey(campaign), Expected: m.SpecHash, Got: specHash,
+				Detail: fmt.Sprintf("the manifest's spec_hash is %s, spec.json hashes to %s", short(m.SpecHash), short(specHash))})
+		}
+		for _, rec := range m.Inputs {
+			uses = append(uses, artifactUse{round: sm.Round, listed: "input", rec: rec})
+		}
+		for _, rec := range m.Outputs {
+			uses = append(uses, artifactUse{round: sm.Round, listed: "output", rec: rec})
+		}
+	}
+	if n := len(objs.Manifests); n > 0 {
+		rep.Tip, rep.LastRound = objs.Manifests[n-1].SHA256, objs.Manifests[n-1].Round
+	}
+
+	// Re-hash every distinct key once, a few at a time.
+	var keys []string
+	seen := map[string]bool{}
+	for _, u := range uses {
+		if u.rec.Ref.Bucket != "" && u.rec.Ref.Bucket != st.Bucket() {
+			continue
+		}
+		if !seen[u.rec.Ref.Key] {
+			seen[u.rec.Ref.Key] = true
+			keys = append(keys, u.rec.Ref.Key)
+		}
+	}
+	got := fetchAll(ctx, st, keys, parallel)
+	if ctx.Err() != nil {
+		return rep, ctx.Err()
+	}
+	rep.Artifacts = len(keys)
+	for _, u := range uses {
+		rep.References++
+		ref := u.rec.Ref
+		p := Problem{Round: u.round, Key: ref.Key, Role: u.rec.Role, Site: u.rec.Site, Name: u.rec.Name, Listed: u.listed, Expected: ref.SHA256}
+		if ref.Bucket != "" && ref.Bucket != st.Bucket() {
+			p.Kind, p.Detail = ProblemUncheckedBucket, fmt.Sprintf("in bucket %s; verify reads bucket %s (--bucket)", ref.Bucket, st.Bucket())
+			add(p)
+			continue
+		}
+		f := got[ref.Key]
+		switch {
+		case errors.Is(f.err, store.ErrNotFound):
+			p.Kind, p.Detail = ProblemMissingArtifact, "not in S3; the manifest lists sha256 "+short(ref.SHA256)
+		case f.err != nil:
+			p.Kind, p.Detail = ProblemUnreadableObject, f.err.Error()
+		case f.ref.SHA256 != ref.SHA256 || f.ref.Size != ref.Size:
+			p.Kind, p.Got = ProblemChangedArtifact, f.ref.SHA256
+			p.Detail = fmt.Sprintf("the manifest lists sha256 %s (%d bytes), S3 holds %s (%d bytes)", short(ref.SHA256), ref.Size, short(f.ref.SHA256), f.ref.Size)
+		default:
+			continue
+		}
+		add(p)
+	}
+	slices.SortStableFunc(rep.Problems, func(a, b Problem) int { return a.Round - b.Round })
+	rep.OK = len(rep.Problems) == 0
+	return rep, nil
+}
+
+// fetchAll re-hashes the objects at keys, parallel at a time.
+func fetchAll(ctx context.Context, st *store.Store, keys []string, parallel int) map[string]fetched {
+	out := make(map[string]fetched, len(keys))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, parallel)
+	for _, k := range keys {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			ref, _, err := st.GetKey(ctx, k)
+			mu.Lock()
+			out[k] = fetched{ref: ref, err: err}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// short is the first 12 hex digits of a sha256, for text output.
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	if sha == "" {
+		return `""`
+	}
+	return sha
+}

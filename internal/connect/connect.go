@@ -1,0 +1,156 @@
+// Package connect holds what cmd/starter and cmd/worker share to reach a
+// deployment: the connection flags and their environment variables, the
+// Temporal TLS set-up, and dialling Temporal and S3. It does not know the
+// local stack (internal/devstack), so a worker binary does not link the
+// embedded servers.
+package connect
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/ptopofl/ptopofl/internal/workers"
+	"github.com/ptopofl/ptopofl/store"
+)
+
+// Environment variables read when the matching flag is not given.
+const (
+	EnvTemporal  = "PTOPOFL_TEMPORAL"
+	EnvNamespace = "PTOPOFL_NAMESPACE"
+	EnvS3        = "PTOPOFL_S3"
+	EnvBucket    = "PTOPOFL_BUCKET"
+	EnvTLSCA     = "PTOPOFL_TEMPORAL_TLS_CA"
+	EnvTLSCert   = "PTOPOFL_TEMPORAL_TLS_CERT"
+	EnvTLSKey    = "PTOPOFL_TEMPORAL_TLS_KEY"
+	EnvTLSServer = "PTOPOFL_TEMPORAL_TLS_SERVER_NAME"
+	EnvS3CA      = "PTOPOFL_S3_TLS_CA"
+)
+
+// DefaultBucket is the bucket of the local stack and the default elsewhere.
+const DefaultBucket = "ptopofl"
+
+// Flags says where a deployment's Temporal and S3 are and how to trust
+// them.
+type Flags struct {
+	Temporal  string
+	Namespace string
+	S3        string
+	Bucket    string
+	TLSCA     string
+	TLSCert   string
+	TLSKey    string
+	TLSServer string
+	S3CA      string
+}
+
+// Register adds the connection flags to fs, each defaulting to its
+// environment variable; defaultTemporal is the frontend used when neither
+// is set.
+func (f *Flags) Register(fs *flag.FlagSet, defaultTemporal string) {
+	fs.StringVar(&f.Temporal, "temporal", EnvOr(EnvTemporal, defaultTemporal), "Temporal frontend HOST:PORT (env "+EnvTemporal+")")
+	fs.StringVar(&f.Namespace, "namespace", EnvOr(EnvNamespace, "default"), "Temporal namespace (env "+EnvNamespace+")")
+	fs.StringVar(&f.S3, "s3", os.Getenv(EnvS3), "S3 endpoint URL, http:// or https:// (env "+EnvS3+")")
+	fs.StringVar(&f.Bucket, "bucket", EnvOr(EnvBucket, DefaultBucket), "S3 bucket (env "+EnvBucket+")")
+	fs.StringVar(&f.TLSCA, "temporal-tls-ca", os.Getenv(EnvTLSCA), "PEM CA bundle to verify Temporal (enables TLS; env "+EnvTLSCA+")")
+	fs.StringVar(&f.TLSCert, "temporal-tls-cert", os.Getenv(EnvTLSCert), "client certificate for Temporal mTLS (env "+EnvTLSCert+")")
+	fs.StringVar(&f.TLSKey, "temporal-tls-key", os.Getenv(EnvTLSKey), "client key for Temporal mTLS (env "+EnvTLSKey+")")
+	fs.StringVar(&f.TLSServer, "temporal-tls-server-name", os.Getenv(EnvTLSServer), "server name to verify, if not the host (env "+EnvTLSServer+")")
+	fs.StringVar(&f.S3CA, "s3-tls-ca", os.Getenv(EnvS3CA), "PEM CA bundle to verify an https S3 endpoint (env "+EnvS3CA+")")
+}
+
+// EnvOr is the environment variable name, or def when it is unset or empty.
+func EnvOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// Check reports flag combinations that cannot work, naming the flags.
+func (f *Flags) Check() error {
+	if f.Temporal == "" {
+		return fmt.Errorf("--temporal HOST:PORT (or %s) is required without --local", EnvTemporal)
+	}
+	if f.S3 == "" {
+		return fmt.Errorf("--s3 URL (or %s) is required without --local", EnvS3)
+	}
+	if (f.TLSCert == "") != (f.TLSKey == "") {
+		return fmt.Errorf("--temporal-tls-cert and --temporal-tls-key go together")
+	}
+	return nil
+}
+
+// TemporalTLS is the TLS configuration the flags ask for, or nil when they
+// ask for none (no CA, client certificate or server name). Errors name the
+// flag and are the user's to fix.
+func (f *Flags) TemporalTLS() (*tls.Config, error) {
+	if f.TLSCA == "" && f.TLSCert == "" && f.TLSServer == "" {
+		return nil, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: f.TLSServer}
+	if f.TLSCA != "" {
+		pem, err := os.ReadFile(f.TLSCA)
+		if err != nil {
+			return nil, fmt.Errorf("--temporal-tls-ca: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--temporal-tls-ca %s: no PEM certificate", f.TLSCA)
+		}
+		tc.RootCAs = pool
+	}
+	if f.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(f.TLSCert, f.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("--temporal-tls-cert/--temporal-tls-key: %v", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+// ClientOptions are the Temporal client options for the frontend at
+// hostPort: gRPC compression unless it is a loopback address, tc (may be
+// nil) for TLS.
+func ClientOptions(hostPort, namespace string, tc *tls.Config) client.Options {
+	return client.Options{HostPort: hostPort, Namespace: namespace,
+		ConnectionOptions: client.ConnectionOptions{TLS: tc, GrpcCompression: workers.Compression(hostPort)}}
+}
+
+// Dial connects to Temporal with opts, giving up after 30 s.
+func Dial(ctx context.Context, opts client.Options) (client.Client, error) {
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cl, err := client.DialContext(dctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("dial Temporal at %s (namespace %s): %w", opts.HostPort, opts.Namespace, err)
+	}
+	return cl, nil
+}
+
+// OpenStore opens the flags' S3 bucket with the credentials of the
+// environment (store.CredentialsFromEnv); insecure skips verifying the
+// endpoint's certificate (testing only).
+func (f *Flags) OpenStore(insecure bool) (*store.Store, error) {
+	ak, sk, err := store.CredentialsFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	return store.New(store.Config{Endpoint: f.S3, Bucket: f.Bucket, AccessKey: ak, SecretKey: sk, CAFile: f.S3CA, InsecureSkipVerify: insecure})
+}
+
+// QuietLogger keeps the SDK's informational chatter out of the user's
+// terminal; errors still go to stderr.
+func QuietLogger() sdklog.Logger {
+	h := slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})
+	return sdklog.NewStructuredLogger(slog.New(h))
+}

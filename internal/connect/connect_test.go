@@ -1,0 +1,59 @@
+package connect
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestTemporalTLS: no TLS flag means no TLS; a bad CA names its flag.
+func TestTemporalTLS(t *testing.T) {
+	var none Flags
+	if tc, err := none.TemporalTLS(); tc != nil || err != nil {
+		t.Errorf("no TLS flags: %v, %v; want nil, nil", tc, err)
+	}
+	sni := Flags{TLSServer: "temporal.example"}
+	if tc, err := sni.TemporalTLS(); err != nil || tc == nil || tc.ServerName != "temporal.example" {
+		t.Errorf("server name only: %+v, %v", tc, err)
+	}
+	bad := filepath.Join(t.TempDir(), "ca.pem")
+	os.WriteFile(bad, []byte("not a certificate"), 0o644)
+	for i, c := range []struct {
+		f    Flags
+		want string
+	}{
+		0: {Flags{TLSCA: bad}, "--temporal-tls-ca " + bad + ": no PEM certificate"},
+		1: {Flags{TLSCA: filepath.Join(t.TempDir(), "missing.pem")}, "--temporal-tls-ca:"},
+		2: {Flags{TLSCert: bad, TLSKey: bad}, "--temporal-tls-cert/--temporal-tls-key:"},
+	} {
+		if _, err := c.f.TemporalTLS(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("case %d: %v, want %q", i, err, c.want)
+		}
+	}
+}
+
+// TestRegisterCheck: the flags default from the environment and Check
+// names what is missing.
+func TestRegisterCheck(t *testing.T) {
+	t.Setenv(EnvS3, "http://s3.example:9000")
+	t.Setenv(EnvBucket, "")
+	t.Setenv(EnvTemporal, "")
+	var f Flags
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	f.Register(fs, "127.0.0.1:7233")
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if f.Temporal != "127.0.0.1:7233" || f.S3 != "http://s3.example:9000" || f.Bucket != DefaultBucket || f.Namespace == "" {
+		t.Errorf("defaults %+v", f)
+	}
+	if err := f.Check(); err != nil {
+		t.Errorf("check: %v", err)
+	}
+	f.TLSCert = "c.pem"
+	if err := f.Check(); err == nil || !strings.Contains(err.Error(), "--temporal-tls-key") {
+		t.Errorf("cert without key: %v", err)
+	}
+}
