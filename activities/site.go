@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/ptopofl/ptopofl/artifact"
 	"io"
 	"os"
 	"sync"
@@ -334,11 +335,11 @@ func (s *Site) ComputeDescriptor(ctx context.Context, in pipeline.ComputeDescrip
 	if err != nil {
 		return pipeline.ComputeDescriptorOutput{}, fmt.Errorf("site %s: %w", s.name, err)
 	}
-	ref, err := putBlob(ctx, s.store, pipeline.DescriptorKey(in.Campaign, in.Round, s.name), b)
+	ref, err := s.store.PutCached(ctx, artifact.DescriptorKey(in.Campaign, in.Round, s.name), b)
 	if err != nil {
 		return pipeline.ComputeDescriptorOutput{}, fmt.Errorf("site %s: %w", s.name, err)
 	}
-	return pipeline.ComputeDescriptorOutput{Descriptor: toPipeline(ref), NumTrain: len(d.Train.X)}, nil
+	return pipeline.ComputeDescriptorOutput{Descriptor: ref, NumTrain: len(d.Train.X)}, nil
 }
 
 func pairs(ps []tda.Pair) []store.Pair {
@@ -364,7 +365,7 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 		Train: p.Train, TopologyX: d.Train.X, Config: cfg.Site,
 	}
 	if in.StartModel != nil {
-		if sin.Pushed, err = getParams(ctx, s.store, *in.StartModel); err != nil {
+		if sin.Pushed, err = s.store.GetModelParamsCached(ctx, *in.StartModel); err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(err)
 		}
 	}
@@ -377,7 +378,7 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 	}
 	sin.ServerControl = server.Control
 	if in.Descriptor != nil {
-		b, err := getBlob(ctx, s.store, *in.Descriptor)
+		b, err := s.store.GetCached(ctx, *in.Descriptor)
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(err)
 		}
@@ -394,17 +395,17 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 	}
 
 	res := pipeline.TrainLocalOutput{NumTrain: out.N}
-	ref, err := putModel(ctx, s.store, pipeline.ModelKey(in.Campaign, in.Round, s.name), store.ModelRecord{
+	ref, err := s.store.PutModelCached(ctx, artifact.ModelKey(in.Campaign, in.Round, s.name), store.ModelRecord{
 		Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method), Kind: store.KindModel, Params: out.Params,
 	})
 	if err != nil {
 		return pipeline.TrainLocalOutput{}, wrap(err)
 	}
-	res.Model = toPipeline(ref)
+	res.Model = ref
 	if out.Control != nil {
 		rec := store.VectorRecord{Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method),
 			Kind: kindControl, Vectors: map[string][]float64{vecControl: out.Control}}
-		ref, err := putVectors(ctx, s.store, controlKey(in.Campaign, in.Round, s.name), []store.VectorRecord{rec})
+		ref, err := putVectors(ctx, s.store, artifact.ControlKey(in.Campaign, in.Round, s.name), []store.VectorRecord{rec})
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(err)
 		}
@@ -414,7 +415,7 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 	// pTopoFL, the robust baselines) writes no state object: the round
 	// carries no state for the site, and the next round reads none.
 	if st := out.State; st.Control != nil || st.Personal != nil || st.Local != nil {
-		stateRef, err := putVectors(ctx, s.store, siteStateKey(in.Campaign, in.Round, s.name),
+		stateRef, err := putVectors(ctx, s.store, artifact.SiteStateKey(in.Campaign, in.Round, s.name),
 			[]store.VectorRecord{siteStateRecord(in.SiteCall, st)})
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(err)
@@ -490,7 +491,7 @@ func (s *Site) Evaluate(ctx context.Context, in pipeline.EvaluateInput) (pipelin
 		return pipeline.EvaluateOutput{}, err
 	}
 	wrap := func(err error) error { return fmt.Errorf("site %s round %d: evaluate: %w", s.name, in.Round, err) }
-	pushed, err := getParams(ctx, s.store, in.Model)
+	pushed, err := s.store.GetModelParamsCached(ctx, in.Model)
 	if err != nil {
 		return pipeline.EvaluateOutput{}, wrap(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ptopofl/ptopofl/artifact"
 	"io"
 	"time"
 
@@ -47,7 +48,7 @@ func resultFromOutput(spec pipeline.CampaignSpec, bucket string, out pipeline.Ca
 		Campaign: out.Campaign, Method: out.Method, Preset: spec.Preset, State: out.State,
 		RoundsDone: out.RoundsDone, AUCCurve: out.AUCCurve, AccCurve: out.AccCurve,
 		Clusters: map[string]int{}, Trust: map[string]float64{}, Flagged: []string{},
-		Artifacts:   fmt.Sprintf("s3://%s/%s", bucket, pipeline.CampaignPrefix(out.Campaign)),
+		Artifacts:   fmt.Sprintf("s3://%s/%s", bucket, artifact.CampaignPrefix(out.Campaign)),
 		WallSeconds: wall.Seconds(),
 	}
 	if r.AUCCurve == nil {

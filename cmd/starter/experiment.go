@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/ptopofl/ptopofl/artifact"
 	"io"
 	"math"
 	"os"
@@ -219,7 +220,7 @@ func writeReport(dir string, rep *report.Report) ([]string, error) {
 // buildExperimentReport reads what the sweep left in S3 (results.parquet,
 // curves.parquet, manifests, descriptors, models) and builds the report.
 func buildExperimentReport(ctx context.Context, st *store.Store, plan experiments.Plan, spec pipeline.SweepSpec, rows []store.SweepResultRow) (*report.Report, error) {
-	_, cb, err := st.GetKey(ctx, pipeline.SweepCurvesKey(spec.Sweep))
+	_, cb, err := st.GetKey(ctx, artifact.SweepCurvesKey(spec.Sweep))
 	if err != nil {
 		return nil, err
 	}
@@ -374,7 +375,7 @@ func stabilityInput(ctx context.Context, st *store.Store, plan experiments.Plan,
 	for round := 1; round <= r.RoundsDone; round++ {
 		in.Rounds = append(in.Rounds, round)
 		var m pipeline.RoundManifest
-		if _, err := st.GetJSONKey(ctx, pipeline.ManifestKey(r.Campaign, round), &m); err != nil {
+		if _, err := st.GetJSONKey(ctx, artifact.ManifestKey(r.Campaign, round), &m); err != nil {
 			return in, err
 		}
 		for i := range traces {
@@ -426,7 +427,7 @@ func privacyInput(ctx context.Context, st *store.Store, plan experiments.Plan, r
 	var in report.PrivacyInput
 	for _, r := range rows {
 		var m pipeline.RoundManifest
-		if _, err := st.GetJSONKey(ctx, pipeline.ManifestKey(r.Campaign, 1), &m); err != nil {
+		if _, err := st.GetJSONKey(ctx, artifact.ManifestKey(r.Campaign, 1), &m); err != nil {
 			return in, err
 		}
 		var names []string

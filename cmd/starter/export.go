@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/ptopofl/ptopofl/artifact"
 	"io"
 	"os"
 	"path/filepath"
@@ -32,7 +33,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *out == "" {
 		return inputErrorf("--out FILE.parquet is required")
 	}
-	if err := store.ValidateName(campaign); err != nil {
+	if err := artifact.ValidateName(campaign); err != nil {
 		return inputErrorf("campaign: %v", err)
 	}
 	// The embedded S3 server changes the working directory when it starts:
@@ -54,7 +55,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if len(objs.manifests) == 0 {
-		return fmt.Errorf("campaign %s: no round manifests under s3://%s/%s", campaign, e.store.Bucket(), pipeline.CampaignPrefix(campaign))
+		return fmt.Errorf("campaign %s: no round manifests under s3://%s/%s", campaign, e.store.Bucket(), artifact.CampaignPrefix(campaign))
 	}
 	rows, err := exportRows(objs.manifests)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/ptopofl/ptopofl/artifact"
 	"io"
 	"strings"
 
@@ -59,7 +60,7 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if len(rows) == 0 {
-		return fmt.Errorf("campaign %s: no round manifests under s3://%s/%s", campaign, e.store.Bucket(), pipeline.CampaignPrefix(campaign))
+		return fmt.Errorf("campaign %s: no round manifests under s3://%s/%s", campaign, e.store.Bucket(), artifact.CampaignPrefix(campaign))
 	}
 	if conn.format == "json" {
 		return json.NewEncoder(stdout).Encode(map[string]any{"campaign": campaign, "rounds": rows})
@@ -83,7 +84,7 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			dash(strings.Join(tr, " ")), dash(strings.Join(r.Flagged, ",")), maxDrift, r.MeanAUC, r.MeanAcc, r.SHA256)
 		printArtifactHashes(stdout, r.Artifacts)
 	}
-	fmt.Fprintf(stdout, "manifests  s3://%s/%sround-*/manifest.json\n", e.store.Bucket(), pipeline.CampaignPrefix(campaign))
+	fmt.Fprintf(stdout, "manifests  s3://%s/%sround-*/manifest.json\n", e.store.Bucket(), artifact.CampaignPrefix(campaign))
 	return nil
 }
 
@@ -97,7 +98,7 @@ func dash(s string) string {
 // readHistory reads every round manifest of campaign in round order and
 // checks the sha256 chain as it goes.
 func readHistory(ctx context.Context, st *store.Store, campaign string) ([]historyRow, error) {
-	keys, err := st.List(ctx, pipeline.CampaignPrefix(campaign))
+	keys, err := st.List(ctx, artifact.CampaignPrefix(campaign))
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/ptopofl/ptopofl/artifact"
 	"io"
 	"path/filepath"
 	"strings"
@@ -157,7 +158,7 @@ func executeCampaign(ctx context.Context, e *env, spec pipeline.CampaignSpec, pr
 	start := time.Now()
 	// The spec is part of the audit record; writing the same spec again is
 	// harmless.
-	if _, err := e.store.PutJSON(ctx, pipeline.SpecKey(spec.Campaign), spec); err != nil {
+	if _, err := e.store.PutJSON(ctx, artifact.SpecKey(spec.Campaign), spec); err != nil {
 		return campaignResult{}, err
 	}
 	run, err := startCampaign(ctx, e.client, spec)
@@ -221,12 +222,12 @@ func fmtClusters(c map[string]int) string {
 
 // printWhere says where the campaign's artifacts and manifests are.
 func printWhere(w io.Writer, e *env, campaign, lastManifest string) {
-	fmt.Fprintf(w, "artifacts  s3://%s/%s (history: starter history %s)\n", e.store.Bucket(), pipeline.CampaignPrefix(campaign), campaign)
+	fmt.Fprintf(w, "artifacts  s3://%s/%s (history: starter history %s)\n", e.store.Bucket(), artifact.CampaignPrefix(campaign), campaign)
 	if lastManifest != "" {
 		fmt.Fprintf(w, "manifest   %s\n", lastManifest)
 	}
 	if e.local != nil {
-		fmt.Fprintf(w, "on disk    %s/s3/%s/%s\n", e.local.Dir, e.store.Bucket(), pipeline.CampaignPrefix(campaign))
+		fmt.Fprintf(w, "on disk    %s/s3/%s/%s\n", e.local.Dir, e.store.Bucket(), artifact.CampaignPrefix(campaign))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/ptopofl/ptopofl/artifact"
 	"io"
 	"math"
 	"os"
@@ -438,8 +439,8 @@ func runSweepWorkflow(ctx context.Context, c client.Client, spec pipeline.SweepS
 	return out, nil
 }
 
-func toStoreRef(r pipeline.ArtifactRef) store.ArtifactRef {
-	return store.ArtifactRef{Bucket: r.Bucket, Key: r.Key, SHA256: r.SHA256, Size: r.Size}
+func toStoreRef(r pipeline.ArtifactRef) artifact.Ref {
+	return artifact.Ref{Bucket: r.Bucket, Key: r.Key, SHA256: r.SHA256, Size: r.Size}
 }
 
 func printSweep(w io.Writer, out sweepOutput) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ptopofl/ptopofl/artifact"
 	"io"
 	"math"
 	"os"
@@ -79,7 +80,7 @@ concurrency: 2
 		t.Fatal(err)
 	}
 	defer e.Close()
-	_, rb, err := e.store.GetKey(ctx, pipeline.SweepResultsKey("e2e-sweep"))
+	_, rb, err := e.store.GetKey(ctx, artifact.SweepResultsKey("e2e-sweep"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ concurrency: 2
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, cb, err := e.store.GetKey(ctx, pipeline.SweepCurvesKey("e2e-sweep"))
+	_, cb, err := e.store.GetKey(ctx, artifact.SweepCurvesKey("e2e-sweep"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ concurrency: 2
 		var auc []float64
 		for round := 1; round <= 3; round++ {
 			var m pipeline.RoundManifest
-			ref, err := e.store.GetJSONKey(ctx, pipeline.ManifestKey(r.Campaign, round), &m)
+			ref, err := e.store.GetJSONKey(ctx, artifact.ManifestKey(r.Campaign, round), &m)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +143,7 @@ concurrency: 2
 	}
 	// Every campaign's spec is recorded like a `starter run` campaign's.
 	var spec pipeline.CampaignSpec
-	if _, err := e.store.GetJSONKey(ctx, pipeline.SpecKey(rows[0].Campaign), &spec); err != nil || spec.Hyperparameters.NSub != 20 {
+	if _, err := e.store.GetJSONKey(ctx, artifact.SpecKey(rows[0].Campaign), &spec); err != nil || spec.Hyperparameters.NSub != 20 {
 		t.Errorf("spec.json of %s: %v %+v", rows[0].Campaign, err, spec.Hyperparameters)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/ptopofl/ptopofl/artifact"
 	"io"
 	"slices"
 	"strings"
@@ -35,21 +36,21 @@ type campaignObjects struct {
 // in round order. A manifest that does not decode is returned with Err set;
 // an error is returned only when S3 cannot be read.
 func readManifests(ctx context.Context, st *store.Store, campaign string) (campaignObjects, error) {
-	keys, err := st.List(ctx, pipeline.CampaignPrefix(campaign))
+	keys, err := st.List(ctx, artifact.CampaignPrefix(campaign))
 	if err != nil {
 		return campaignObjects{}, err
 	}
 	objs := campaignObjects{roundKeys: map[int]int{}}
 	for _, k := range keys {
-		if k == pipeline.SpecKey(campaign) {
+		if k == artifact.SpecKey(campaign) {
 			objs.specPresent = true
 		}
-		r, ok := store.ParseRoundPrefix(campaign, k)
+		r, ok := artifact.ParseRoundPrefix(campaign, k)
 		if !ok {
 			continue
 		}
 		objs.roundKeys[r]++
-		if k != pipeline.ManifestKey(campaign, r) {
+		if k != artifact.ManifestKey(campaign, r) {
 			continue
 		}
 		ref, b, err := st.GetKey(ctx, k)
@@ -145,7 +146,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := conn.check(); err != nil {
 		return err
 	}
-	if err := store.ValidateName(campaign); err != nil {
+	if err := artifact.ValidateName(campaign); err != nil {
 		return inputErrorf("campaign: %v", err)
 	}
 	if *parallel < 1 {
@@ -191,7 +192,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // checkTip compares the last manifest verified with the one the campaign's
 // workflow recorded when it committed its last round.
 func checkTip(rep *verifyReport, last pipeline.ArtifactRef) {
-	round, ok := store.ParseRoundPrefix(rep.Campaign, last.Key)
+	round, ok := artifact.ParseRoundPrefix(rep.Campaign, last.Key)
 	switch {
 	case !ok || round < rep.LastRound:
 		return // the campaign is running ahead of its status; nothing to compare
@@ -226,7 +227,7 @@ type artifactUse struct {
 
 // fetched is what S3 holds at a key.
 type fetched struct {
-	ref store.ArtifactRef
+	ref artifact.Ref
 	err error
 }
 
@@ -239,7 +240,7 @@ func verifyCampaign(ctx context.Context, st *store.Store, campaign string, paral
 		return rep, err
 	}
 	if len(objs.manifests) == 0 && len(objs.roundKeys) == 0 {
-		return rep, fmt.Errorf("campaign %s: nothing under s3://%s/%s", campaign, st.Bucket(), pipeline.CampaignPrefix(campaign))
+		return rep, fmt.Errorf("campaign %s: nothing under s3://%s/%s", campaign, st.Bucket(), artifact.CampaignPrefix(campaign))
 	}
 	add := func(p verifyProblem) { rep.Problems = append(rep.Problems, p) }
 
@@ -247,8 +248,8 @@ func verifyCampaign(ctx context.Context, st *store.Store, campaign string, paral
 	specHash := ""
 	if objs.specPresent {
 		var spec pipeline.CampaignSpec
-		if _, err := st.GetJSONKey(ctx, pipeline.SpecKey(campaign), &spec); err != nil {
-			add(verifyProblem{Kind: problemBadManifest, Key: pipeline.SpecKey(campaign), Detail: err.Error()})
+		if _, err := st.GetJSONKey(ctx, artifact.SpecKey(campaign), &spec); err != nil {
+			add(verifyProblem{Kind: problemBadManifest, Key: artifact.SpecKey(campaign), Detail: err.Error()})
 		} else {
 			specHash = spec.WithDefaults().SpecHash()
 			rep.SpecHash = specHash
@@ -273,7 +274,7 @@ func verifyCampaign(ctx context.Context, st *store.Store, campaign string, paral
 		if n := objs.roundKeys[r]; n > 0 {
 			detail = fmt.Sprintf("no manifest, though %d objects are under the round (deleted, or the round is still running)", n)
 		}
-		add(verifyProblem{Round: r, Kind: problemMissingManifest, Key: pipeline.ManifestKey(campaign, r), Detail: detail})
+		add(verifyProblem{Round: r, Kind: problemMissingManifest, Key: artifact.ManifestKey(campaign, r), Detail: detail})
 	}
 
 	// The chain, and each manifest's own claims.
@@ -303,7 +304,7 @@ func verifyCampaign(ctx context.Context, st *store.Store, campaign string, paral
 					short(m.PrevManifestSHA256), sm.Round-1, short(want), sm.Round-1, sm.Round)})
 		}
 		if specHash != "" && m.SpecHash != specHash {
-			add(verifyProblem{Round: sm.Round, Kind: problemSpecMismatch, Key: pipeline.SpecKey(campaign), Expected: m.SpecHash, Got: specHash,
+			add(verifyProblem{Round: sm.Round, Kind: problemSpecMismatch, Key: artifact.SpecKey(campaign), Expected: m.SpecHash, Got: specHash,
 				Detail: fmt.Sprintf("the manifest's spec_hash is %s, spec.json hashes to %s", short(m.SpecHash), short(specHash))})
 		}
 		for _, rec := range m.Inputs {

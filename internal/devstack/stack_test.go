@@ -3,6 +3,7 @@ package devstack
 import (
 	"context"
 	"errors"
+	"github.com/ptopofl/ptopofl/artifact"
 	"strconv"
 	"testing"
 	"time"
@@ -61,7 +62,7 @@ func TestStackResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := st.Put(ctx, store.SpecKey("resume"), []byte(`{"rounds":3}`))
+	ref, err := st.Put(ctx, artifact.SpecKey("resume"), []byte(`{"rounds":3}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package workers_test
 
 import (
 	"context"
+	"github.com/ptopofl/ptopofl/artifact"
 	"testing"
 	"time"
 
@@ -69,7 +70,7 @@ func TestRoundDeadlineOnRealServer(t *testing.T) {
 		t.Errorf("campaign took %v, less than the %v deadline the hung site should have cost", took, deadline)
 	}
 	var m pipeline.RoundManifest
-	if _, err := s.store.GetJSONKey(ctx, pipeline.ManifestKey(spec.Campaign, 1), &m); err != nil {
+	if _, err := s.store.GetJSONKey(ctx, artifact.ManifestKey(spec.Campaign, 1), &m); err != nil {
 		t.Fatal(err)
 	}
 	want := pipeline.SiteDrop{Site: "client2", Phase: pipeline.PhaseTrain, Reason: pipeline.DropTimeout,
