@@ -3,13 +3,13 @@ package activities
 import (
 	"context"
 	"fmt"
-	"github.com/ptopofl/ptopofl/artifact"
 	"math"
 	"strings"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ptopofl/ptopofl/artifact"
 	"io"
 	"net/http"
 	"net/url"
@@ -20,6 +19,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/ptopofl/ptopofl/artifact"
 )
 
 // Region is the region used for SigV4 signing unless Config.Region says otherwise.

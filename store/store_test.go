@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ptopofl/ptopofl/artifact"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/minio/minio-go/v7"
+
+	"github.com/ptopofl/ptopofl/artifact"
 )
 
 func TestPutGet(t *testing.T) {

@@ -2,10 +2,10 @@ package workflows
 
 import (
 	"fmt"
-	"github.com/ptopofl/ptopofl/artifact"
 
 	"go.temporal.io/sdk/converter"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/pipeline"
 )

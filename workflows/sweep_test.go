@@ -3,7 +3,6 @@ package workflows
 import (
 	"context"
 	"errors"
-	"github.com/ptopofl/ptopofl/artifact"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/eval"
 )
 
@@ -49,7 +50,7 @@ func TestRunWritesFederation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := eval.WriteFederation(want, fed); err != nil {
+		if err := dataset.WriteFederation(want, fed); err != nil {
 			t.Fatal(err)
 		}
 		entries, err := os.ReadDir(want)
@@ -63,7 +64,7 @@ func TestRunWritesFederation(t *testing.T) {
 			a, errA := os.ReadFile(filepath.Join(dir, e.Name()))
 			b, errB := os.ReadFile(filepath.Join(want, e.Name()))
 			if errA != nil || errB != nil || !bytes.Equal(a, b) {
-				t.Errorf("case %d: %s differs from eval's output (%v, %v)", i, e.Name(), errA, errB)
+				t.Errorf("case %d: %s differs from dataset.WriteFederation's output (%v, %v)", i, e.Name(), errA, errB)
 			}
 		}
 	}

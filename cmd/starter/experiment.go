@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/ptopofl/ptopofl/artifact"
 	"io"
 	"math"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/experiments"
@@ -134,25 +134,13 @@ func countCampaigns(s pipeline.SweepSpec) int {
 }
 
 // writeExperimentFederations writes every federation of the plan under dir,
-// moving a continual scenario's post-shift files into the
-// dataset.ShiftDir the round-aware site workers read from.
+// in the layout the round-aware site workers read (dataset.WriteFederation).
 func writeExperimentFederations(plan experiments.Plan, dir string) (sweepPlan, error) {
 	sp := sweepPlan{fedDirs: map[string]string{}}
 	for _, f := range plan.Federations {
 		d := filepath.Join(dir, f.Name)
-		if err := eval.WriteFederation(d, f.Data); err != nil {
+		if err := dataset.WriteFederation(d, f.Data); err != nil {
 			return sp, err
-		}
-		for _, s := range f.Data.Manifest().Shift {
-			to := dataset.ShiftDir(d, s.AfterRound+1)
-			if err := os.MkdirAll(to, 0o755); err != nil {
-				return sp, err
-			}
-			for from, name := range map[string]string{s.TrainFile: s.Name + "_train.csv", s.TestFile: s.Name + "_test.csv"} {
-				if err := os.Rename(filepath.Join(d, from), filepath.Join(to, name)); err != nil {
-					return sp, err
-				}
-			}
 		}
 		sp.fedDirs[f.Name] = d
 	}
@@ -181,7 +169,7 @@ func experimentSweepSpec(plan experiments.Plan, preset, bucket string, tiny bool
 			sf.Sites = append(sf.Sites, pipeline.Site{Name: n})
 		}
 		s.Federations = append(s.Federations, sf)
-		b, _ := json.Marshal(f.Data.Manifest())
+		b, _ := json.Marshal(dataset.NewManifest(f.Data))
 		hash.Write(b)
 	}
 	shape := s

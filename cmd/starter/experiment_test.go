@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/experiments"
 )
@@ -51,8 +52,8 @@ func TestExperimentPrivacy(t *testing.T) {
 	// Recompute from the federation files written beside the report.
 	for _, fed := range []string{"hc-s1", "bm-s2"} {
 		dir := filepath.Join(out.Out, "federations", fed)
-		var man eval.FederationManifest
-		b, _ := os.ReadFile(filepath.Join(dir, eval.ManifestFile))
+		var man dataset.FederationManifest
+		b, _ := os.ReadFile(filepath.Join(dir, dataset.ManifestFile))
 		if err := json.Unmarshal(b, &man); err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/ptopofl/ptopofl/artifact"
 	"io"
 	"math"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptopofl/ptopofl/artifact"
+	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"
@@ -29,7 +30,7 @@ func tinyFederation(t *testing.T, dir, name string, seed uint64) string {
 		t.Fatal(err)
 	}
 	p := filepath.Join(dir, name)
-	if err := eval.WriteFederation(p, fed); err != nil {
+	if err := dataset.WriteFederation(p, fed); err != nil {
 		t.Fatal(err)
 	}
 	return p

@@ -3,7 +3,6 @@ package devstack
 import (
 	"context"
 	"errors"
-	"github.com/ptopofl/ptopofl/artifact"
 	"strconv"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/store"
 )
 

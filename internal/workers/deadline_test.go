@@ -2,7 +2,6 @@ package workers_test
 
 import (
 	"context"
-	"github.com/ptopofl/ptopofl/artifact"
 	"testing"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
