@@ -56,7 +56,7 @@ func DiscoverFederation(dir string) (*Federation, error) {
 	}
 	entries, err := os.ReadDir(abs)
 	if err != nil {
-		return nil, fmt.Errorf("federation %s: %w", dir, err)
+		return nil, fmt.Errorf("federation %s: no <site>_train.csv or <site>_train.parquet files: %w", dir, err)
 	}
 	seen := map[string]bool{}
 	var sites []string

@@ -129,8 +129,8 @@ func TestDiscoverFederationErrors(t *testing.T) {
 			t.Errorf("%d: error %v, want one naming %s and containing %q", i, err, dir, tc.want)
 		}
 	}
-	if _, err := DiscoverFederation(filepath.Join(t.TempDir(), "missing")); err == nil {
-		t.Error("a missing directory was accepted")
+	if _, err := DiscoverFederation(filepath.Join(t.TempDir(), "missing")); err == nil || !strings.Contains(err.Error(), "no <site>_train.csv") {
+		t.Errorf("missing directory: error %v, want one saying no site files", err)
 	}
 }
 

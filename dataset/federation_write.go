@@ -192,3 +192,32 @@ func EncodeSiteCSV(w io.Writer, X [][]float64, y []int) error {
 	}
 	return nil
 }
+
+// EncodePointsCSV writes a point cloud as CSV without a header, one point
+// per line ending in "\n", coordinates separated by "," and formatted as
+// Python's repr formats a float (tda.FormatFloat): the format of
+// testdata/ph's clouds, which ReadCSV, `tda diagram` and Ripser's
+// point-cloud reader all take. Points must all have the first point's
+// length.
+func EncodePointsCSV(w io.Writer, pts [][]float64) error {
+	bw := bufio.NewWriter(w)
+	var line []byte
+	for i, p := range pts {
+		if len(p) != len(pts[0]) {
+			return fmt.Errorf("encode points csv: point %d has %d coordinates, want %d", i, len(p), len(pts[0]))
+		}
+		line = line[:0]
+		for j, v := range p {
+			if j > 0 {
+				line = append(line, ',')
+			}
+			line = append(line, tda.FormatFloat(v)...)
+		}
+		line = append(line, '\n')
+		bw.Write(line)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("encode points csv: %w", err)
+	}
+	return nil
+}

@@ -182,3 +182,24 @@ func TestEncodeSiteCSVErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestEncodePointsCSV(t *testing.T) {
+	for i, tc := range []struct {
+		pts  [][]float64
+		want string // or the error's text
+	}{
+		{[][]float64{{1, -0.5}, {2.8406269697127395e-06, 3}}, "1.0,-0.5\n2.8406269697127395e-06,3.0\n"}, // 0: repr floats
+		{nil, ""}, // 1: no point, no line
+		{[][]float64{{1, 2}, {3}}, "point 1 has 1 coordinates, want 2"}, // 2
+	} {
+		var buf bytes.Buffer
+		err := EncodePointsCSV(&buf, tc.pts)
+		got := buf.String()
+		if err != nil {
+			got = err.Error()
+		}
+		if !strings.Contains(got, tc.want) || err == nil && got != tc.want {
+			t.Errorf("%d: got %q, want %q", i, got, tc.want)
+		}
+	}
+}

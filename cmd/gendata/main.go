@@ -1,9 +1,12 @@
-// Command gendata writes a synthetic federation directory, one
+// Command gendata writes synthetic data: a federation directory, one
 // <site>_train.csv and <site>_test.csv per site plus federation.json, from
-// the pTopoFL paper's scenario generators (package eval):
+// the pTopoFL paper's scenario generators (package eval, written by
+// dataset.WriteFederation), or the point clouds the persistent-homology
+// benchmarks time (eval.Blobs):
 //
 //	gendata healthcare --seed S --out DIR [--sites K] [--adversarial 1,5]
 //	gendata benchmark  --seed S --out DIR [--sites K]
+//	gendata clouds     --seed S --out DIR [--n 500,1000,2000] [--d 20] [--k 4]
 //
 // The same seed and flags always write the same bytes. Bad flags print one
 // message on stderr and exit with status 2; a failure to write exits with
@@ -21,6 +24,7 @@ import (
 const usage = `usage:
   gendata healthcare --seed S --out DIR [--sites K] [--adversarial 1,5]
   gendata benchmark  --seed S --out DIR [--sites K]
+  gendata clouds     --seed S --out DIR [--n 500,1000,2000] [--d 20] [--k 4]
 
 Run "gendata COMMAND -h" for the flags of a command.
 `
@@ -28,7 +32,7 @@ Run "gendata COMMAND -h" for the flags of a command.
 // Exit statuses.
 const (
 	exitOK    = 0
-	exitWrite = 1 // the federation could not be written
+	exitWrite = 1 // the files could not be written
 	exitInput = 2 // bad flags
 )
 
@@ -52,6 +56,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runHealthcare(args[1:], stdout, stderr)
 	case "benchmark":
 		err = runBenchmark(args[1:], stdout, stderr)
+	case "clouds":
+		err = runClouds(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
