@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,17 +25,8 @@ func runClouds(args []string, stdout, stderr io.Writer) error {
 	sizes := fs.String("n", "500,1000,2000", "comma-separated numbers of points, one cloud each")
 	d := fs.Int("d", 20, "dimension of the points")
 	k := fs.Int("k", 4, "number of blobs")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errInput, err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errInput, fs.Arg(0))
-	}
-	if *out == "" {
-		return fmt.Errorf("%w: --out DIR is required", errInput)
+	if err := parseFlags(fs, args, out); err != nil {
+		return err
 	}
 	var ns []int
 	for _, f := range strings.Split(*sizes, ",") {

@@ -94,6 +94,18 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 
 // parse parses args into fs and checks the common flags.
 func (c *commonFlags) parse(fs *flag.FlagSet, args []string) error {
+	if err := parseFlags(fs, args, &c.out); err != nil {
+		return err
+	}
+	if c.sites < 0 {
+		return fmt.Errorf("%w: --sites %d, want a positive number (or 0 for the default)", errInput, c.sites)
+	}
+	return nil
+}
+
+// parseFlags parses args into fs, refuses arguments after the flags, and
+// requires the output flag, whose parsed value out points at.
+func parseFlags(fs *flag.FlagSet, args []string, out *string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -103,11 +115,8 @@ func (c *commonFlags) parse(fs *flag.FlagSet, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errInput, fs.Arg(0))
 	}
-	if c.out == "" {
+	if *out == "" {
 		return fmt.Errorf("%w: --out DIR is required", errInput)
-	}
-	if c.sites < 0 {
-		return fmt.Errorf("%w: --sites %d, want a positive number (or 0 for the default)", errInput, c.sites)
 	}
 	return nil
 }
