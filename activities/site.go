@@ -23,10 +23,8 @@ import (
 // DataDir and nothing else, refuses calls addressed to another site, and
 // sends only derived numbers (descriptor, model, scores) to the store.
 type Site struct {
-	name    string
-	dataDir string
-	store   *store.Store
-	opt     dataset.SiteOptions
+	name  string
+	store *store.Store
 
 	// files is the site's data as last read and validated, with the
 	// standardised splits prepared from it (see dataset.SiteCache).
@@ -39,8 +37,7 @@ func NewSite(site, dataDir string, st *store.Store, opt dataset.SiteOptions) *Si
 	prepare := func(d *dataset.SiteData) (method.PreparedSite, error) {
 		return method.PrepareSite(site, d.Train.X, d.Train.Y, d.Test.X, d.Test.Y)
 	}
-	return &Site{name: site, dataDir: dataDir, store: st, opt: opt,
-		files: dataset.NewSiteCache(dataDir, site, opt, prepare)}
+	return &Site{name: site, store: st, files: dataset.NewSiteCache(dataDir, site, opt, prepare)}
 }
 
 // Name is the site's name.

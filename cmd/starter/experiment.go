@@ -393,7 +393,7 @@ func stabilityInput(ctx context.Context, st *store.Store, plan experiments.Plan,
 			if !ok {
 				continue
 			}
-			d, err := st.GetDescriptor(ctx, toStoreRef(a.Ref))
+			d, err := st.GetDescriptor(ctx, a.Ref)
 			if err != nil {
 				return in, err
 			}
@@ -428,13 +428,13 @@ func privacyInput(ctx context.Context, st *store.Store, plan experiments.Plan, r
 		for _, a := range m.Outputs {
 			switch {
 			case a.Role == pipeline.RoleLocalModel && params == 0:
-				mod, err := st.GetModel(ctx, toStoreRef(a.Ref))
+				mod, err := st.GetModel(ctx, a.Ref)
 				if err != nil {
 					return in, err
 				}
 				params = len(mod.Params)
 			case a.Role == pipeline.RoleDescriptor && dim == 0:
-				d, err := st.GetDescriptor(ctx, toStoreRef(a.Ref))
+				d, err := st.GetDescriptor(ctx, a.Ref)
 				if err != nil {
 					return in, err
 				}

@@ -18,7 +18,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ptopofl/ptopofl/activities"
-	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/internal/workers"
 	"github.com/ptopofl/ptopofl/learn"
@@ -325,7 +324,7 @@ func executeSweep(ctx context.Context, conn *connFlags, plan sweepPlan, stderr i
 	if err != nil {
 		return sweepOutput{}, err
 	}
-	b, err := e.store.Get(ctx, toStoreRef(res.Results))
+	b, err := e.store.Get(ctx, res.Results)
 	if err != nil {
 		return sweepOutput{}, fmt.Errorf("sweep %s: read results: %w", plan.spec.Sweep, err)
 	}
@@ -437,10 +436,6 @@ func runSweepWorkflow(ctx context.Context, c client.Client, spec pipeline.SweepS
 		return out, fmt.Errorf("sweep %s: %w", spec.Sweep, err)
 	}
 	return out, nil
-}
-
-func toStoreRef(r pipeline.ArtifactRef) artifact.Ref {
-	return artifact.Ref{Bucket: r.Bucket, Key: r.Key, SHA256: r.SHA256, Size: r.Size}
 }
 
 func printSweep(w io.Writer, out sweepOutput) {
