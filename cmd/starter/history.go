@@ -55,6 +55,11 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer e.Close()
+	// The campaign's keys are built from its name, and a key function
+	// refuses (panics on) a name no campaign can have.
+	if err := artifact.ValidateName(campaign); err != nil {
+		return inputErrorf("campaign: %v", err)
+	}
 	rows, err := readHistory(ctx, e.store, campaign)
 	if err != nil {
 		return err
