@@ -159,14 +159,14 @@ func orderSites(dir string, sites []string) []string {
 			return ordered
 		}
 	}
-	SortNatural(sites)
+	sortNatural(sites)
 	return sites
 }
 
-// SortNatural sorts names so that a trailing number compares by value
+// sortNatural sorts names so that a trailing number compares by value
 // between names with the same prefix: "site2" before "site10". Other names
 // sort as strings; the sort is stable.
-func SortNatural(names []string) {
+func sortNatural(names []string) {
 	split := func(s string) (string, int, bool) {
 		i := len(s)
 		for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
