@@ -9,26 +9,6 @@ import (
 	"github.com/ptopofl/ptopofl/store"
 )
 
-// Keys of the artifacts that pipeline/keys.go does not name. They live in
-// the round's folder, so a retry of the same round overwrites its own
-// earlier attempt and nothing else.
-
-func siteStateKey(campaign string, round int, site string) string {
-	return pipeline.RoundPrefix(campaign, round) + "state/" + site + ".parquet"
-}
-
-func controlKey(campaign string, round int, site string) string {
-	return pipeline.RoundPrefix(campaign, round) + "control/" + site + ".parquet"
-}
-
-func clusteringKey(campaign string, round int) string {
-	return pipeline.RoundPrefix(campaign, round) + "clustering.parquet"
-}
-
-func serverStateKey(campaign string, round int) string {
-	return pipeline.RoundPrefix(campaign, round) + "server-state.parquet"
-}
-
 // Record kinds and vector names of the artifacts this package defines.
 const (
 	kindSiteState   = "site_state"
@@ -49,36 +29,19 @@ const (
 	vecDriftSum  = "drift_sum"
 )
 
-func toPipeline(r store.ArtifactRef) pipeline.ArtifactRef {
-	return pipeline.ArtifactRef{Bucket: r.Bucket, Key: r.Key, SHA256: r.SHA256, Size: r.Size}
-}
-
-func toStore(r pipeline.ArtifactRef) store.ArtifactRef {
-	return store.ArtifactRef{Bucket: r.Bucket, Key: r.Key, SHA256: r.SHA256, Size: r.Size}
-}
-
-// putVectors writes records at key.
+// putVectors writes records at key, through the store's cache.
 func putVectors(ctx context.Context, st *store.Store, key string, recs []store.VectorRecord) (pipeline.ArtifactRef, error) {
 	b, err := store.EncodeVectors(recs)
 	if err != nil {
 		return pipeline.ArtifactRef{}, fmt.Errorf("encode %s: %w", key, err)
 	}
-	ref, err := putBlob(ctx, st, key, b)
-	if err != nil {
-		return pipeline.ArtifactRef{}, err
-	}
-	return toPipeline(ref), nil
+	return st.PutCached(ctx, key, b)
 }
 
-// getVectors reads the records ref points at and checks their kind.
+// getVectors reads the records ref points at, through the store's cache,
+// and checks their kind.
 func getVectors(ctx context.Context, st *store.Store, ref pipeline.ArtifactRef, kind string) ([]store.VectorRecord, error) {
-	recs, err := getDecoded(ctx, st, ref, func(b []byte) ([]store.VectorRecord, error) {
-		recs, err := store.DecodeVectors(b)
-		if err != nil {
-			return nil, fmt.Errorf("decode %s: %w", ref.Key, err)
-		}
-		return recs, nil
-	}, cloneVectorRecords)
+	recs, err := st.GetVectorsCached(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -88,17 +51,6 @@ func getVectors(ctx context.Context, st *store.Store, ref pipeline.ArtifactRef, 
 		}
 	}
 	return recs, nil
-}
-
-// getParams reads a model artifact's parameters.
-func getParams(ctx context.Context, st *store.Store, ref pipeline.ArtifactRef) ([]float64, error) {
-	return getDecoded(ctx, st, ref, func(b []byte) ([]float64, error) {
-		m, err := store.DecodeModel(b)
-		if err != nil {
-			return nil, fmt.Errorf("decode %s: %w", ref.Key, err)
-		}
-		return m.Params, nil
-	}, cloneFloats)
 }
 
 // siteStateRecord is a site's learn.SiteState; nil fields are left out, so

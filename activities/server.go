@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ptopofl/ptopofl/aggregation"
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
@@ -55,7 +56,7 @@ func serverConfig(call pipeline.ServerCall) (aggregation.Config, learn.Method, e
 // descriptorResult reads a site's descriptor artifact into the fields of an
 // aggregation.SiteResult that pTopoFL reads.
 func (s *Server) descriptorResult(ctx context.Context, ref pipeline.ArtifactRef) (aggregation.SiteResult, error) {
-	b, err := getBlob(ctx, s.store, ref)
+	b, err := s.store.GetCached(ctx, ref)
 	if err != nil {
 		return aggregation.SiteResult{}, err
 	}
@@ -125,7 +126,7 @@ func (s *Server) ClusterSites(ctx context.Context, in pipeline.ClusterSitesInput
 		res.Sites[i] = pipeline.SiteCluster{Site: d.Site, Cluster: out.Labels[i], Trust: out.Trust[i], Flagged: out.Flagged[i], Drift: out.Drift[i],
 			Reassigned: slices.Contains(out.Reassigned, i)}
 	}
-	ref, err := putVectors(ctx, s.store, clusteringKey(in.Campaign, in.Round), clusteringRecords(in.ServerCall, rows))
+	ref, err := putVectors(ctx, s.store, artifact.ClusteringKey(in.Campaign, in.Round), clusteringRecords(in.ServerCall, rows))
 	if err != nil {
 		return pipeline.ClusterSitesOutput{}, wrap(err)
 	}
@@ -193,7 +194,7 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 				return pipeline.AggregateOutput{}, wrap(err)
 			}
 		}
-		if r.Params, err = getParams(ctx, s.store, u.Model); err != nil {
+		if r.Params, err = s.store.GetModelParamsCached(ctx, u.Model); err != nil {
 			return pipeline.AggregateOutput{}, wrap(err)
 		}
 		if u.Control != nil {
@@ -241,10 +242,10 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 	}
 
 	put := func(name string, params []float64) (pipeline.ArtifactRef, error) {
-		ref, err := putModel(ctx, s.store, pipeline.AggregateKey(in.Campaign, in.Round, name), store.ModelRecord{
+		ref, err := s.store.PutModelCached(ctx, artifact.AggregateKey(in.Campaign, in.Round, name), store.ModelRecord{
 			Campaign: in.Campaign, Round: in.Round, Site: name, Method: string(in.Method), Kind: store.KindAggregate, Params: params,
 		})
-		return toPipeline(ref), err
+		return ref, err
 	}
 	res := pipeline.AggregateOutput{}
 	switch method {
@@ -310,7 +311,7 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 		for i, h := range out.State.FoolsGoldHistory {
 			v[vecFoolsGold+in.Updates[i].Site] = h
 		}
-		ref, err := putVectors(ctx, s.store, serverStateKey(in.Campaign, in.Round), []store.VectorRecord{{
+		ref, err := putVectors(ctx, s.store, artifact.ServerStateKey(in.Campaign, in.Round), []store.VectorRecord{{
 			Campaign: in.Campaign, Round: in.Round, Method: string(in.Method), Kind: kindServerState, Vectors: v,
 		}})
 		if err != nil {
@@ -330,7 +331,7 @@ func (s *Server) CommitRound(ctx context.Context, in pipeline.CommitRoundInput) 
 		return pipeline.CommitRoundOutput{}, err
 	}
 	m := in.Manifest
-	ref, err := s.store.PutJSONIfAbsentOrSame(ctx, pipeline.ManifestKey(m.Campaign, m.Round), m)
+	ref, err := s.store.PutJSONIfAbsentOrSame(ctx, artifact.ManifestKey(m.Campaign, m.Round), m)
 	if errors.Is(err, store.ErrConflict) {
 		return pipeline.CommitRoundOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("round %d: commit manifest: %v", m.Round, err), "ManifestConflict", err)
@@ -338,7 +339,7 @@ func (s *Server) CommitRound(ctx context.Context, in pipeline.CommitRoundInput) 
 	if err != nil {
 		return pipeline.CommitRoundOutput{}, fmt.Errorf("round %d: commit manifest: %w", m.Round, err)
 	}
-	return pipeline.CommitRoundOutput{Manifest: toPipeline(ref)}, nil
+	return pipeline.CommitRoundOutput{Manifest: ref}, nil
 }
 
 // vecFoolsGold prefixes the site name of a FoolsGold update history in the

@@ -2,18 +2,14 @@ package activities
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"sync"
-	"syscall"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
@@ -27,118 +23,21 @@ import (
 // DataDir and nothing else, refuses calls addressed to another site, and
 // sends only derived numbers (descriptor, model, scores) to the store.
 type Site struct {
-	name    string
-	dataDir string
-	store   *store.Store
-	opt     dataset.SiteOptions
+	name  string
+	store *store.Store
 
-	// mu guards cache, the site's data as last read and validated, with
-	// the standardised splits prepared from it, per data directory: a site
-	// worker runs every round's training and evaluation (and any retry) on
-	// the same files, so parsing them again for each call only burns CPU.
-	// There is more than one directory only in a continual scenario, where
-	// the site's data change from some round on (dataset.RoundDir). See
-	// loadCached.
-	mu    sync.Mutex
-	cache map[string]*siteCache
-	// shifts is the listing of dataDir's shift directories as last read
-	// (dataset.ShiftRounds), kept while the directory is unchanged.
-	shifts *shiftListing
-}
-
-// shiftListing is dataset.ShiftRounds(dir) read at checked, while dir's
-// stat was st. Adding or removing a shift directory changes dir's mtime
-// and ctime, so an unchanged stat, both times safely older than the
-// reading (racyWindow), means an unchanged listing.
-type shiftListing struct {
-	st      fileStat
-	checked time.Time
-	rounds  []int
-}
-
-// siteCache is what one reading of the site's files gave. Nothing in it is
-// ever written after it is cached: the core reads training rows and
-// prepared splits and never modifies them (simulate.Run, which the
-// pipeline must equal, likewise prepares each site once for all rounds).
-type siteCache struct {
-	stamps [2]fileStamp // train, test
-	// checked is when the files were last hashed (see fresh).
-	checked time.Time
-	data    *dataset.SiteData
-	prep    method.PreparedSite
-	// prepErr is PrepareSite's error for these files: bad data stays bad
-	// until the files change.
-	prepErr error
-}
-
-// fileStat is what a stat says about a file's identity and version: path,
-// device and inode, size, modification and status-change times. The
-// status-change time (ctime) moves on every write, rename onto the path or
-// metadata change, and no tool can set it back, unlike the mtime that
-// cp -p, rsync or touch can.
-type fileStat struct {
-	path                      string
-	dev, ino                  uint64
-	size, modTime, changeTime int64 // ns
-}
-
-// fileStamp is a fileStat and the file's sha256.
-type fileStamp struct {
-	fileStat
-	sha256 [sha256.Size]byte
-}
-
-func statFile(path string) (fileStat, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileStat{}, err
-	}
-	st := fileStat{path: path, size: fi.Size(), modTime: fi.ModTime().UnixNano()}
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		st.dev, st.ino = uint64(sys.Dev), uint64(sys.Ino)
-		st.changeTime = sys.Ctim.Sec*1e9 + sys.Ctim.Nsec
-	}
-	return st, nil
-}
-
-func hashFile(path string) (sum [sha256.Size]byte, err error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return sum, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return sum, err
-	}
-	h.Sum(sum[:0])
-	return sum, nil
-}
-
-// racyWindow: a file whose mtime or ctime is this close to (or after) the
-// moment it was hashed may have been rewritten within the resolution of
-// those timestamps without changing them, so its hash is checked again on
-// the next call (git's "racily clean" rule). Otherwise an unchanged stat
-// means unchanged content, and no hashing is needed.
-const racyWindow = 2 * time.Second
-
-// fresh reports whether stats still describe the files c was read from
-// without reading them: same path, inode, size, mtime and ctime, and both
-// times safely older than the last hash.
-func (c *siteCache) fresh(stats [2]fileStat) bool {
-	limit := c.checked.Add(-racyWindow).UnixNano()
-	for i, st := range stats {
-		if c.stamps[i].fileStat != st || st.modTime >= limit || st.changeTime >= limit {
-			return false
-		}
-	}
-	return true
+	// files is the site's data as last read and validated, with the
+	// standardised splits prepared from it (see dataset.SiteCache).
+	files *dataset.SiteCache[method.PreparedSite]
 }
 
 // NewSite returns the activities of site, whose data is in dataDir (a
 // federation directory or the site's own; see dataset.LoadSite).
 func NewSite(site, dataDir string, st *store.Store, opt dataset.SiteOptions) *Site {
-	return &Site{name: site, dataDir: dataDir, store: st, opt: opt}
+	prepare := func(d *dataset.SiteData) (method.PreparedSite, error) {
+		return method.PrepareSite(site, d.Train.X, d.Train.Y, d.Test.X, d.Test.Y)
+	}
+	return &Site{name: site, store: st, files: dataset.NewSiteCache(dataDir, site, opt, prepare)}
 }
 
 // Name is the site's name.
@@ -156,7 +55,7 @@ func (s *Site) Register(r interface {
 // load reads and validates the site's data (from the cache while its files
 // are unchanged); a problem with it is a non-retryable BadSiteData error
 // naming site, file and line.
-func (s *Site) load(call pipeline.SiteCall) (*siteCache, error) {
+func (s *Site) load(call pipeline.SiteCall) (*dataset.CachedSite[method.PreparedSite], error) {
 	if call.Site != s.name {
 		return nil, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("site %s: asked to run for site %q; check the task queue routing", s.name, call.Site),
@@ -164,116 +63,13 @@ func (s *Site) load(call pipeline.SiteCall) (*siteCache, error) {
 	}
 	// The data as they are in the call's round: files under
 	// dataset.ShiftDir(dir, r) replace the originals from round r on.
-	c, err := s.loadCached(dataset.RoundDirAmong(s.dataDir, s.name, call.Round, s.shiftRounds()))
+	c, err := s.files.Load(call.Round)
 	if err != nil {
 		var de *dataset.SiteDataError
 		if errors.As(err, &de) {
 			return nil, pipeline.NewBadSiteDataError(de.Site, de.File, de.Line, "%s", de.Msg)
 		}
 		return nil, err
-	}
-	return c, nil
-}
-
-// shiftRounds returns dataset.ShiftRounds(s.dataDir), listing the
-// directory again only when its stat changed or is too recent to trust.
-func (s *Site) shiftRounds() []int {
-	st, err := statFile(s.dataDir)
-	if err != nil {
-		return dataset.ShiftRounds(s.dataDir)
-	}
-	s.mu.Lock()
-	c := s.shifts
-	s.mu.Unlock()
-	if c != nil {
-		limit := c.checked.Add(-racyWindow).UnixNano()
-		if c.st == st && st.modTime < limit && st.changeTime < limit {
-			return c.rounds
-		}
-	}
-	checked := time.Now()
-	rounds := dataset.ShiftRounds(s.dataDir)
-	if after, err := statFile(s.dataDir); err == nil && after == st {
-		s.mu.Lock()
-		s.shifts = &shiftListing{st: st, checked: checked, rounds: rounds}
-		s.mu.Unlock()
-	}
-	return rounds
-}
-
-// loadCached returns the site's data, parsed and prepared, re-reading the
-// files only when one of them changed (path, inode, size, mtime, ctime, and
-// the sha256 of the content while the timestamps are too recent to trust;
-// see fresh). Errors are not cached: a missing or bad file is looked at
-// again by the next call, so a fixed file is picked up at once.
-func (s *Site) loadCached(dir string) (*siteCache, error) {
-	stats := func() ([2]fileStat, error) {
-		var st [2]fileStat
-		for i, split := range []string{dataset.TrainSplit, dataset.TestSplit} {
-			p, err := dataset.SiteFile(dir, s.name, split)
-			if err != nil {
-				return st, err
-			}
-			if st[i], err = statFile(p); err != nil {
-				return st, err
-			}
-		}
-		return st, nil
-	}
-	stamps := func() (t time.Time, st [2]fileStamp, err error) {
-		t = time.Now()
-		sts, err := stats()
-		if err != nil {
-			return t, st, err
-		}
-		for i := range sts {
-			st[i].fileStat = sts[i]
-			if st[i].sha256, err = hashFile(sts[i].path); err != nil {
-				return t, st, err
-			}
-		}
-		return t, st, nil
-	}
-	s.mu.Lock()
-	c := s.cache[dir]
-	s.mu.Unlock()
-	if c != nil {
-		if st, err := stats(); err == nil {
-			s.mu.Lock()
-			ok := c.fresh(st)
-			s.mu.Unlock()
-			if ok {
-				return c, nil
-			}
-		}
-	}
-	checked, before, err := stamps()
-	if err == nil && c != nil && c.stamps == before {
-		s.mu.Lock()
-		if checked.After(c.checked) {
-			c.checked = checked
-		}
-		s.mu.Unlock()
-		return c, nil
-	}
-	// A missing file or one that cannot be read: LoadSite reports it the
-	// way it reports every problem with the data.
-	d, lerr := dataset.LoadSite(dir, s.name, s.opt)
-	if lerr != nil {
-		return nil, lerr
-	}
-	c = &siteCache{data: d, checked: checked}
-	c.prep, c.prepErr = method.PrepareSite(s.name, d.Train.X, d.Train.Y, d.Test.X, d.Test.Y)
-	// Cache only what was read from files that did not change while they
-	// were being read; otherwise the next call reads them again.
-	if _, after, err2 := stamps(); err == nil && err2 == nil && after == before {
-		c.stamps = before
-		s.mu.Lock()
-		if s.cache == nil {
-			s.cache = map[string]*siteCache{}
-		}
-		s.cache[dir] = c
-		s.mu.Unlock()
 	}
 	return c, nil
 }
@@ -287,12 +83,12 @@ func (s *Site) prepare(call pipeline.SiteCall) (*dataset.SiteData, method.Prepar
 	if err != nil {
 		return nil, method.PreparedSite{}, method.Config{}, err
 	}
-	if c.prepErr != nil {
+	if c.DeriveErr != nil {
 		// The data passed validation, so what is left (a constant
 		// column overflowing the scaler, say) is still the data's fault.
-		return nil, method.PreparedSite{}, method.Config{}, pipeline.NewBadSiteDataError(s.name, c.data.TrainFile, 0, "%v", c.prepErr)
+		return nil, method.PreparedSite{}, method.Config{}, pipeline.NewBadSiteDataError(s.name, c.Data.TrainFile, 0, "%v", c.DeriveErr)
 	}
-	return c.data, c.prep, cfg, nil
+	return c.Data, c.Derived, cfg, nil
 }
 
 // descriptorSeed is the seed of a site's descriptor subsample. It depends on
@@ -317,7 +113,7 @@ func (s *Site) ComputeDescriptor(ctx context.Context, in pipeline.ComputeDescrip
 	if err != nil {
 		return pipeline.ComputeDescriptorOutput{}, err
 	}
-	d := c.data
+	d := c.Data
 	opt := tda.DescriptorOptions{Variant: cfg.Descriptor, NSub: cfg.NSub, Seed: descriptorSeed(in.SiteCall)}
 	if len(in.Rows) > 0 {
 		opt.Rows = in.Rows
@@ -344,11 +140,11 @@ func (s *Site) ComputeDescriptor(ctx context.Context, in pipeline.ComputeDescrip
 	if err != nil {
 		return pipeline.ComputeDescriptorOutput{}, fmt.Errorf("site %s: %w", s.name, err)
 	}
-	ref, err := putBlob(ctx, s.store, pipeline.DescriptorKey(in.Campaign, in.Round, s.name), b)
+	ref, err := s.store.PutCached(ctx, artifact.DescriptorKey(in.Campaign, in.Round, s.name), b)
 	if err != nil {
 		return pipeline.ComputeDescriptorOutput{}, fmt.Errorf("site %s: %w", s.name, err)
 	}
-	return pipeline.ComputeDescriptorOutput{Descriptor: toPipeline(ref), NumTrain: len(d.Train.X)}, nil
+	return pipeline.ComputeDescriptorOutput{Descriptor: ref, NumTrain: len(d.Train.X)}, nil
 }
 
 func pairs(ps []tda.Pair) []store.Pair {
@@ -374,7 +170,7 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 		Train: p.Train, TopologyX: d.Train.X, Config: cfg.Site,
 	}
 	if in.StartModel != nil {
-		if sin.Pushed, err = getParams(ctx, s.store, *in.StartModel); err != nil {
+		if sin.Pushed, err = s.store.GetModelParamsCached(ctx, *in.StartModel); err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(err)
 		}
 	}
@@ -387,7 +183,7 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 	}
 	sin.ServerControl = server.Control
 	if in.Descriptor != nil {
-		b, err := getBlob(ctx, s.store, *in.Descriptor)
+		b, err := s.store.GetCached(ctx, *in.Descriptor)
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(err)
 		}
@@ -404,17 +200,17 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 	}
 
 	res := pipeline.TrainLocalOutput{NumTrain: out.N}
-	ref, err := putModel(ctx, s.store, pipeline.ModelKey(in.Campaign, in.Round, s.name), store.ModelRecord{
+	ref, err := s.store.PutModelCached(ctx, artifact.ModelKey(in.Campaign, in.Round, s.name), store.ModelRecord{
 		Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method), Kind: store.KindModel, Params: out.Params,
 	})
 	if err != nil {
 		return pipeline.TrainLocalOutput{}, wrap(err)
 	}
-	res.Model = toPipeline(ref)
+	res.Model = ref
 	if out.Control != nil {
 		rec := store.VectorRecord{Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method),
 			Kind: kindControl, Vectors: map[string][]float64{vecControl: out.Control}}
-		ref, err := putVectors(ctx, s.store, controlKey(in.Campaign, in.Round, s.name), []store.VectorRecord{rec})
+		ref, err := putVectors(ctx, s.store, artifact.ControlKey(in.Campaign, in.Round, s.name), []store.VectorRecord{rec})
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(err)
 		}
@@ -424,7 +220,7 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 	// pTopoFL, the robust baselines) writes no state object: the round
 	// carries no state for the site, and the next round reads none.
 	if st := out.State; st.Control != nil || st.Personal != nil || st.Local != nil {
-		stateRef, err := putVectors(ctx, s.store, siteStateKey(in.Campaign, in.Round, s.name),
+		stateRef, err := putVectors(ctx, s.store, artifact.SiteStateKey(in.Campaign, in.Round, s.name),
 			[]store.VectorRecord{siteStateRecord(in.SiteCall, st)})
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(err)
@@ -500,7 +296,7 @@ func (s *Site) Evaluate(ctx context.Context, in pipeline.EvaluateInput) (pipelin
 		return pipeline.EvaluateOutput{}, err
 	}
 	wrap := func(err error) error { return fmt.Errorf("site %s round %d: evaluate: %w", s.name, in.Round, err) }
-	pushed, err := getParams(ctx, s.store, in.Model)
+	pushed, err := s.store.GetModelParamsCached(ctx, in.Model)
 	if err != nil {
 		return pipeline.EvaluateOutput{}, wrap(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"
@@ -47,19 +48,19 @@ func (s *Sweep) RecordSweep(ctx context.Context, in pipeline.RecordSweepInput) (
 	if err != nil {
 		return pipeline.RecordSweepOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrTypeInvalidSpec, err)
 	}
-	ref, err := s.store.PutJSON(ctx, pipeline.SweepSpecKey(in.Spec.Sweep), in.Spec)
+	ref, err := s.store.PutJSON(ctx, artifact.SweepSpecKey(in.Spec.Sweep), in.Spec)
 	if err != nil {
 		return pipeline.RecordSweepOutput{}, err
 	}
 	for i, c := range campaigns {
-		if _, err := s.store.PutJSON(ctx, pipeline.SpecKey(c.Spec.Campaign), c.Spec); err != nil {
+		if _, err := s.store.PutJSON(ctx, artifact.SpecKey(c.Spec.Campaign), c.Spec); err != nil {
 			return pipeline.RecordSweepOutput{}, err
 		}
 		if i%20 == 0 {
 			activity.RecordHeartbeat(ctx, i)
 		}
 	}
-	return pipeline.RecordSweepOutput{Spec: toPipeline(ref)}, nil
+	return pipeline.RecordSweepOutput{Spec: ref}, nil
 }
 
 // BuildSweepResults reads every round manifest of every campaign that ran
@@ -98,15 +99,15 @@ func (s *Sweep) BuildSweepResults(ctx context.Context, in pipeline.BuildSweepRes
 	if err != nil {
 		return pipeline.BuildSweepResultsOutput{}, err
 	}
-	rref, err := s.store.Put(ctx, pipeline.SweepResultsKey(in.Spec.Sweep), rb)
+	rref, err := s.store.Put(ctx, artifact.SweepResultsKey(in.Spec.Sweep), rb)
 	if err != nil {
 		return pipeline.BuildSweepResultsOutput{}, err
 	}
-	cref, err := s.store.Put(ctx, pipeline.SweepCurvesKey(in.Spec.Sweep), cb)
+	cref, err := s.store.Put(ctx, artifact.SweepCurvesKey(in.Spec.Sweep), cb)
 	if err != nil {
 		return pipeline.BuildSweepResultsOutput{}, err
 	}
-	return pipeline.BuildSweepResultsOutput{Results: toPipeline(rref), Curves: toPipeline(cref), Rows: len(results), Rounds: len(curves)}, nil
+	return pipeline.BuildSweepResultsOutput{Results: rref, Curves: cref, Rows: len(results), Rounds: len(curves)}, nil
 }
 
 // campaignRows reads the manifests of rounds 1.. of one campaign, up to the
@@ -119,8 +120,8 @@ func (s *Sweep) campaignRows(ctx context.Context, sweep string, c pipeline.Sweep
 		NumSites: len(c.Spec.Sites), MinSites: c.Spec.MinSites,
 		Hyperparameters: c.Spec.Hyperparameters,
 		FinalAUC:        math.NaN(), FinalAcc: math.NaN(), BestAUC: math.NaN(),
-		SpecHash: c.Spec.SpecHash(), SpecKey: pipeline.SpecKey(c.Spec.Campaign),
-		ArtifactsPrefix: pipeline.CampaignPrefix(c.Spec.Campaign),
+		SpecHash: c.Spec.SpecHash(), SpecKey: artifact.SpecKey(c.Spec.Campaign),
+		ArtifactsPrefix: artifact.CampaignPrefix(c.Spec.Campaign),
 	}
 	last := o.RoundsDone
 	if o.LastManifest != nil {
@@ -132,7 +133,7 @@ func (s *Sweep) campaignRows(ctx context.Context, sweep string, c pipeline.Sweep
 	var auc []float64
 	for r := 1; r <= last; r++ {
 		var m pipeline.RoundManifest
-		ref, err := s.store.GetJSONKey(ctx, pipeline.ManifestKey(c.Spec.Campaign, r), &m)
+		ref, err := s.store.GetJSONKey(ctx, artifact.ManifestKey(c.Spec.Campaign, r), &m)
 		if err != nil {
 			return row, nil, fmt.Errorf("campaign %s round %d: %w", c.Spec.Campaign, r, err)
 		}
@@ -176,11 +177,8 @@ func excluded(ws []pipeline.SiteWeight) string {
 }
 
 func roundOfManifest(campaign, key string) (int, bool) {
-	var r int
-	if _, err := fmt.Sscanf(strings.TrimPrefix(key, pipeline.CampaignPrefix(campaign)), "round-%d/manifest.json", &r); err != nil {
-		return 0, false
-	}
-	return r, key == pipeline.ManifestKey(campaign, r)
+	r, ok := artifact.ParseRoundPrefix(campaign, key)
+	return r, ok && key == artifact.ManifestKey(campaign, r)
 }
 
 func numClusters(cs []pipeline.SiteCluster) int {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/ptopofl/ptopofl/artifact"
 	"math"
 	"os"
 	"path/filepath"
@@ -44,27 +45,15 @@ func PrepareExperiment(plan experiments.Plan, outDir, preset, bucket string, tin
 }
 
 // WriteExperimentFederations writes every federation of the plan under
-// dir, moving a continual scenario's post-shift files into the
-// dataset.ShiftDir the round-aware site workers read from. The SweepPlan
-// returned has the federations' directories; its Spec comes from
-// ExperimentSweepSpec.
+// dir, in the layout the round-aware site workers read
+// (dataset.WriteFederation). The SweepPlan returned has the federations'
+// directories; its Spec comes from ExperimentSweepSpec.
 func WriteExperimentFederations(plan experiments.Plan, dir string) (SweepPlan, error) {
 	sp := SweepPlan{FedDirs: map[string]string{}}
 	for _, f := range plan.Federations {
 		d := filepath.Join(dir, f.Name)
-		if err := eval.WriteFederation(d, f.Data); err != nil {
+		if err := dataset.WriteFederation(d, f.Data); err != nil {
 			return sp, err
-		}
-		for _, s := range f.Data.Manifest().Shift {
-			to := dataset.ShiftDir(d, s.AfterRound+1)
-			if err := os.MkdirAll(to, 0o755); err != nil {
-				return sp, err
-			}
-			for from, name := range map[string]string{s.TrainFile: s.Name + "_train.csv", s.TestFile: s.Name + "_test.csv"} {
-				if err := os.Rename(filepath.Join(d, from), filepath.Join(to, name)); err != nil {
-					return sp, err
-				}
-			}
 		}
 		sp.FedDirs[f.Name] = d
 	}
@@ -93,7 +82,7 @@ func ExperimentSweepSpec(plan experiments.Plan, preset, bucket string, tiny bool
 			sf.Sites = append(sf.Sites, pipeline.Site{Name: n})
 		}
 		s.Federations = append(s.Federations, sf)
-		b, _ := json.Marshal(f.Data.Manifest())
+		b, _ := json.Marshal(dataset.NewManifest(f.Data))
 		hash.Write(b)
 	}
 	shape := s
@@ -177,7 +166,7 @@ var reportBuilders = map[string]func(ctx context.Context, c Collected) (*report.
 func (s *Service) Collect(ctx context.Context, plan experiments.Plan, spec pipeline.SweepSpec, rows []store.SweepResultRow) (Collected, error) {
 	c := Collected{Plan: plan, Spec: spec, Rows: rows, Curves: map[string][]store.SweepCurveRow{},
 		Federations: map[string]experiments.Federation{}, Store: s.Store}
-	_, cb, err := s.Store.GetKey(ctx, pipeline.SweepCurvesKey(spec.Sweep))
+	_, cb, err := s.Store.GetKey(ctx, artifact.SweepCurvesKey(spec.Sweep))
 	if err != nil {
 		return c, err
 	}
@@ -354,7 +343,7 @@ func StabilityInput(ctx context.Context, c Collected) (report.StabilityInput, er
 	for round := 1; round <= r.RoundsDone; round++ {
 		in.Rounds = append(in.Rounds, round)
 		var m pipeline.RoundManifest
-		if _, err := st.GetJSONKey(ctx, pipeline.ManifestKey(r.Campaign, round), &m); err != nil {
+		if _, err := st.GetJSONKey(ctx, artifact.ManifestKey(r.Campaign, round), &m); err != nil {
 			return in, err
 		}
 		for i := range traces {
@@ -404,7 +393,7 @@ func PrivacyInput(ctx context.Context, c Collected) (report.PrivacyInput, error)
 	var in report.PrivacyInput
 	for _, r := range rows {
 		var m pipeline.RoundManifest
-		if _, err := st.GetJSONKey(ctx, pipeline.ManifestKey(r.Campaign, 1), &m); err != nil {
+		if _, err := st.GetJSONKey(ctx, artifact.ManifestKey(r.Campaign, 1), &m); err != nil {
 			return in, err
 		}
 		var names []string

@@ -3,6 +3,7 @@ package campaign
 import (
 	"context"
 	"fmt"
+	"github.com/ptopofl/ptopofl/artifact"
 	"strings"
 
 	"github.com/ptopofl/ptopofl/pipeline"
@@ -42,7 +43,7 @@ type HistoryArtifact struct {
 // History reads every round manifest of campaign in round order, one row
 // per round, and checks the sha256 chain as it goes.
 func History(ctx context.Context, st *store.Store, campaign string) ([]HistoryRow, error) {
-	keys, err := st.List(ctx, pipeline.CampaignPrefix(campaign))
+	keys, err := st.List(ctx, artifact.CampaignPrefix(campaign))
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/pipeline"
@@ -47,7 +48,7 @@ func ResultFromOutput(spec pipeline.CampaignSpec, bucket string, out pipeline.Ca
 		Campaign: out.Campaign, Method: out.Method, Preset: spec.Preset, State: out.State,
 		RoundsDone: out.RoundsDone, AUCCurve: out.AUCCurve, AccCurve: out.AccCurve,
 		Clusters: map[string]int{}, Trust: map[string]float64{}, Flagged: []string{},
-		Artifacts:   fmt.Sprintf("s3://%s/%s", bucket, pipeline.CampaignPrefix(out.Campaign)),
+		Artifacts:   fmt.Sprintf("s3://%s/%s", bucket, artifact.CampaignPrefix(out.Campaign)),
 		WallSeconds: wall.Seconds(),
 	}
 	if r.AUCCurve == nil {
@@ -195,7 +196,7 @@ func pollInterrupted(err error) bool {
 // the campaign.
 func (s *Service) Execute(ctx context.Context, spec pipeline.CampaignSpec, progressOut io.Writer, detach bool) (Result, error) {
 	start := time.Now()
-	if _, err := s.Store.PutJSON(ctx, pipeline.SpecKey(spec.Campaign), spec); err != nil {
+	if _, err := s.Store.PutJSON(ctx, artifact.SpecKey(spec.Campaign), spec); err != nil {
 		return Result{}, err
 	}
 	run, err := s.Start(ctx, spec)

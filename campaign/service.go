@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ptopofl/ptopofl/artifact"
 	"strings"
 	"time"
 
@@ -170,7 +171,7 @@ func (s *Service) History(ctx context.Context, campaign string) ([]HistoryRow, e
 		return nil, err
 	}
 	if len(rows) == 0 {
-		return nil, fmt.Errorf("campaign %s: no round manifests under s3://%s/%s", campaign, s.Store.Bucket(), pipeline.CampaignPrefix(campaign))
+		return nil, fmt.Errorf("campaign %s: no round manifests under s3://%s/%s", campaign, s.Store.Bucket(), artifact.CampaignPrefix(campaign))
 	}
 	return rows, nil
 }
@@ -184,7 +185,7 @@ func (s *Service) Export(ctx context.Context, campaign string) ([]store.ExportRo
 		return nil, 0, err
 	}
 	if len(objs.Manifests) == 0 {
-		return nil, 0, fmt.Errorf("campaign %s: no round manifests under s3://%s/%s", campaign, s.Store.Bucket(), pipeline.CampaignPrefix(campaign))
+		return nil, 0, fmt.Errorf("campaign %s: no round manifests under s3://%s/%s", campaign, s.Store.Bucket(), artifact.CampaignPrefix(campaign))
 	}
 	rows, err := ExportRows(objs.Manifests)
 	return rows, len(objs.Manifests), err

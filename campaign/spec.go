@@ -15,7 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/ptopofl/ptopofl/eval"
+	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/internal/workers"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
@@ -312,80 +312,23 @@ func defaultCampaignName(s pipeline.CampaignSpec, fed *Federation) string {
 	return string(s.Method) + "-" + hex.EncodeToString(h.Sum(nil))[:12]
 }
 
-// Federation is a directory of <site>_train.csv / <site>_test.csv files.
+// Federation is a directory of site files (dataset.DiscoverFederation):
+// the sites in federation.json order when present, else natural order,
+// and a hash over the site files' names and bytes.
 type Federation struct {
 	Dir   string
-	Sites []string // in federation.json order when present, else natural order
-	Hash  string   // sha256 over the site files' names and bytes
+	Sites []string
+	Hash  string
 }
 
-// DiscoverFederation finds the sites of dir. The order matters (the paper
-// preset seeds sites by position), so federation.json's order wins, and
-// otherwise "site2" sorts before "site10".
+// DiscoverFederation finds the sites of dir (CSV or parquet; the order
+// matters, the paper preset seeds sites by position).
 func DiscoverFederation(dir string) (*Federation, error) {
-	abs, err := filepath.Abs(dir)
+	f, err := dataset.DiscoverFederation(dir)
 	if err != nil {
-		return nil, inputErrorf("--federation %s: %v", dir, err)
+		return nil, inputErrorf("--federation: %v", err)
 	}
-	matches, err := filepath.Glob(filepath.Join(abs, "*_train.csv"))
-	if err != nil || len(matches) == 0 {
-		return nil, inputErrorf("--federation %s: no <site>_train.csv files", dir)
-	}
-	present := map[string]bool{}
-	var sites []string
-	for _, m := range matches {
-		name := strings.TrimSuffix(filepath.Base(m), "_train.csv")
-		present[name] = true
-		sites = append(sites, name)
-	}
-	var man eval.FederationManifest
-	if b, err := os.ReadFile(filepath.Join(abs, eval.ManifestFile)); err == nil && json.Unmarshal(b, &man) == nil && len(man.Sites) == len(sites) {
-		ordered := make([]string, 0, len(sites))
-		for _, s := range man.Sites {
-			if present[s.Name] {
-				ordered = append(ordered, s.Name)
-			}
-		}
-		if len(ordered) == len(sites) {
-			sites = ordered
-		} else {
-			sortNatural(sites)
-		}
-	} else {
-		sortNatural(sites)
-	}
-	h := sha256.New()
-	for _, s := range sites {
-		for _, suffix := range []string{"_train.csv", "_test.csv"} {
-			b, err := os.ReadFile(filepath.Join(abs, s+suffix))
-			if err != nil {
-				return nil, inputErrorf("--federation %s: site %s: %v", dir, s, err)
-			}
-			sum := sha256.Sum256(b)
-			fmt.Fprintf(h, "%s%s %x\n", s, suffix, sum)
-		}
-	}
-	return &Federation{Dir: abs, Sites: sites, Hash: hex.EncodeToString(h.Sum(nil))}, nil
-}
-
-// sortNatural sorts names so that embedded numbers compare by value.
-func sortNatural(names []string) {
-	split := func(s string) (string, int, bool) {
-		i := len(s)
-		for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
-			i--
-		}
-		n, err := strconv.Atoi(s[i:])
-		return s[:i], n, err == nil
-	}
-	sort.SliceStable(names, func(a, b int) bool {
-		pa, na, oka := split(names[a])
-		pb, nb, okb := split(names[b])
-		if oka && okb && pa == pb {
-			return na < nb
-		}
-		return names[a] < names[b]
-	})
+	return &Federation{Dir: f.Dir, Sites: f.Sites, Hash: f.Hash}, nil
 }
 
 // CheckSites reports a site of spec that has no files in fed.

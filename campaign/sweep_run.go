@@ -3,6 +3,7 @@ package campaign
 import (
 	"context"
 	"fmt"
+	"github.com/ptopofl/ptopofl/artifact"
 	"io"
 	"math"
 	"time"
@@ -68,8 +69,8 @@ func (s *Service) AwaitSweep(ctx context.Context, spec pipeline.SweepSpec, progr
 	return out, nil
 }
 
-func toStoreRef(r pipeline.ArtifactRef) store.ArtifactRef {
-	return store.ArtifactRef{Bucket: r.Bucket, Key: r.Key, SHA256: r.SHA256, Size: r.Size}
+func toStoreRef(r pipeline.ArtifactRef) artifact.Ref {
+	return artifact.Ref{Bucket: r.Bucket, Key: r.Key, SHA256: r.SHA256, Size: r.Size}
 }
 
 // RunSweep starts or re-attaches to the sweep, waits for it (progress

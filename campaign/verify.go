@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ptopofl/ptopofl/artifact"
 	"slices"
 	"strings"
 	"sync"
@@ -33,21 +34,21 @@ type Objects struct {
 // in round order. A manifest that does not decode is returned with Err set;
 // an error is returned only when S3 cannot be read.
 func ReadManifests(ctx context.Context, st *store.Store, campaign string) (Objects, error) {
-	keys, err := st.List(ctx, pipeline.CampaignPrefix(campaign))
+	keys, err := st.List(ctx, artifact.CampaignPrefix(campaign))
 	if err != nil {
 		return Objects{}, err
 	}
 	objs := Objects{RoundKeys: map[int]int{}}
 	for _, k := range keys {
-		if k == pipeline.SpecKey(campaign) {
+		if k == artifact.SpecKey(campaign) {
 			objs.SpecPresent = true
 		}
-		r, ok := store.ParseRoundPrefix(campaign, k)
+		r, ok := artifact.ParseRoundPrefix(campaign, k)
 		if !ok {
 			continue
 		}
 		objs.RoundKeys[r]++
-		if k != pipeline.ManifestKey(campaign, r) {
+		if k != artifact.ManifestKey(campaign, r) {
 			continue
 		}
 		ref, b, err := st.GetKey(ctx, k)
@@ -132,7 +133,7 @@ func (r VerifyReport) Summary() string {
 // CheckTip compares the last manifest verified with the one the campaign's
 // workflow recorded when it committed its last round.
 func CheckTip(rep *VerifyReport, last pipeline.ArtifactRef) {
-	round, ok := store.ParseRoundPrefix(rep.Campaign, last.Key)
+	round, ok := artifact.ParseRoundPrefix(rep.Campaign, last.Key)
 	switch {
 	case !ok || round < rep.LastRound:
 		return // the campaign is running ahead of its status; nothing to compare
@@ -167,7 +168,7 @@ type artifactUse struct {
 
 // fetched is what S3 holds at a key.
 type fetched struct {
-	ref store.ArtifactRef
+	ref artifact.Ref
 	err error
 }
 
@@ -180,7 +181,7 @@ func VerifyRecord(ctx context.Context, st *store.Store, campaign string, paralle
 		return rep, err
 	}
 	if len(objs.Manifests) == 0 && len(objs.RoundKeys) == 0 {
-		return rep, fmt.Errorf("campaign %s: nothing under s3://%s/%s", campaign, st.Bucket(), pipeline.CampaignPrefix(campaign))
+		return rep, fmt.Errorf("campaign %s: nothing under s3://%s/%s", campaign, st.Bucket(), artifact.CampaignPrefix(campaign))
 	}
 	add := func(p Problem) { rep.Problems = append(rep.Problems, p) }
 
@@ -188,8 +189,8 @@ func VerifyRecord(ctx context.Context, st *store.Store, campaign string, paralle
 	specHash := ""
 	if objs.SpecPresent {
 		var spec pipeline.CampaignSpec
-		if _, err := st.GetJSONKey(ctx, pipeline.SpecKey(campaign), &spec); err != nil {
-			add(Problem{Kind: ProblemBadManifest, Key: pipeline.SpecKey(campaign), Detail: err.Error()})
+		if _, err := st.GetJSONKey(ctx, artifact.SpecKey(campaign), &spec); err != nil {
+			add(Problem{Kind: ProblemBadManifest, Key: artifact.SpecKey(campaign), Detail: err.Error()})
 		} else {
 			specHash = spec.WithDefaults().SpecHash()
 			rep.SpecHash = specHash
@@ -214,7 +215,7 @@ func VerifyRecord(ctx context.Context, st *store.Store, campaign string, paralle
 		if n := objs.RoundKeys[r]; n > 0 {
 			detail = fmt.Sprintf("no manifest, though %d objects are under the round (deleted, or the round is still running)", n)
 		}
-		add(Problem{Round: r, Kind: ProblemMissingManifest, Key: pipeline.ManifestKey(campaign, r), Detail: detail})
+		add(Problem{Round: r, Kind: ProblemMissingManifest, Key: artifact.ManifestKey(campaign, r), Detail: detail})
 	}
 
 	// The chain, and each manifest's own claims.
@@ -244,7 +245,7 @@ func VerifyRecord(ctx context.Context, st *store.Store, campaign string, paralle
 					short(m.PrevManifestSHA256), sm.Round-1, short(want), sm.Round-1, sm.Round)})
 		}
 		if specHash != "" && m.SpecHash != specHash {
-			add(Problem{Round: sm.Round, Kind: ProblemSpecMismatch, Key: pipeline.SpecKey(campaign), Expected: m.SpecHash, Got: specHash,
+			add(Problem{Round: sm.Round, Kind: ProblemSpecMismatch, Key: artifact.SpecKey(campaign), Expected: m.SpecHash, Got: specHash,
 				Detail: fmt.Sprintf("the manifest's spec_hash is %s, spec.json hashes to %s", short(m.SpecHash), short(specHash))})
 		}
 		for _, rec := range m.Inputs {

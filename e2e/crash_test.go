@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
@@ -269,7 +270,7 @@ func TestCrashRecovery(t *testing.T) {
 	}
 
 	manifest := func(round int) string {
-		return filepath.Join(dataDir, "s3", "ptopofl", pipeline.ManifestKey("crash", round))
+		return filepath.Join(dataDir, "s3", "ptopofl", artifact.ManifestKey("crash", round))
 	}
 	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
 
@@ -305,7 +306,7 @@ func TestCrashRecovery(t *testing.T) {
 	}
 
 	got, gotBytes := readManifest(t, manifest(15))
-	want, wantBytes := readManifest(t, filepath.Join(refDir, "s3", "ptopofl", pipeline.ManifestKey("crash", 15)))
+	want, wantBytes := readManifest(t, filepath.Join(refDir, "s3", "ptopofl", artifact.ManifestKey("crash", 15)))
 	gh, wh := modelHashes(got), modelHashes(want)
 	if len(gh) == 0 {
 		t.Fatal("last manifest lists no outputs")
@@ -326,7 +327,7 @@ func TestCrashRecovery(t *testing.T) {
 	same := 0
 	for r := 1; r <= 15; r++ {
 		_, a := readManifest(t, manifest(r))
-		_, b := readManifest(t, filepath.Join(refDir, "s3", "ptopofl", pipeline.ManifestKey("crash", r)))
+		_, b := readManifest(t, filepath.Join(refDir, "s3", "ptopofl", artifact.ManifestKey("crash", r)))
 		if bytes.Equal(a, b) {
 			same++
 		}

@@ -3,9 +3,9 @@
 // It holds the scenario generators of the pTopoFL paper (§4.1): a Go
 // re-implementation of scikit-learn's make_classification algorithm
 // (MakeClassification), the healthcare scenario with adversarial label-flip
-// sites (Healthcare) and the pathological label-skew benchmark (Benchmark),
-// and the on-disk federation format they are written in (WriteFederation,
-// EncodeSiteCSV). It also computes the paper's privacy figures (§3.6, Eqs.
+// sites (Healthcare) and the pathological label-skew benchmark (Benchmark).
+// The generators return data only; dataset.WriteFederation writes them in
+// the layout the sites read. It also computes the paper's privacy figures (§3.6, Eqs.
 // 10–11, Fig. 6) from actual site sizes (Privacy), and the evaluation
 // metrics of a run.
 //
@@ -15,7 +15,5 @@
 //
 // It is not a data loader or a training loop: reading site files and
 // validating them belongs to dataset/, training to learn/, and aggregation
-// to aggregation/. Apart from WriteFederation, which exists so the
-// generators and their file format live together, it does no I/O and
-// knows nothing of Temporal or S3.
+// to aggregation/. It does no file I/O and knows nothing of Temporal or S3.
 package eval

@@ -565,6 +565,24 @@ func (c collapse) apply(rows [][]float64) [][]float64 {
 	return out
 }
 
+// Flipped is the number of the site's rows, train and test together, whose
+// label the generator flipped.
+func (s SiteData) Flipped() int {
+	return countDiffering(s.YTrain, s.CleanYTrain) + countDiffering(s.YTest, s.CleanYTest)
+}
+
+// countDiffering counts the positions where a and clean differ; a nil clean
+// means no flips.
+func countDiffering(a, clean []int) int {
+	n := 0
+	for i := range clean {
+		if a[i] != clean[i] {
+			n++
+		}
+	}
+	return n
+}
+
 // SiteNames returns the federation's site names in order.
 func (f Federation) SiteNames() []string {
 	names := make([]string, len(f.Sites))

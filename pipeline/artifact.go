@@ -1,22 +1,12 @@
 package pipeline
 
-import "fmt"
+import "github.com/ptopofl/ptopofl/artifact"
 
-// ArtifactRef points at one immutable object in the store. It is what
-// travels through Temporal instead of the object itself (a payload over
-// 2 MiB fails the workflow), and its SHA256 is what the manifests chain.
-type ArtifactRef struct {
-	Bucket string `json:"bucket"`
-	Key    string `json:"key"`
-	SHA256 string `json:"sha256"` // lower-case hex of the object's bytes
-	Size   int64  `json:"size"`
-}
-
-// IsZero reports whether r points at nothing.
-func (r ArtifactRef) IsZero() bool { return r == ArtifactRef{} }
-
-// String is "s3://bucket/key".
-func (r ArtifactRef) String() string { return fmt.Sprintf("s3://%s/%s", r.Bucket, r.Key) }
+// ArtifactRef is artifact.Ref, the one reference type (bucket, key, sha256,
+// size), under the name the payload types have always used. It is an alias,
+// not a new type, so the JSON inside histories and manifests is the same
+// bytes and values pass between pipeline and store without conversion.
+type ArtifactRef = artifact.Ref
 
 // SiteArtifact is an artifact that belongs to one site (its descriptor, its
 // model, its state). Lists of SiteArtifact are kept in spec order so that

@@ -1,7 +1,7 @@
 // Package pipeline holds the domain types that the durable campaign pipeline
 // shares between its workflows and its activities: the campaign
-// specification, the hyper-parameters, artifact references, the round
-// manifest, task-queue and activity names, every activity's input and output
+// specification, the hyper-parameters, artifact references (ArtifactRef, an
+// alias of artifact.Ref), the round manifest, task-queue and activity names, every activity's input and output
 // struct, and the seed derivation.
 //
 // It is deliberately free of behaviour that touches the outside world: no
@@ -13,6 +13,7 @@
 // and descriptors travel as ArtifactRef, never inline.
 //
 // What it is not: it does not implement any part of the pTopoFL method
-// (see tda/, learn/, aggregation/), and it does not decide how a site's data
-// is read (see dataset/).
+// (see tda/, learn/, aggregation/), it does not decide how a site's data
+// is read (see dataset/), and it does not name objects in the store: keys
+// and the name rule are package artifact's.
 package pipeline

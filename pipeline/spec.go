@@ -5,28 +5,25 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
 	"time"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 )
 
 // Site is one member of the federation. Its name appears in task-queue
-// names and object keys, so it is restricted to [A-Za-z0-9._-], 1–64
-// characters. Where a site's data lives is the site worker's business, not
+// names and object keys, so it follows artifact.ValidateName. Where a site's data lives is the site worker's business, not
 // the campaign's.
 type Site struct {
 	Name string `json:"name"`
 }
 
-var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
 // Validate reports what is wrong with the site, naming the field.
 func (s Site) Validate() error {
-	if !safeName.MatchString(s.Name) {
-		return fmt.Errorf("name %q: must be 1-64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit", s.Name)
+	if err := artifact.ValidateName(s.Name); err != nil {
+		return fmt.Errorf("name %w", err)
 	}
 	return nil
 }
@@ -109,8 +106,8 @@ func (s CampaignSpec) WithDefaults() CampaignSpec {
 // Validate reports the first problem with the spec, naming the field, so
 // that a bad campaign file is rejected before anything starts.
 func (s CampaignSpec) Validate() error {
-	if !safeName.MatchString(s.Campaign) {
-		return fmt.Errorf("campaign %q: must be 1-64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit", s.Campaign)
+	if err := artifact.ValidateName(s.Campaign); err != nil {
+		return fmt.Errorf("campaign %w", err)
 	}
 	if _, err := learn.ParseMethod(string(s.Method)); err != nil {
 		return fmt.Errorf("method %q: unknown; want one of %v", s.Method, learn.Methods)

@@ -109,12 +109,6 @@ func TestKeysAndIDs(t *testing.T) {
 	if got := RoundWorkflowID("hc", 7); got != "hc/round-0007" {
 		t.Errorf("RoundWorkflowID = %q", got)
 	}
-	if got := ManifestKey("hc", 7); got != "campaigns/hc/round-0007/manifest.json" {
-		t.Errorf("ManifestKey = %q", got)
-	}
-	if got := DescriptorKey("hc", 12, "client3"); got != "campaigns/hc/round-0012/descriptors/client3.parquet" {
-		t.Errorf("DescriptorKey = %q", got)
-	}
 	if got := SiteTaskQueue("client3"); got != "ptopofl-site-client3" {
 		t.Errorf("SiteTaskQueue = %q", got)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 )
@@ -24,6 +25,10 @@ const (
 	ActivityBuildSweepResults = "BuildSweepResults"
 )
 
+// MaxSweepNameLen is the longest sweep name: artifact.MaxNameLen less room
+// for the longest suffix a shortened campaign name adds (see Validate).
+const MaxSweepNameLen = 40
+
 // Default sweep settings.
 const (
 	DefaultSweepConcurrency = 4
@@ -31,18 +36,6 @@ const (
 	// SweepWorkflow starts before it drains and continues as new.
 	DefaultSweepContinueAsNewEvery = 100
 )
-
-// SweepPrefix is "sweeps/<sweep>/".
-func SweepPrefix(sweep string) string { return "sweeps/" + sweep + "/" }
-
-// SweepSpecKey is "sweeps/<sweep>/spec.json".
-func SweepSpecKey(sweep string) string { return SweepPrefix(sweep) + "spec.json" }
-
-// SweepResultsKey is "sweeps/<sweep>/results.parquet": one row per campaign.
-func SweepResultsKey(sweep string) string { return SweepPrefix(sweep) + "results.parquet" }
-
-// SweepCurvesKey is "sweeps/<sweep>/curves.parquet": one row per campaign and round.
-func SweepCurvesKey(sweep string) string { return SweepPrefix(sweep) + "curves.parquet" }
 
 // SweepCampaignWorkflowID is the workflow ID of a sweep's child campaign,
 // "<sweep>/<campaign>". It is deterministic, so a replayed or continued
@@ -141,7 +134,7 @@ type SweepCampaign struct {
 // Campaigns expands the grid into its campaigns, in a fixed order
 // (federations, then methods, then settings, then seeds). Campaign names
 // are "<sweep>-<federation>-<method>-<setting>-s<seed>" when that is a
-// valid name of at most 64 characters, otherwise "<sweep>-c<index>-<hash>"
+// valid name (artifact.ValidateName), otherwise "<sweep>-c<index>-<hash>"
 // shortened to fit. It is pure, so the workflow calls it on every replay.
 func (s SweepSpec) Campaigns() ([]SweepCampaign, error) {
 	s = s.WithDefaults()
@@ -196,14 +189,14 @@ func settingApplies(set SweepSetting, method learn.Method) bool {
 
 func sweepCampaignName(sweep, fed, method, setting string, seed uint64, index int) string {
 	name := fmt.Sprintf("%s-%s-%s-%s-s%d", sweep, fed, method, setting, seed)
-	if safeName.MatchString(name) {
+	if artifact.ValidateName(name) == nil {
 		return name
 	}
 	sum := sha256.Sum256([]byte(name))
 	suffix := fmt.Sprintf("-c%d-%s", index, hex.EncodeToString(sum[:4]))
 	prefix := sweep
-	if len(prefix)+len(suffix) > 64 {
-		prefix = prefix[:64-len(suffix)]
+	if len(prefix)+len(suffix) > artifact.MaxNameLen {
+		prefix = prefix[:artifact.MaxNameLen-len(suffix)]
 	}
 	return prefix + suffix
 }
@@ -211,8 +204,12 @@ func sweepCampaignName(sweep, fed, method, setting string, seed uint64, index in
 // Validate reports the first problem with the sweep, naming the field; it
 // also validates every campaign the grid expands to.
 func (s SweepSpec) Validate() error {
-	if !safeName.MatchString(s.Sweep) || len(s.Sweep) > 40 {
-		return fmt.Errorf("sweep %q: must be 1-40 characters of A-Z a-z 0-9 . _ - starting with a letter or digit", s.Sweep)
+	// A sweep name follows artifact.ValidateName and is at most
+	// MaxSweepNameLen long, so that the shortened name of any of its
+	// campaigns ("<sweep>-c<index>-<hash>", see Campaigns) still starts
+	// with the whole sweep name.
+	if artifact.ValidateName(s.Sweep) != nil || len(s.Sweep) > MaxSweepNameLen {
+		return fmt.Errorf("sweep %q: must be 1-%d characters of A-Z a-z 0-9 . _ - starting with a letter or digit", s.Sweep, MaxSweepNameLen)
 	}
 	if len(s.Methods) == 0 {
 		return fmt.Errorf("methods: at least one method is required")
@@ -233,8 +230,8 @@ func (s SweepSpec) Validate() error {
 	}
 	seen := map[string]bool{}
 	for i, f := range s.Federations {
-		if !safeName.MatchString(f.Name) {
-			return fmt.Errorf("federations[%d].name %q: must be a safe name", i, f.Name)
+		if err := artifact.ValidateName(f.Name); err != nil {
+			return fmt.Errorf("federations[%d].name %w", i, err)
 		}
 		if seen[f.Name] {
 			return fmt.Errorf("federations[%d].name %q: duplicate", i, f.Name)
@@ -243,8 +240,8 @@ func (s SweepSpec) Validate() error {
 	}
 	labels := map[string]bool{}
 	for i, set := range s.Settings {
-		if !safeName.MatchString(set.Label) {
-			return fmt.Errorf("settings[%d].label %q: must be a safe name", i, set.Label)
+		if err := artifact.ValidateName(set.Label); err != nil {
+			return fmt.Errorf("settings[%d].label %w", i, err)
 		}
 		if labels[set.Label] {
 			return fmt.Errorf("settings[%d].label %q: duplicate", i, set.Label)

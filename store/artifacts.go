@@ -3,22 +3,24 @@ package store
 import (
 	"context"
 	"fmt"
+
+	"github.com/ptopofl/ptopofl/artifact"
 )
 
-// PutDescriptor writes d at DescriptorKey(d.Campaign, d.Round, d.Site).
-func (s *Store) PutDescriptor(ctx context.Context, d DescriptorRecord) (ArtifactRef, error) {
+// PutDescriptor writes d at artifact.DescriptorKey(d.Campaign, d.Round, d.Site).
+func (s *Store) PutDescriptor(ctx context.Context, d DescriptorRecord) (artifact.Ref, error) {
 	if err := checkNames(d.Campaign, d.Site); err != nil {
-		return ArtifactRef{}, err
+		return artifact.Ref{}, err
 	}
 	b, err := EncodeDescriptor(d)
 	if err != nil {
-		return ArtifactRef{}, err
+		return artifact.Ref{}, err
 	}
-	return s.Put(ctx, DescriptorKey(d.Campaign, d.Round, d.Site), b)
+	return s.Put(ctx, artifact.DescriptorKey(d.Campaign, d.Round, d.Site), b)
 }
 
 // GetDescriptor fetches, verifies and decodes a descriptor.
-func (s *Store) GetDescriptor(ctx context.Context, ref ArtifactRef) (DescriptorRecord, error) {
+func (s *Store) GetDescriptor(ctx context.Context, ref artifact.Ref) (DescriptorRecord, error) {
 	b, err := s.Get(ctx, ref)
 	if err != nil {
 		return DescriptorRecord{}, err
@@ -30,25 +32,25 @@ func (s *Store) GetDescriptor(ctx context.Context, ref ArtifactRef) (DescriptorR
 	return d, nil
 }
 
-// PutModel writes m at ModelKey for KindModel, AggregateKey for KindAggregate
+// PutModel writes m at artifact.ModelKey for KindModel, artifact.AggregateKey for KindAggregate
 // (m.Site then names the cluster or site the aggregate is for).
-func (s *Store) PutModel(ctx context.Context, m ModelRecord) (ArtifactRef, error) {
+func (s *Store) PutModel(ctx context.Context, m ModelRecord) (artifact.Ref, error) {
 	if err := checkNames(m.Campaign, m.Site); err != nil {
-		return ArtifactRef{}, err
+		return artifact.Ref{}, err
 	}
 	b, err := EncodeModel(m)
 	if err != nil {
-		return ArtifactRef{}, err
+		return artifact.Ref{}, err
 	}
-	key := ModelKey(m.Campaign, m.Round, m.Site)
+	key := artifact.ModelKey(m.Campaign, m.Round, m.Site)
 	if m.Kind == KindAggregate {
-		key = AggregateKey(m.Campaign, m.Round, m.Site)
+		key = artifact.AggregateKey(m.Campaign, m.Round, m.Site)
 	}
 	return s.Put(ctx, key, b)
 }
 
 // GetModel fetches, verifies and decodes a model.
-func (s *Store) GetModel(ctx context.Context, ref ArtifactRef) (ModelRecord, error) {
+func (s *Store) GetModel(ctx context.Context, ref artifact.Ref) (ModelRecord, error) {
 	b, err := s.Get(ctx, ref)
 	if err != nil {
 		return ModelRecord{}, err
@@ -60,20 +62,20 @@ func (s *Store) GetModel(ctx context.Context, ref ArtifactRef) (ModelRecord, err
 	return m, nil
 }
 
-// PutMetrics writes one site's metrics for a round at MetricsKey.
-func (s *Store) PutMetrics(ctx context.Context, m MetricsRecord) (ArtifactRef, error) {
+// PutMetrics writes one site's metrics for a round at artifact.MetricsKey.
+func (s *Store) PutMetrics(ctx context.Context, m MetricsRecord) (artifact.Ref, error) {
 	if err := checkNames(m.Campaign, m.Site); err != nil {
-		return ArtifactRef{}, err
+		return artifact.Ref{}, err
 	}
 	b, err := EncodeMetrics([]MetricsRecord{m})
 	if err != nil {
-		return ArtifactRef{}, err
+		return artifact.Ref{}, err
 	}
-	return s.Put(ctx, MetricsKey(m.Campaign, m.Round, m.Site), b)
+	return s.Put(ctx, artifact.MetricsKey(m.Campaign, m.Round, m.Site), b)
 }
 
 // GetMetrics fetches, verifies and decodes a metrics file.
-func (s *Store) GetMetrics(ctx context.Context, ref ArtifactRef) ([]MetricsRecord, error) {
+func (s *Store) GetMetrics(ctx context.Context, ref artifact.Ref) ([]MetricsRecord, error) {
 	b, err := s.Get(ctx, ref)
 	if err != nil {
 		return nil, err
@@ -86,10 +88,10 @@ func (s *Store) GetMetrics(ctx context.Context, ref ArtifactRef) ([]MetricsRecor
 }
 
 func checkNames(campaign, site string) error {
-	if err := ValidateName(campaign); err != nil {
+	if err := artifact.ValidateName(campaign); err != nil {
 		return fmt.Errorf("store: campaign: %w", err)
 	}
-	if err := ValidateName(site); err != nil {
+	if err := artifact.ValidateName(site); err != nil {
 		return fmt.Errorf("store: site: %w", err)
 	}
 	return nil

@@ -1,6 +1,6 @@
 // Package store keeps the artifacts of campaigns and sweeps in S3-compatible
 // object storage: descriptors, models and metrics as parquet, manifests and
-// specs as JSON, each addressed by an ArtifactRef that carries its sha256.
+// specs as JSON, each addressed by an artifact.Ref that carries its sha256.
 //
 // Keys are deterministic (DESIGN §4), so a retried activity writes the same
 // object at the same key; Put of identical bytes is harmless, and

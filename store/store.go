@@ -19,6 +19,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/ptopofl/ptopofl/artifact"
 )
 
 // Region is the region used for SigV4 signing unless Config.Region says otherwise.
@@ -45,24 +47,6 @@ var ErrIntegrity = errors.New("content does not match its reference")
 
 // ErrNotFound is wrapped when the key does not exist.
 var ErrNotFound = errors.New("no such object")
-
-// ArtifactRef names one immutable artifact: where it is and what its bytes
-// hash to. It is what workflow payloads carry instead of the data.
-type ArtifactRef struct {
-	Bucket string `json:"bucket"`
-	Key    string `json:"key"`
-	SHA256 string `json:"sha256"` // lower-case hex
-	Size   int64  `json:"size"`
-}
-
-// String is "s3://bucket/key@sha256:abcdef012345" (sha shortened), for logs.
-func (r ArtifactRef) String() string {
-	sha := r.SHA256
-	if len(sha) > 12 {
-		sha = sha[:12]
-	}
-	return fmt.Sprintf("s3://%s/%s@sha256:%s", r.Bucket, r.Key, sha)
-}
 
 // Config says how to reach the object store.
 type Config struct {
@@ -106,6 +90,7 @@ type Store struct {
 	client *minio.Client
 	bucket string
 	region string
+	cache  *blobCache // see GetCached
 }
 
 // New returns a Store for cfg. It does not contact the server; EnsureBucket does.
@@ -157,7 +142,7 @@ func New(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: S3 client for %s: %w", cfg.Endpoint, err)
 	}
-	return &Store{client: c, bucket: cfg.Bucket, region: region}, nil
+	return &Store{client: c, bucket: cfg.Bucket, region: region, cache: newBlobCache(blobCacheBytes, blobCacheMaxItem)}, nil
 }
 
 func parseEndpoint(endpoint string, secure bool) (host string, tlsOn bool, err error) {
@@ -210,23 +195,23 @@ func (s *Store) EnsureBucket(ctx context.Context) error {
 }
 
 // Ref returns the ref data would have at key, without writing anything.
-func (s *Store) Ref(key string, data []byte) ArtifactRef {
+func (s *Store) Ref(key string, data []byte) artifact.Ref {
 	sum := sha256.Sum256(data)
-	return ArtifactRef{Bucket: s.bucket, Key: key, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(data))}
+	return artifact.Ref{Bucket: s.bucket, Key: key, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(data))}
 }
 
 // Put writes data at key and returns its ref. Writing the same bytes again is
 // harmless; writing different bytes replaces the object (use
 // PutIfAbsentOrSame where that must not happen).
-func (s *Store) Put(ctx context.Context, key string, data []byte) (ArtifactRef, error) {
+func (s *Store) Put(ctx context.Context, key string, data []byte) (artifact.Ref, error) {
 	ref := s.Ref(key, data)
 	if err := s.put(ctx, ref, data, false); err != nil {
-		return ArtifactRef{}, err
+		return artifact.Ref{}, err
 	}
 	return ref, nil
 }
 
-func (s *Store) put(ctx context.Context, ref ArtifactRef, data []byte, ifAbsent bool) error {
+func (s *Store) put(ctx context.Context, ref artifact.Ref, data []byte, ifAbsent bool) error {
 	opts := minio.PutObjectOptions{
 		ContentType:  contentType(ref.Key),
 		UserMetadata: map[string]string{shaMetaKey: ref.SHA256},
@@ -255,7 +240,7 @@ func (s *Store) put(ctx context.Context, ref ArtifactRef, data []byte, ifAbsent 
 // The check is atomic on servers that honour If-None-Match on PUT (versitygw,
 // MinIO, AWS S3); elsewhere a concurrent writer can race between the check and
 // the write.
-func (s *Store) PutIfAbsentOrSame(ctx context.Context, key string, data []byte) (ArtifactRef, error) {
+func (s *Store) PutIfAbsentOrSame(ctx context.Context, key string, data []byte) (artifact.Ref, error) {
 	ref := s.Ref(key, data)
 	err := s.put(ctx, ref, data, true)
 	if err == nil {
@@ -263,20 +248,20 @@ func (s *Store) PutIfAbsentOrSame(ctx context.Context, key string, data []byte) 
 	}
 	code := minio.ToErrorResponse(errors.Unwrap(err)).Code
 	if code != "PreconditionFailed" && code != "ConditionalRequestConflict" {
-		return ArtifactRef{}, err
+		return artifact.Ref{}, err
 	}
 	existing, _, gerr := s.GetKey(ctx, key)
 	if gerr != nil {
-		return ArtifactRef{}, fmt.Errorf("store: %s exists; reading it to compare: %w", key, gerr)
+		return artifact.Ref{}, fmt.Errorf("store: %s exists; reading it to compare: %w", key, gerr)
 	}
 	if existing.SHA256 != ref.SHA256 {
-		return ArtifactRef{}, fmt.Errorf("store: %s: %w (committed sha256 %s, new %s)", key, ErrConflict, existing.SHA256, ref.SHA256)
+		return artifact.Ref{}, fmt.Errorf("store: %s: %w (committed sha256 %s, new %s)", key, ErrConflict, existing.SHA256, ref.SHA256)
 	}
 	return ref, nil
 }
 
 // Get fetches the object ref names and checks its size and sha256.
-func (s *Store) Get(ctx context.Context, ref ArtifactRef) ([]byte, error) {
+func (s *Store) Get(ctx context.Context, ref artifact.Ref) ([]byte, error) {
 	if ref.Bucket != "" && ref.Bucket != s.bucket {
 		return nil, fmt.Errorf("store: %s is in bucket %s, this store reads bucket %s", ref.Key, ref.Bucket, s.bucket)
 	}
@@ -293,15 +278,15 @@ func (s *Store) Get(ctx context.Context, ref ArtifactRef) ([]byte, error) {
 
 // GetKey fetches whatever is at key and returns its ref (computed from the
 // bytes fetched) and the bytes. Use Get when you hold a ref.
-func (s *Store) GetKey(ctx context.Context, key string) (ArtifactRef, []byte, error) {
+func (s *Store) GetKey(ctx context.Context, key string) (artifact.Ref, []byte, error) {
 	obj, err := s.client.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
 	if err != nil {
-		return ArtifactRef{}, nil, s.readErr(key, err)
+		return artifact.Ref{}, nil, s.readErr(key, err)
 	}
 	defer obj.Close()
 	data, err := io.ReadAll(obj)
 	if err != nil {
-		return ArtifactRef{}, nil, s.readErr(key, err)
+		return artifact.Ref{}, nil, s.readErr(key, err)
 	}
 	return s.Ref(key, data), data, nil
 }
@@ -354,27 +339,27 @@ func MarshalJSON(v any) ([]byte, error) {
 }
 
 // PutJSON writes v as canonical JSON (MarshalJSON) at key.
-func (s *Store) PutJSON(ctx context.Context, key string, v any) (ArtifactRef, error) {
+func (s *Store) PutJSON(ctx context.Context, key string, v any) (artifact.Ref, error) {
 	b, err := MarshalJSON(v)
 	if err != nil {
-		return ArtifactRef{}, fmt.Errorf("store: encode %s: %w", key, err)
+		return artifact.Ref{}, fmt.Errorf("store: encode %s: %w", key, err)
 	}
 	return s.Put(ctx, key, b)
 }
 
 // PutJSONIfAbsentOrSame is PutIfAbsentOrSame for canonical JSON: the way to
 // commit a round manifest.
-func (s *Store) PutJSONIfAbsentOrSame(ctx context.Context, key string, v any) (ArtifactRef, error) {
+func (s *Store) PutJSONIfAbsentOrSame(ctx context.Context, key string, v any) (artifact.Ref, error) {
 	b, err := MarshalJSON(v)
 	if err != nil {
-		return ArtifactRef{}, fmt.Errorf("store: encode %s: %w", key, err)
+		return artifact.Ref{}, fmt.Errorf("store: encode %s: %w", key, err)
 	}
 	return s.PutIfAbsentOrSame(ctx, key, b)
 }
 
 // GetJSON fetches ref, verifies it, and decodes it into v. Unknown fields are
 // an error, so a manifest from a newer version is not silently misread.
-func (s *Store) GetJSON(ctx context.Context, ref ArtifactRef, v any) error {
+func (s *Store) GetJSON(ctx context.Context, ref artifact.Ref, v any) error {
 	b, err := s.Get(ctx, ref)
 	if err != nil {
 		return err
@@ -385,10 +370,10 @@ func (s *Store) GetJSON(ctx context.Context, ref ArtifactRef, v any) error {
 // GetJSONKey fetches the JSON at key without a ref to check against (for
 // example the latest manifest found by listing) and returns the ref of what
 // it read.
-func (s *Store) GetJSONKey(ctx context.Context, key string, v any) (ArtifactRef, error) {
+func (s *Store) GetJSONKey(ctx context.Context, key string, v any) (artifact.Ref, error) {
 	ref, b, err := s.GetKey(ctx, key)
 	if err != nil {
-		return ArtifactRef{}, err
+		return artifact.Ref{}, err
 	}
 	return ref, decodeJSON(key, b, v)
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/minio/minio-go/v7"
+
+	"github.com/ptopofl/ptopofl/artifact"
 )
 
 func TestPutGet(t *testing.T) {
@@ -19,7 +21,7 @@ func TestPutGet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ref.Key != DescriptorKey("putget", 3, "site-a") || ref.Bucket != testStore.Bucket() || len(ref.SHA256) != 64 || ref.Size <= 0 {
+	if ref.Key != artifact.DescriptorKey("putget", 3, "site-a") || ref.Bucket != testStore.Bucket() || len(ref.SHA256) != 64 || ref.Size <= 0 {
 		t.Errorf("ref = %+v", ref)
 	}
 	got, err := testStore.GetDescriptor(ctx, ref)
@@ -36,7 +38,7 @@ func TestPutGet(t *testing.T) {
 		t.Errorf("second put: ref %+v err %v, want %+v nil", again, err, ref)
 	}
 
-	keys, err := testStore.List(ctx, RoundPrefix("putget", 3))
+	keys, err := testStore.List(ctx, artifact.RoundPrefix("putget", 3))
 	if err != nil || len(keys) != 1 || keys[0] != ref.Key {
 		t.Errorf("List = %v, %v", keys, err)
 	}
@@ -50,7 +52,7 @@ func TestPutGet(t *testing.T) {
 
 func TestGetDetectsChangedContent(t *testing.T) {
 	ctx := context.Background()
-	key := ModelKey("tamper", 1, "s1")
+	key := artifact.ModelKey("tamper", 1, "s1")
 	ref, err := testStore.PutModel(ctx, ModelRecord{Campaign: "tamper", Round: 1, Site: "s1", Kind: KindModel, Params: []float64{1, 2, 3}})
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +75,7 @@ func TestGetDetectsChangedContent(t *testing.T) {
 	if _, err := testStore.Get(ctx, bad); !errors.Is(err, ErrIntegrity) {
 		t.Errorf("Get with wrong size: err = %v", err)
 	}
-	if _, err := testStore.Get(ctx, ArtifactRef{Bucket: testStore.Bucket(), Key: "campaigns/tamper/nothing"}); !errors.Is(err, ErrNotFound) {
+	if _, err := testStore.Get(ctx, artifact.Ref{Bucket: testStore.Bucket(), Key: "campaigns/tamper/nothing"}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Get missing key: err = %v, want ErrNotFound", err)
 	}
 }
@@ -88,7 +90,7 @@ type testManifest struct {
 
 func TestPutIfAbsentOrSame(t *testing.T) {
 	ctx := context.Background()
-	key := ManifestKey("commit", 0)
+	key := artifact.ManifestKey("commit", 0)
 	m := testManifest{Campaign: "commit", Participants: []string{"a", "b"}, Trust: map[string]float64{"b": 0.25, "a": 0.75}}
 	ref, err := testStore.PutJSONIfAbsentOrSame(ctx, key, m)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
@@ -65,7 +66,7 @@ func (f *fakeFederation) ComputeDescriptor(ctx context.Context, in pipeline.Comp
 		return pipeline.ComputeDescriptorOutput{}, pipeline.NewBadSiteDataError(in.Site, in.Site+"_train.csv", 0, "empty file")
 	}
 	return pipeline.ComputeDescriptorOutput{
-		Descriptor: fakeRef(in.Bucket, pipeline.DescriptorKey(in.Campaign, in.Round, in.Site)),
+		Descriptor: fakeRef(in.Bucket, artifact.DescriptorKey(in.Campaign, in.Round, in.Site)),
 		NumTrain:   100 + in.SiteIndex,
 	}, nil
 }
@@ -76,7 +77,7 @@ func (f *fakeFederation) TrainLocal(ctx context.Context, in pipeline.TrainLocalI
 		return pipeline.TrainLocalOutput{}, pipeline.NewBadSiteDataError(in.Site, in.Site+"_train.csv", 17, "expected 20 features, got 19")
 	}
 	out := pipeline.TrainLocalOutput{
-		Model:    fakeRef(in.Bucket, pipeline.ModelKey(in.Campaign, in.Round, in.Site)),
+		Model:    fakeRef(in.Bucket, artifact.ModelKey(in.Campaign, in.Round, in.Site)),
 		NumTrain: 100 + in.SiteIndex,
 		Loss:     0.5,
 	}
@@ -105,7 +106,7 @@ func fakeScore(call pipeline.SiteCall) pipeline.EvaluateOutput {
 func (f *fakeFederation) ClusterSites(ctx context.Context, in pipeline.ClusterSitesInput) (pipeline.ClusterSitesOutput, error) {
 	f.count(pipeline.ActivityClusterSites)
 	out := pipeline.ClusterSitesOutput{
-		Clustering:         fakeRef(in.Bucket, pipeline.RoundPrefix(in.Campaign, in.Round)+"clustering.json"),
+		Clustering:         fakeRef(in.Bucket, artifact.RoundPrefix(in.Campaign, in.Round)+"clustering.json"),
 		RecheckDescriptors: f.recheck[in.Round],
 	}
 	for i, d := range in.Descriptors {
@@ -123,7 +124,7 @@ func (f *fakeFederation) Aggregate(ctx context.Context, in pipeline.AggregateInp
 	}
 	for c := 0; c < 2; c++ {
 		name := fmt.Sprintf("cluster-%d", c)
-		out.Aggregates = append(out.Aggregates, pipeline.NamedArtifact{Name: name, Ref: fakeRef(in.Bucket, pipeline.AggregateKey(in.Campaign, in.Round, name))})
+		out.Aggregates = append(out.Aggregates, pipeline.NamedArtifact{Name: name, Ref: fakeRef(in.Bucket, artifact.AggregateKey(in.Campaign, in.Round, name))})
 	}
 	for _, u := range in.Updates {
 		out.Models = append(out.Models, pipeline.SiteArtifact{Site: u.Site, Ref: out.Aggregates[cluster[u.Site]].Ref})
@@ -142,7 +143,7 @@ func (f *fakeFederation) CommitRound(ctx context.Context, in pipeline.CommitRoun
 	f.mu.Unlock()
 	sum := sha256.Sum256(b)
 	return pipeline.CommitRoundOutput{Manifest: pipeline.ArtifactRef{
-		Bucket: in.Bucket, Key: pipeline.ManifestKey(in.Manifest.Campaign, in.Manifest.Round),
+		Bucket: in.Bucket, Key: artifact.ManifestKey(in.Manifest.Campaign, in.Manifest.Round),
 		SHA256: hex.EncodeToString(sum[:]), Size: int64(len(b)),
 	}}, nil
 }

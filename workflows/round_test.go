@@ -5,6 +5,7 @@ import (
 
 	"go.temporal.io/sdk/converter"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
@@ -59,7 +60,7 @@ func (s *CampaignSuite) Test_PayloadsStayFarBelowTheLimit() {
 			rows[j] = 1000 + j
 		}
 		spec.DescriptorRows[name] = rows
-		ref := fakeRef("ptopofl", pipeline.ModelKey(spec.Campaign, 199, name))
+		ref := fakeRef("ptopofl", artifact.ModelKey(spec.Campaign, 199, name))
 		refs = append(refs, pipeline.SiteArtifact{Site: name, Ref: ref})
 		clusters = append(clusters, pipeline.SiteCluster{Site: name, Cluster: i % 3, Trust: 0.9, Drift: 0.1})
 		for _, role := range []string{pipeline.RoleDescriptor, pipeline.RoleStartModel, pipeline.RoleSiteState} {

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
@@ -56,8 +57,8 @@ func (s *SweepSuite) SetupTest() {
 			s.resultsIn = &in
 			s.mu.Unlock()
 			return pipeline.BuildSweepResultsOutput{
-				Results: pipeline.ArtifactRef{Bucket: "ptopofl", Key: pipeline.SweepResultsKey(in.Spec.Sweep)},
-				Curves:  pipeline.ArtifactRef{Bucket: "ptopofl", Key: pipeline.SweepCurvesKey(in.Spec.Sweep)},
+				Results: pipeline.ArtifactRef{Bucket: "ptopofl", Key: artifact.SweepResultsKey(in.Spec.Sweep)},
+				Curves:  pipeline.ArtifactRef{Bucket: "ptopofl", Key: artifact.SweepCurvesKey(in.Spec.Sweep)},
 				Rows:    len(in.Outcomes),
 			}, nil
 		}).Maybe()
@@ -80,13 +81,13 @@ func (s *SweepSuite) SetupTest() {
 			if fail {
 				return pipeline.CampaignWorkflowOutput{}, temporal.NewNonRetryableApplicationError(
 					"round 2 below quorum", pipeline.ErrTypeQuorumNotMet, nil,
-					pipeline.QuorumFailure{Round: 2, Manifest: pipeline.ArtifactRef{Key: pipeline.ManifestKey(in.Spec.Campaign, 2)}})
+					pipeline.QuorumFailure{Round: 2, Manifest: pipeline.ArtifactRef{Key: artifact.ManifestKey(in.Spec.Campaign, 2)}})
 			}
 			curve := []float64{0.7, 0.8, 0.8 + float64(in.Spec.Seed)/100}
 			return pipeline.CampaignWorkflowOutput{
 				Campaign: in.Spec.Campaign, Method: in.Spec.Method, State: pipeline.StateDone,
 				RoundsDone: in.Spec.Rounds, AUCCurve: curve, AccCurve: curve,
-				LastManifest: &pipeline.ArtifactRef{Key: pipeline.ManifestKey(in.Spec.Campaign, in.Spec.Rounds)},
+				LastManifest: &pipeline.ArtifactRef{Key: artifact.ManifestKey(in.Spec.Campaign, in.Spec.Rounds)},
 			}, nil
 		}).Maybe()
 }

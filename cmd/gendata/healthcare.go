@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/eval"
 )
 
@@ -57,7 +58,7 @@ func parseIndices(s string) ([]int, error) {
 
 // write writes fed to dir and reports what it wrote on stdout.
 func write(dir string, fed eval.Federation, stdout io.Writer) error {
-	if err := eval.WriteFederation(dir, fed); err != nil {
+	if err := dataset.WriteFederation(dir, fed); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s federation (seed %d, %d sites) to %s\n", fed.Generator, fed.Seed, len(fed.Sites), dir)

@@ -1,9 +1,12 @@
-// Command gendata writes a synthetic federation directory, one
+// Command gendata writes synthetic data: a federation directory, one
 // <site>_train.csv and <site>_test.csv per site plus federation.json, from
-// the pTopoFL paper's scenario generators (package eval):
+// the pTopoFL paper's scenario generators (package eval, written by
+// dataset.WriteFederation), or the point clouds the persistent-homology
+// benchmarks time (eval.Blobs):
 //
 //	gendata healthcare --seed S --out DIR [--sites K] [--adversarial 1,5]
 //	gendata benchmark  --seed S --out DIR [--sites K]
+//	gendata clouds     --seed S --out DIR [--n 500,1000,2000] [--d 20] [--k 4]
 //
 // The same seed and flags always write the same bytes. Bad flags print one
 // message on stderr and exit with status 2; a failure to write exits with
@@ -21,6 +24,7 @@ import (
 const usage = `usage:
   gendata healthcare --seed S --out DIR [--sites K] [--adversarial 1,5]
   gendata benchmark  --seed S --out DIR [--sites K]
+  gendata clouds     --seed S --out DIR [--n 500,1000,2000] [--d 20] [--k 4]
 
 Run "gendata COMMAND -h" for the flags of a command.
 `
@@ -28,7 +32,7 @@ Run "gendata COMMAND -h" for the flags of a command.
 // Exit statuses.
 const (
 	exitOK    = 0
-	exitWrite = 1 // the federation could not be written
+	exitWrite = 1 // the files could not be written
 	exitInput = 2 // bad flags
 )
 
@@ -52,6 +56,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runHealthcare(args[1:], stdout, stderr)
 	case "benchmark":
 		err = runBenchmark(args[1:], stdout, stderr)
+	case "clouds":
+		err = runClouds(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -88,6 +94,18 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 
 // parse parses args into fs and checks the common flags.
 func (c *commonFlags) parse(fs *flag.FlagSet, args []string) error {
+	if err := parseFlags(fs, args, &c.out); err != nil {
+		return err
+	}
+	if c.sites < 0 {
+		return fmt.Errorf("%w: --sites %d, want a positive number (or 0 for the default)", errInput, c.sites)
+	}
+	return nil
+}
+
+// parseFlags parses args into fs, refuses arguments after the flags, and
+// requires the output flag, whose parsed value out points at.
+func parseFlags(fs *flag.FlagSet, args []string, out *string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -97,11 +115,8 @@ func (c *commonFlags) parse(fs *flag.FlagSet, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errInput, fs.Arg(0))
 	}
-	if c.out == "" {
+	if *out == "" {
 		return fmt.Errorf("%w: --out DIR is required", errInput)
-	}
-	if c.sites < 0 {
-		return fmt.Errorf("%w: --sites %d, want a positive number (or 0 for the default)", errInput, c.sites)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/eval"
 )
 
@@ -49,7 +50,7 @@ func TestRunWritesFederation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := eval.WriteFederation(want, fed); err != nil {
+		if err := dataset.WriteFederation(want, fed); err != nil {
 			t.Fatal(err)
 		}
 		entries, err := os.ReadDir(want)
@@ -63,7 +64,7 @@ func TestRunWritesFederation(t *testing.T) {
 			a, errA := os.ReadFile(filepath.Join(dir, e.Name()))
 			b, errB := os.ReadFile(filepath.Join(want, e.Name()))
 			if errA != nil || errB != nil || !bytes.Equal(a, b) {
-				t.Errorf("case %d: %s differs from eval's output (%v, %v)", i, e.Name(), errA, errB)
+				t.Errorf("case %d: %s differs from dataset.WriteFederation's output (%v, %v)", i, e.Name(), errA, errB)
 			}
 		}
 	}
@@ -82,6 +83,10 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"healthcare", "--out", "x", "--adversarial", "one"}, `"one" is not a site index`}, // 5
 		{[]string{"benchmark", "--out", "x", "--seed", "-3"}, "invalid value"},                      // 6
 		{[]string{"benchmark", "--out", "x", "extra"}, `unexpected argument "extra"`},               // 7
+		{[]string{"clouds"}, "--out DIR is required"},                                               // 8
+		{[]string{"clouds", "--out", "x", "--n", "10,zero"}, `"zero" is not a positive number`},     // 9
+		{[]string{"clouds", "--out", "x", "--d", "0"}, "D = 0"},                                     // 10
+		{[]string{"clouds", "--out", "x", "--n", "-5"}, `"-5" is not a positive number`},            // 11
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(test.args, &stdout, &stderr); code != exitInput {
@@ -89,6 +94,33 @@ func TestRunErrors(t *testing.T) {
 		}
 		if !strings.Contains(stderr.String(), test.want) {
 			t.Errorf("case %d: stderr %q, want it to contain %q", i, stderr.String(), test.want)
+		}
+	}
+}
+
+// TestCloudsReproduceTestdata: `gendata clouds` writes testdata/ph's blob
+// clouds (made by the Python generator it replaces) byte for byte, so the
+// clouds `make bench-tda` generates are the ones its table was measured on.
+func TestCloudsReproduceTestdata(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"clouds", "--seed", "1", "--n", "80,500,1000", "--out", dir}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, stderr.String())
+	}
+	for i, name := range []string{"blobs_d20_n80_s1.csv", "blobs_d20_n500_s1.csv", "blobs_d20_n1000_s1.csv"} {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatalf("%d: %v", i, err)
+		}
+		want, err := os.ReadFile(filepath.Join("..", "..", "testdata", "ph", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%d: %s differs from testdata/ph/%s", i, name, name)
+		}
+		if !strings.Contains(stdout.String(), filepath.Join(dir, name)) {
+			t.Errorf("%d: stdout %q does not name %s", i, stdout.String(), name)
 		}
 	}
 }

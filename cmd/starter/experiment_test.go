@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/experiments"
 	"github.com/ptopofl/ptopofl/store"
@@ -53,8 +54,8 @@ func TestExperimentPrivacy(t *testing.T) {
 	// Recompute from the federation files written beside the report.
 	for _, fed := range []string{"hc-s1", "bm-s2"} {
 		dir := filepath.Join(out.Out, "federations", fed)
-		var man eval.FederationManifest
-		b, _ := os.ReadFile(filepath.Join(dir, eval.ManifestFile))
+		var man dataset.FederationManifest
+		b, _ := os.ReadFile(filepath.Join(dir, dataset.ManifestFile))
 		if err := json.Unmarshal(b, &man); err != nil {
 			t.Fatal(err)
 		}
@@ -145,8 +146,8 @@ func TestExperimentAdversarial(t *testing.T) {
 	}
 	adversarial := map[string]bool{}
 	for _, fed := range []string{"hc-a000-f00-s1000", "hc-a000-f00-s1001", "hc-a500-f30-s1000", "hc-a500-f30-s1001"} {
-		var man eval.FederationManifest
-		b, err := os.ReadFile(filepath.Join(out.Out, "federations", fed, eval.ManifestFile))
+		var man dataset.FederationManifest
+		b, err := os.ReadFile(filepath.Join(out.Out, "federations", fed, dataset.ManifestFile))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/ptopofl/ptopofl/artifact"
 	"io"
 	"os"
 	"path/filepath"
@@ -30,7 +31,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *out == "" {
 		return inputErrorf("--out FILE.parquet is required")
 	}
-	if err := store.ValidateName(campaign); err != nil {
+	if err := artifact.ValidateName(campaign); err != nil {
 		return inputErrorf("campaign: %v", err)
 	}
 	// The embedded S3 server changes the working directory when it starts:

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/ptopofl/ptopofl/artifact"
 	"io"
 	"strings"
 
 	"github.com/ptopofl/ptopofl/campaign"
-	"github.com/ptopofl/ptopofl/pipeline"
 )
 
 // runHistory prints the per-round table of a campaign from its manifests in
@@ -50,7 +50,7 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			dash(strings.Join(tr, " ")), dash(strings.Join(r.Flagged, ",")), maxDrift, r.MeanAUC, r.MeanAcc, r.SHA256)
 		printArtifactHashes(stdout, r.Artifacts)
 	}
-	fmt.Fprintf(stdout, "manifests  s3://%s/%sround-*/manifest.json\n", e.svc.Store.Bucket(), pipeline.CampaignPrefix(name))
+	fmt.Fprintf(stdout, "manifests  s3://%s/%sround-*/manifest.json\n", e.svc.Store.Bucket(), artifact.CampaignPrefix(name))
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ptopofl/ptopofl/campaign"
+	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/eval"
 )
 
@@ -25,7 +26,7 @@ func smallFederation(t *testing.T) string {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "fed")
-	if err := eval.WriteFederation(dir, fed); err != nil {
+	if err := dataset.WriteFederation(dir, fed); err != nil {
 		t.Fatal(err)
 	}
 	return dir

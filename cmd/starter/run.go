@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/ptopofl/ptopofl/artifact"
 	"io"
 	"strings"
 
 	"github.com/ptopofl/ptopofl/campaign"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
-	"github.com/ptopofl/ptopofl/pipeline"
 )
 
 // stringList is a repeatable string flag.
@@ -164,12 +164,12 @@ func fmtClusters(c map[string]int) string {
 // printWhere says where the campaign's artifacts and manifests are.
 func printWhere(w io.Writer, e *env, name, lastManifest string) {
 	bucket := e.svc.Store.Bucket()
-	fmt.Fprintf(w, "artifacts  s3://%s/%s (history: starter history %s)\n", bucket, pipeline.CampaignPrefix(name), name)
+	fmt.Fprintf(w, "artifacts  s3://%s/%s (history: starter history %s)\n", bucket, artifact.CampaignPrefix(name), name)
 	if lastManifest != "" {
 		fmt.Fprintf(w, "manifest   %s\n", lastManifest)
 	}
 	if e.local != nil {
-		fmt.Fprintf(w, "on disk    %s/s3/%s/%s\n", e.dataDir, bucket, pipeline.CampaignPrefix(name))
+		fmt.Fprintf(w, "on disk    %s/s3/%s/%s\n", e.dataDir, bucket, artifact.CampaignPrefix(name))
 	}
 }
 

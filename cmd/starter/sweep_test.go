@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ptopofl/ptopofl/artifact"
 	"io"
 	"math"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ptopofl/ptopofl/campaign"
+	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/internal/connect"
 	"github.com/ptopofl/ptopofl/pipeline"
@@ -30,7 +32,7 @@ func tinyFederation(t *testing.T, dir, name string, seed uint64) string {
 		t.Fatal(err)
 	}
 	p := filepath.Join(dir, name)
-	if err := eval.WriteFederation(p, fed); err != nil {
+	if err := dataset.WriteFederation(p, fed); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -81,7 +83,7 @@ concurrency: 2
 		t.Fatal(err)
 	}
 	defer e.Close()
-	_, rb, err := e.svc.Store.GetKey(ctx, pipeline.SweepResultsKey("e2e-sweep"))
+	_, rb, err := e.svc.Store.GetKey(ctx, artifact.SweepResultsKey("e2e-sweep"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +91,7 @@ concurrency: 2
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, cb, err := e.svc.Store.GetKey(ctx, pipeline.SweepCurvesKey("e2e-sweep"))
+	_, cb, err := e.svc.Store.GetKey(ctx, artifact.SweepCurvesKey("e2e-sweep"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +116,7 @@ concurrency: 2
 		var auc []float64
 		for round := 1; round <= 3; round++ {
 			var m pipeline.RoundManifest
-			ref, err := e.svc.Store.GetJSONKey(ctx, pipeline.ManifestKey(r.Campaign, round), &m)
+			ref, err := e.svc.Store.GetJSONKey(ctx, artifact.ManifestKey(r.Campaign, round), &m)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +146,7 @@ concurrency: 2
 	}
 	// Every campaign's spec is recorded like a `starter run` campaign's.
 	var spec pipeline.CampaignSpec
-	if _, err := e.svc.Store.GetJSONKey(ctx, pipeline.SpecKey(rows[0].Campaign), &spec); err != nil || spec.Hyperparameters.NSub != 20 {
+	if _, err := e.svc.Store.GetJSONKey(ctx, artifact.SpecKey(rows[0].Campaign), &spec); err != nil || spec.Hyperparameters.NSub != 20 {
 		t.Errorf("spec.json of %s: %v %+v", rows[0].Campaign, err, spec.Hyperparameters)
 	}
 }

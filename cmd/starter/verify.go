@@ -5,9 +5,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/ptopofl/ptopofl/artifact"
 	"io"
-
-	"github.com/ptopofl/ptopofl/store"
 )
 
 // runVerify re-hashes every artifact the campaign's manifests list and
@@ -26,7 +25,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := conn.check(); err != nil {
 		return err
 	}
-	if err := store.ValidateName(name); err != nil {
+	if err := artifact.ValidateName(name); err != nil {
 		return inputErrorf("campaign: %v", err)
 	}
 	if *parallel < 1 {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/ptopofl/ptopofl/artifact"
 	"io"
 	"net/url"
 	"os"
@@ -107,11 +108,11 @@ func TestVerifyExportHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 		manifests = objs.Manifests
-		modelKey = pipeline.ModelKey(c, 2, "site1")
+		modelKey = artifact.ModelKey(c, 2, "site1")
 		if _, modelBytes, err = st.GetKey(ctx, modelKey); err != nil {
 			t.Fatal(err)
 		}
-		if _, m2Bytes, err = st.GetKey(ctx, pipeline.ManifestKey(c, 2)); err != nil {
+		if _, m2Bytes, err = st.GetKey(ctx, artifact.ManifestKey(c, 2)); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -206,42 +207,42 @@ func TestVerifyExportHistory(t *testing.T) {
 		if altered == string(m2Bytes) {
 			t.Fatal("could not alter the manifest")
 		}
-		if _, err := st.Put(ctx, pipeline.ManifestKey(c, 2), []byte(altered)); err != nil {
+		if _, err := st.Put(ctx, artifact.ManifestKey(c, 2), []byte(altered)); err != nil {
 			t.Fatal(err)
 		}
 	})
 	code, rep = verifyJSON(t, dataDir, c)
-	if code != exitFailure || !hasProblem(rep, 3, campaign.ProblemChainBreak, pipeline.ManifestKey(c, 3)) || len(rep.Problems) != 1 {
+	if code != exitFailure || !hasProblem(rep, 3, campaign.ProblemChainBreak, artifact.ManifestKey(c, 3)) || len(rep.Problems) != 1 {
 		t.Errorf("altered round-2 manifest: exit %d, %+v", code, rep)
 	}
 
 	// Restore it; alter the last manifest: nothing chains to it, but
 	// Temporal's record of the campaign names its sha256.
 	onStack(t, dataDir, func(ctx context.Context, st *store.Store, mc *minio.Client) {
-		if _, err := st.Put(ctx, pipeline.ManifestKey(c, 2), m2Bytes); err != nil {
+		if _, err := st.Put(ctx, artifact.ManifestKey(c, 2), m2Bytes); err != nil {
 			t.Fatal(err)
 		}
-		_, m3, err := st.GetKey(ctx, pipeline.ManifestKey(c, 3))
+		_, m3, err := st.GetKey(ctx, artifact.ManifestKey(c, 3))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.Put(ctx, pipeline.ManifestKey(c, 3), append(m3, '\n')); err != nil {
+		if _, err := st.Put(ctx, artifact.ManifestKey(c, 3), append(m3, '\n')); err != nil {
 			t.Fatal(err)
 		}
 	})
 	code, rep = verifyJSON(t, dataDir, c)
-	if code != exitFailure || !hasProblem(rep, 3, campaign.ProblemTipMismatch, pipeline.ManifestKey(c, 3)) || len(rep.Problems) != 1 {
+	if code != exitFailure || !hasProblem(rep, 3, campaign.ProblemTipMismatch, artifact.ManifestKey(c, 3)) || len(rep.Problems) != 1 {
 		t.Errorf("altered last manifest: exit %d, %+v", code, rep)
 	}
 
 	// Delete round 2's manifest: reported missing, by name.
 	onStack(t, dataDir, func(ctx context.Context, st *store.Store, mc *minio.Client) {
-		if err := mc.RemoveObject(ctx, st.Bucket(), pipeline.ManifestKey(c, 2), minio.RemoveObjectOptions{}); err != nil {
+		if err := mc.RemoveObject(ctx, st.Bucket(), artifact.ManifestKey(c, 2), minio.RemoveObjectOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	})
 	code, stdout, _ = runCLI("verify", c, "--local", "--data-dir", dataDir)
-	if code != exitFailure || !strings.Contains(stdout, "round 2  missing_manifest  "+pipeline.ManifestKey(c, 2)) {
+	if code != exitFailure || !strings.Contains(stdout, "round 2  missing_manifest  "+artifact.ManifestKey(c, 2)) {
 		t.Errorf("deleted manifest: exit %d\n%s", code, stdout)
 	}
 

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/store"
 )
 
@@ -61,7 +62,7 @@ func TestStackResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := st.Put(ctx, store.SpecKey("resume"), []byte(`{"rounds":3}`))
+	ref, err := st.Put(ctx, artifact.SpecKey("resume"), []byte(`{"rounds":3}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
@@ -69,7 +70,7 @@ func TestRoundDeadlineOnRealServer(t *testing.T) {
 		t.Errorf("campaign took %v, less than the %v deadline the hung site should have cost", took, deadline)
 	}
 	var m pipeline.RoundManifest
-	if _, err := s.store.GetJSONKey(ctx, pipeline.ManifestKey(spec.Campaign, 1), &m); err != nil {
+	if _, err := s.store.GetJSONKey(ctx, artifact.ManifestKey(spec.Campaign, 1), &m); err != nil {
 		t.Fatal(err)
 	}
 	want := pipeline.SiteDrop{Site: "client2", Phase: pipeline.PhaseTrain, Reason: pipeline.DropTimeout,

@@ -3,12 +3,14 @@ package workers_test
 import (
 	"context"
 	"fmt"
+	"github.com/ptopofl/ptopofl/artifact"
 	"slices"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
@@ -35,7 +37,7 @@ func TestLabelAwareDetectorThroughPipeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.dataDir = t.TempDir()
-	if err := eval.WriteFederation(s.dataDir, fed); err != nil {
+	if err := dataset.WriteFederation(s.dataDir, fed); err != nil {
 		t.Fatal(err)
 	}
 	var sites []pipeline.Site
@@ -72,7 +74,7 @@ func TestLabelAwareDetectorThroughPipeline(t *testing.T) {
 	}
 	for round := 1; round <= 2; round++ {
 		var m pipeline.RoundManifest
-		if _, err := s.store.GetJSONKey(ctx, pipeline.ManifestKey(spec.Campaign, round), &m); err != nil {
+		if _, err := s.store.GetJSONKey(ctx, artifact.ManifestKey(spec.Campaign, round), &m); err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(m.Flagged, want) {
@@ -87,7 +89,7 @@ func TestLabelAwareDetectorThroughPipeline(t *testing.T) {
 	}
 	t.Run("privacy", func(t *testing.T) { checkPrivacy(t, s, sims, []string{spec.Campaign}, spec.Rounds) })
 	for _, site := range sites {
-		_, b, err := s.store.GetKey(ctx, pipeline.DescriptorKey(spec.Campaign, 1, site.Name))
+		_, b, err := s.store.GetKey(ctx, artifact.DescriptorKey(spec.Campaign, 1, site.Name))
 		if err != nil {
 			t.Fatal(fmt.Errorf("site %s: %w", site.Name, err))
 		}

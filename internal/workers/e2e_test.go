@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ptopofl/ptopofl/aggregation"
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/internal/devstack"
@@ -264,7 +265,7 @@ func TestCampaignMatchesSimulate(t *testing.T) {
 			}
 			// The model each site holds after round 15, from the store.
 			var m pipeline.RoundManifest
-			if _, err := s.store.GetJSONKey(ctx, pipeline.ManifestKey(spec.Campaign, 15), &m); err != nil {
+			if _, err := s.store.GetJSONKey(ctx, artifact.ManifestKey(spec.Campaign, 15), &m); err != nil {
 				t.Fatal(err)
 			}
 			held := map[string]pipeline.ArtifactRef{}
@@ -278,7 +279,7 @@ func TestCampaignMatchesSimulate(t *testing.T) {
 				if !ok {
 					t.Fatalf("manifest of round 15 has no site model for %s", site.Name)
 				}
-				got, err := s.store.GetModel(ctx, store.ArtifactRef(ref))
+				got, err := s.store.GetModel(ctx, artifact.Ref(ref))
 				if err != nil {
 					t.Fatal(err)
 				}

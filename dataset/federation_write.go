@@ -1,4 +1,4 @@
-package eval
+package dataset
 
 import (
 	"bufio"
@@ -10,11 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/tda"
 )
 
 // ManifestFile is the name of the manifest WriteFederation writes beside the
-// site files.
+// site files, and whose site order DiscoverFederation follows.
 const ManifestFile = "federation.json"
 
 // FederationManifest is the content of federation.json: what was generated,
@@ -41,7 +42,8 @@ type SiteManifest struct {
 }
 
 // ShiftManifest names a site whose rows change after AfterRound, and the
-// files holding its post-shift rows.
+// files holding its post-shift rows, relative to the federation directory
+// with "/" separators ("from-round-0006/site3_train.csv", see ShiftDir).
 type ShiftManifest struct {
 	Name       string `json:"name"`
 	AfterRound int    `json:"after_round"`
@@ -49,8 +51,8 @@ type ShiftManifest struct {
 	TestFile   string `json:"test_file"`
 }
 
-// Manifest returns the manifest describing f.
-func (f Federation) Manifest() FederationManifest {
+// NewManifest returns the manifest WriteFederation writes for f.
+func NewManifest(f eval.Federation) FederationManifest {
 	m := FederationManifest{Generator: f.Generator, Seed: f.Seed, Features: f.Features}
 	for _, s := range f.Sites {
 		m.Sites = append(m.Sites, SiteManifest{
@@ -58,7 +60,7 @@ func (f Federation) Manifest() FederationManifest {
 			NTrain:        len(s.YTrain),
 			NTest:         len(s.YTest),
 			IsAdversarial: s.IsAdversarial,
-			Flipped:       countDiffering(s.YTrain, s.CleanYTrain) + countDiffering(s.YTest, s.CleanYTest),
+			Flipped:       s.Flipped(),
 			PositiveRate:  s.PositiveRate,
 		})
 	}
@@ -66,36 +68,30 @@ func (f Federation) Manifest() FederationManifest {
 		m.Shift = append(m.Shift, ShiftManifest{
 			Name:       s.Name,
 			AfterRound: s.AfterRound,
-			TrainFile:  s.Name + "_shifted_train.csv",
-			TestFile:   s.Name + "_shifted_test.csv",
+			TrainFile:  shiftFile(s.AfterRound, s.Name, TrainSplit),
+			TestFile:   shiftFile(s.AfterRound, s.Name, TestSplit),
 		})
 	}
 	return m
 }
 
-// countDiffering counts the positions where a and clean differ; a nil clean
-// means no flips.
-func countDiffering(a, clean []int) int {
-	n := 0
-	for i := range clean {
-		if a[i] != clean[i] {
-			n++
-		}
-	}
-	return n
+// shiftFile is the path, relative to the federation directory, of a
+// shifted site's split: the data replace the originals from the round after
+// the last one that sees them.
+func shiftFile(afterRound int, site, split string) string {
+	return fmt.Sprintf("%s%04d/%s_%s.csv", ShiftDirPrefix, afterRound+1, site, split)
 }
 
-// WriteFederation writes f into dir (created if missing): for every site
-// `<site>_train.csv` and `<site>_test.csv` in the golden data's format
-// (EncodeSiteCSV), `<site>_shifted_train.csv`/`_test.csv` for shifted
-// sites, and the manifest federation.json. The bytes depend only on f, so
-// a generator seed always yields the same directory. Existing files of the
-// same names are overwritten.
-//
-// This is the one file-writing entry point of the package, kept here so
-// the generator and its on-disk format live together; the encoders it uses
-// write to any io.Writer.
-func WriteFederation(dir string, f Federation) error {
+// WriteFederation writes the generated federation f into dir (created if
+// missing) in the layout the site workers read: for every site
+// "<site>_train.csv" and "<site>_test.csv" in the golden data's format
+// (EncodeSiteCSV); for a site hit by a continual shift, its post-shift rows
+// (with the site's labels) as "from-round-NNNN/<site>_train.csv" and
+// "_test.csv", NNNN the first round that sees them (ShiftDir); and the
+// manifest federation.json. The bytes depend only on f, so a generator seed
+// always yields the same directory. Existing files of the same names are
+// overwritten.
+func WriteFederation(dir string, f eval.Federation) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write federation: %w", err)
 	}
@@ -108,32 +104,37 @@ func WriteFederation(dir string, f Federation) error {
 		}
 	}
 	for _, s := range f.Shifted {
+		if s.Site < 0 || s.Site >= len(f.Sites) {
+			return fmt.Errorf("write federation: shifted site %s: index %d, want one of the %d sites", s.Name, s.Site, len(f.Sites))
+		}
 		base := f.Sites[s.Site]
-		if err := writeSiteFile(dir, s.Name+"_shifted_train.csv", s.XTrain, base.YTrain); err != nil {
+		if err := os.MkdirAll(ShiftDir(dir, s.AfterRound+1), 0o755); err != nil {
+			return fmt.Errorf("write federation: %w", err)
+		}
+		if err := writeSiteFile(dir, shiftFile(s.AfterRound, s.Name, TrainSplit), s.XTrain, base.YTrain); err != nil {
 			return err
 		}
-		if err := writeSiteFile(dir, s.Name+"_shifted_test.csv", s.XTest, base.YTest); err != nil {
+		if err := writeSiteFile(dir, shiftFile(s.AfterRound, s.Name, TestSplit), s.XTest, base.YTest); err != nil {
 			return err
 		}
 	}
 	var buf bytes.Buffer
-	if err := EncodeManifest(&buf, f.Manifest()); err != nil {
+	if err := EncodeManifest(&buf, NewManifest(f)); err != nil {
 		return fmt.Errorf("write federation: %w", err)
 	}
-	path := filepath.Join(dir, ManifestFile)
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, ManifestFile), buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("write federation: %w", err)
 	}
 	return nil
 }
 
+// writeSiteFile writes one split; name is relative to dir, "/"-separated.
 func writeSiteFile(dir, name string, X [][]float64, y []int) error {
-	path := filepath.Join(dir, name)
 	var buf bytes.Buffer
 	if err := EncodeSiteCSV(&buf, X, y); err != nil {
 		return fmt.Errorf("write federation: %s: %w", name, err)
 	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(name)), buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("write federation: %w", err)
 	}
 	return nil
@@ -188,6 +189,35 @@ func EncodeSiteCSV(w io.Writer, X [][]float64, y []int) error {
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("encode site csv: %w", err)
+	}
+	return nil
+}
+
+// EncodePointsCSV writes a point cloud as CSV without a header, one point
+// per line ending in "\n", coordinates separated by "," and formatted as
+// Python's repr formats a float (tda.FormatFloat): the format of
+// testdata/ph's clouds, which ReadCSV, `tda diagram` and Ripser's
+// point-cloud reader all take. Points must all have the first point's
+// length.
+func EncodePointsCSV(w io.Writer, pts [][]float64) error {
+	bw := bufio.NewWriter(w)
+	var line []byte
+	for i, p := range pts {
+		if len(p) != len(pts[0]) {
+			return fmt.Errorf("encode points csv: point %d has %d coordinates, want %d", i, len(p), len(pts[0]))
+		}
+		line = line[:0]
+		for j, v := range p {
+			if j > 0 {
+				line = append(line, ',')
+			}
+			line = append(line, tda.FormatFloat(v)...)
+		}
+		line = append(line, '\n')
+		bw.Write(line)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("encode points csv: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,131 @@
+package artifact
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestKeys(t *testing.T) {
+	for i, tc := range []struct{ got, want string }{
+		{SpecKey("c1"), "campaigns/c1/spec.json"},                                                    // 0: DESIGN §4
+		{DescriptorKey("c1", 7, "site-a"), "campaigns/c1/round-0007/descriptors/site-a.parquet"},     // 1: DESIGN §4
+		{ModelKey("c1", 0, "s_2"), "campaigns/c1/round-0000/models/s_2.parquet"},                     // 2: DESIGN §4
+		{AggregateKey("c1", 12, "cluster-1"), "campaigns/c1/round-0012/aggregate/cluster-1.parquet"}, // 3
+		{ManifestKey("c1", 7), "campaigns/c1/round-0007/manifest.json"},                              // 4
+		{MetricsKey("c1", 7, "a"), "campaigns/c1/round-0007/metrics/a.parquet"},                      // 5
+		{RoundPrefix("c1", 12345), "campaigns/c1/round-12345/"},                                      // 6: wider past 9999
+		{SiteStateKey("hc", 3, "client1"), "campaigns/hc/round-0003/state/client1.parquet"},          // 7
+		{ControlKey("hc", 3, "client1"), "campaigns/hc/round-0003/control/client1.parquet"},          // 8
+		{ClusteringKey("hc", 3), "campaigns/hc/round-0003/clustering.parquet"},                       // 9
+		{ServerStateKey("hc", 3), "campaigns/hc/round-0003/server-state.parquet"},                    // 10
+		{CampaignPrefix("hc"), "campaigns/hc/"},                                                      // 11
+		{SweepSpecKey("grid"), "sweeps/grid/spec.json"},                                              // 12
+		{SweepResultsKey("grid"), "sweeps/grid/results.parquet"},                                     // 13: DESIGN §4
+		{SweepCurvesKey("grid"), "sweeps/grid/curves.parquet"},                                       // 14
+		{SweepPrefix("grid"), "sweeps/grid/"},                                                        // 15
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%d: got %q, want %q", i, tc.got, tc.want)
+		}
+	}
+}
+
+func TestParseRoundPrefix(t *testing.T) {
+	for i, tc := range []struct {
+		key   string
+		round int
+		ok    bool
+	}{
+		{ManifestKey("c1", 7), 7, true},          // 0
+		{RoundPrefix("c1", 12345), 12345, true},  // 1
+		{SpecKey("c1"), 0, false},                // 2: not under a round
+		{"campaigns/c1/round-12/x", 0, false},    // 3: fewer than four digits
+		{"campaigns/c2/round-0001/x", 0, false},  // 4: another campaign
+		{"campaigns/c1/round-00a1/x", 0, false},  // 5: not a number
+		{"campaigns/c1/round-0001", 0, false},    // 6: no folder
+		{"campaigns/c10/round-0001/x", 0, false}, // 7: a campaign whose name extends c1
+	} {
+		r, ok := ParseRoundPrefix("c1", tc.key)
+		if r != tc.round || ok != tc.ok {
+			t.Errorf("%d: ParseRoundPrefix(%q) = %d, %v; want %d, %v", i, tc.key, r, ok, tc.round, tc.ok)
+		}
+	}
+}
+
+func TestValidateName(t *testing.T) {
+	for i, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"a", true},                                // 0
+		{"site-01", true},                          // 1
+		{"Hospital_B.v2", true},                    // 2
+		{"9lives", true},                           // 3: a digit may start a name
+		{strings.Repeat("x", MaxNameLen), true},    // 4: the longest
+		{strings.Repeat("x", MaxNameLen+1), false}, // 5: one too long
+		{"", false},                                // 6
+		{".", false},                               // 7
+		{"..", false},                              // 8
+		{".hidden", false},                         // 9
+		{"-flag", false},                           // 10: read as a flag by a command line
+		{"_x", false},                              // 11
+		{"a/b", false},                             // 12: a key separator
+		{"a b", false},                             // 13
+		{"é", false},                               // 14: not ASCII
+		{"site\n", false},                          // 15: a trailing newline
+	} {
+		err := ValidateName(tc.name)
+		if (err == nil) != tc.ok {
+			t.Errorf("%d: ValidateName(%q) = %v, want ok %v", i, tc.name, err, tc.ok)
+		}
+	}
+}
+
+// TestValidateNameText pins the message: CampaignSpec.Validate wraps it and
+// workflows record that text in their histories.
+func TestValidateNameText(t *testing.T) {
+	got := ValidateName("a b").Error()
+	want := `"a b": must be 1-64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit`
+	if got != want {
+		t.Errorf("ValidateName text %q, want %q", got, want)
+	}
+}
+
+func TestKeyPanicsOnInvalidName(t *testing.T) {
+	for i, f := range []func(){
+		func() { DescriptorKey("c", 1, "../x") },
+		func() { SpecKey("") },
+		func() { RoundPrefix("c", -1) },
+		func() { SweepPrefix("a/b") },
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.HasPrefix(r.(string), "artifact: ") {
+					t.Errorf("%d: recovered %v, want an artifact panic", i, r)
+				}
+			}()
+			f()
+		}()
+	}
+}
+
+// TestRefJSON pins the encoding of a Ref: it is inside every workflow
+// history and every manifest, whose sha256 chain depends on its bytes.
+func TestRefJSON(t *testing.T) {
+	r := Ref{Bucket: "ptopofl", Key: ManifestKey("hc", 1), SHA256: "ab01", Size: 42}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"bucket":"ptopofl","key":"campaigns/hc/round-0001/manifest.json","sha256":"ab01","size":42}`
+	if string(b) != want {
+		t.Errorf("JSON %s, want %s", b, want)
+	}
+	if got := r.String(); got != "s3://ptopofl/campaigns/hc/round-0001/manifest.json" {
+		t.Errorf("String() = %q", got)
+	}
+	if r.IsZero() || !(Ref{}).IsZero() {
+		t.Error("IsZero is wrong")
+	}
+}

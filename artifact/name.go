@@ -1,0 +1,58 @@
+package artifact
+
+import "fmt"
+
+// MaxNameLen is the longest campaign, site, sweep, federation or aggregate
+// target name, in bytes.
+//
+// It is 64, not 128, for three reasons. Every campaign and site name that
+// ever entered the pipeline was already held to 64 by
+// CampaignSpec.Validate, so 64 rejects no stored name; 128 was only the
+// store's looser check at key time, which let through names no campaign
+// could hold. A name is repeated inside longer identifiers with their own
+// limits: the round workflow ID "<sweep>/<campaign>/round-0007", the task
+// queue "ptopofl-site-<site>" and keys such as
+// "campaigns/<campaign>/round-0007/aggregate/<site>.parquet" stay far below
+// Temporal's 1,000-byte IDs and S3's 1,024-byte keys with two names of 64.
+// And the names of a sweep's campaigns are built to fit 64 (see
+// pipeline.SweepSpec.Campaigns), which is readable in a terminal column.
+const MaxNameLen = 64
+
+// ValidateName reports whether name may be a campaign, site, sweep,
+// federation or aggregate target name: 1 to MaxNameLen characters of
+// A-Z a-z 0-9 . _ -, starting with a letter or a digit. The first character
+// rules out ".", ".." and hidden files, and "-" that a command line would
+// read as a flag; the alphabet is safe in an S3 key, a file name, a task
+// queue and a workflow ID without escaping.
+//
+// The error quotes the name but not the field it came from; callers prefix
+// the field, e.g. fmt.Errorf("campaign %w", err).
+func ValidateName(name string) error {
+	ok := len(name) >= 1 && len(name) <= MaxNameLen && isAlnum(name[0])
+	for i := 1; ok && i < len(name); i++ {
+		c := name[i]
+		ok = isAlnum(c) || c == '.' || c == '_' || c == '-'
+	}
+	if !ok {
+		return fmt.Errorf("%q: must be 1-%d characters of A-Z a-z 0-9 . _ - starting with a letter or digit", name, MaxNameLen)
+	}
+	return nil
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func mustName(what, name string) string {
+	if err := ValidateName(name); err != nil {
+		panic("artifact: invalid " + what + " name " + err.Error())
+	}
+	return name
+}
+
+func mustRound(round int) int {
+	if round < 0 {
+		panic(fmt.Sprintf("artifact: negative round %d", round))
+	}
+	return round
+}

@@ -1,0 +1,225 @@
+package store
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/ptopofl/ptopofl/artifact"
+)
+
+// Artifacts are immutable and named by their sha256, so the bytes of an
+// artifact this Store wrote or read once can serve a later read of the same
+// reference without another round trip to S3. Most reads of a round are of
+// that kind: a site reads back the state it wrote last round and the model
+// the aggregation wrote (in process, with `starter run --local`, where every
+// worker shares one Store); the aggregation reads the models the sites
+// wrote. What is cached is only ever what S3 holds under the same reference
+// (bucket, key, sha256, size), and a read that misses goes to S3 and is
+// checked against its sha256 as always.
+//
+// Only the *Cached methods use the cache. Get, GetKey and the typed readers
+// always go to S3, so a check of what a bucket holds (starter verify) is
+// never answered from memory.
+
+const (
+	blobCacheBytes   = 64 << 20 // total, least recently used evicted first
+	blobCacheMaxItem = 4 << 20  // larger artifacts are not cached
+)
+
+type blobKey struct {
+	bucket, key, sha256 string
+	size                int64
+}
+
+type blobEntry struct {
+	k blobKey
+	b []byte
+	// decoded is the artifact's bytes decoded once (model parameters or
+	// vector records), so a hit skips the parquet decoding too. Readers
+	// get deep copies of it.
+	decoded any
+}
+
+// blobCache is a least-recently-used cache of artifact bytes, bounded in
+// total bytes and per item; it is safe for concurrent use.
+type blobCache struct {
+	mu           sync.Mutex
+	max, maxItem int64
+	used         int64
+	order        *list.List // front: most recently used *blobEntry
+	items        map[blobKey]*list.Element
+	hits, misses int64
+}
+
+func newBlobCache(max, maxItem int64) *blobCache {
+	return &blobCache{max: max, maxItem: maxItem, order: list.New(), items: map[blobKey]*list.Element{}}
+}
+
+func (c *blobCache) get(k blobKey) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.items[k]; ok {
+		c.order.MoveToFront(e)
+		c.hits++
+		return e.Value.(*blobEntry).b, true
+	}
+	c.misses++
+	return nil, false
+}
+
+func (c *blobCache) add(k blobKey, b []byte) {
+	if int64(len(b)) > c.maxItem || int64(len(b)) != k.size {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.items[k]; ok {
+		c.order.MoveToFront(e)
+		return
+	}
+	c.items[k] = c.order.PushFront(&blobEntry{k: k, b: b})
+	c.used += int64(len(b))
+	for c.used > c.max {
+		e := c.order.Back()
+		be := e.Value.(*blobEntry)
+		c.order.Remove(e)
+		delete(c.items, be.k)
+		c.used -= int64(len(be.b))
+	}
+}
+
+func (c *blobCache) getDecoded(k blobKey) any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.items[k]; ok {
+		c.order.MoveToFront(e)
+		return e.Value.(*blobEntry).decoded
+	}
+	return nil
+}
+
+// setDecoded attaches v to k's entry, if k is still cached.
+func (c *blobCache) setDecoded(k blobKey, v any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.items[k]; ok {
+		e.Value.(*blobEntry).decoded = v
+	}
+}
+
+func (s *Store) blobKey(r artifact.Ref) blobKey {
+	b := r.Bucket
+	if b == "" {
+		b = s.bucket
+	}
+	return blobKey{bucket: b, key: r.Key, sha256: r.SHA256, size: r.Size}
+}
+
+// GetCached is Get through the Store's cache of recently written and read
+// artifacts. The caller must not change the bytes it gets.
+func (s *Store) GetCached(ctx context.Context, ref artifact.Ref) ([]byte, error) {
+	k := s.blobKey(ref)
+	if b, ok := s.cache.get(k); ok {
+		return b, nil
+	}
+	b, err := s.Get(ctx, ref) // checks size and sha256
+	if err != nil {
+		return nil, err
+	}
+	s.cache.add(k, b)
+	return b, nil
+}
+
+// PutCached is Put, remembering what was written for GetCached. The caller
+// must not change data afterwards.
+func (s *Store) PutCached(ctx context.Context, key string, data []byte) (artifact.Ref, error) {
+	ref, err := s.Put(ctx, key, data)
+	if err != nil {
+		return ref, err
+	}
+	s.cache.add(s.blobKey(ref), data)
+	return ref, nil
+}
+
+// PutModelCached encodes rec, writes it at key like PutCached, and caches
+// its parameters as the decoded value, so a reader through this Store (the
+// aggregation reading a site's model, a site reading its aggregate) skips
+// the parquet decoding too. The plain encoding stores each float64's bits,
+// so what GetModelParamsCached would decode is exactly rec.Params.
+func (s *Store) PutModelCached(ctx context.Context, key string, rec ModelRecord) (artifact.Ref, error) {
+	b, err := EncodeModel(rec)
+	if err != nil {
+		return artifact.Ref{}, err
+	}
+	ref, err := s.PutCached(ctx, key, b)
+	if err != nil {
+		return ref, err
+	}
+	s.cache.setDecoded(s.blobKey(ref), slices.Clone(rec.Params))
+	return ref, nil
+}
+
+// GetModelParamsCached returns the parameters of the model ref points at,
+// from the cache or by reading and decoding it. The slice is the caller's.
+func (s *Store) GetModelParamsCached(ctx context.Context, ref artifact.Ref) ([]float64, error) {
+	return getDecoded(ctx, s, ref, func(b []byte) ([]float64, error) {
+		m, err := DecodeModel(b)
+		if err != nil {
+			return nil, fmt.Errorf("decode %s: %w", ref.Key, err)
+		}
+		return m.Params, nil
+	}, slices.Clone[[]float64])
+}
+
+// GetVectorsCached returns the vector records ref points at, from the cache
+// or by reading and decoding them. The records are the caller's.
+func (s *Store) GetVectorsCached(ctx context.Context, ref artifact.Ref) ([]VectorRecord, error) {
+	return getDecoded(ctx, s, ref, func(b []byte) ([]VectorRecord, error) {
+		recs, err := DecodeVectors(b)
+		if err != nil {
+			return nil, fmt.Errorf("decode %s: %w", ref.Key, err)
+		}
+		return recs, nil
+	}, cloneVectorRecords)
+}
+
+// getDecoded returns what ref decodes to, from the cache or by reading and
+// decoding it (and then caching a private copy); clone makes the copies,
+// so no caller ever shares memory with the cache or with another caller.
+func getDecoded[T any](ctx context.Context, s *Store, ref artifact.Ref, decode func([]byte) (T, error), clone func(T) T) (T, error) {
+	k := s.blobKey(ref)
+	if v, ok := s.cache.getDecoded(k).(T); ok {
+		return clone(v), nil
+	}
+	var zero T
+	b, err := s.GetCached(ctx, ref)
+	if err != nil {
+		return zero, err
+	}
+	v, err := decode(b)
+	if err != nil {
+		return zero, err
+	}
+	s.cache.setDecoded(k, clone(v))
+	return v, nil
+}
+
+func cloneVectorRecords(recs []VectorRecord) []VectorRecord {
+	if recs == nil {
+		return nil
+	}
+	out := make([]VectorRecord, len(recs))
+	for i, r := range recs {
+		out[i] = r
+		if r.Vectors != nil {
+			out[i].Vectors = make(map[string][]float64, len(r.Vectors))
+			for name, v := range r.Vectors {
+				out[i].Vectors[name] = slices.Clone(v)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,109 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/ptopofl/ptopofl/artifact"
+)
+
+func TestBlobCacheEvictsLeastRecentlyUsed(t *testing.T) {
+	c := newBlobCache(10, 6)
+	k := func(key string, n int) blobKey { return blobKey{bucket: "b", key: key, sha256: key, size: int64(n)} }
+	c.add(k("a", 4), make([]byte, 4))
+	c.add(k("b", 4), make([]byte, 4))
+	if _, ok := c.get(k("a", 4)); !ok { // a is now the most recent
+		t.Fatal("a missing")
+	}
+	c.add(k("c", 4), make([]byte, 4)) // 12 > 10: evicts b
+	if _, ok := c.get(k("b", 4)); ok {
+		t.Error("b should have been evicted")
+	}
+	for _, key := range []string{"a", "c"} {
+		if _, ok := c.get(k(key, 4)); !ok {
+			t.Errorf("%s missing", key)
+		}
+	}
+	c.add(k("big", 7), make([]byte, 7)) // over maxItem: not cached
+	if _, ok := c.get(k("big", 7)); ok {
+		t.Error("an item over maxItem was cached")
+	}
+	c.add(k("short", 5), make([]byte, 4)) // size disagrees with its ref: not cached
+	if _, ok := c.get(k("short", 5)); ok {
+		t.Error("bytes whose length differs from the ref's size were cached")
+	}
+	if c.used != 8 {
+		t.Errorf("used = %d, want 8", c.used)
+	}
+}
+
+// TestModelParamsSurviveEncoding is PutModelCached's premise: decoding an encoded
+// model gives back its parameters bit for bit, so caching rec.Params as the
+// decoded value at put time is what a reader would decode.
+func TestModelParamsSurviveEncoding(t *testing.T) {
+	params := []float64{0, math.Copysign(0, -1), 1, -1.5, math.SmallestNonzeroFloat64, -math.SmallestNonzeroFloat64,
+		math.MaxFloat64, -math.MaxFloat64, 0.1 + 0.2, 1e-300, math.Nextafter(1, 2)}
+	b, err := EncodeModel(ModelRecord{Campaign: "c", Round: 1, Site: "s", Method: "fedavg", Kind: KindModel, Params: params})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := DecodeModel(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Params) != len(params) {
+		t.Fatalf("%d params decoded, %d encoded", len(m.Params), len(params))
+	}
+	for i := range params {
+		if math.Float64bits(m.Params[i]) != math.Float64bits(params[i]) {
+			t.Errorf("param %d: decoded %v (%#x), encoded %v (%#x)", i, m.Params[i], math.Float64bits(m.Params[i]), params[i], math.Float64bits(params[i]))
+		}
+	}
+}
+
+// TestCachedReadsAreCopies: what the *Cached readers return is the caller's
+// to change, and the uncached readers still see what S3 holds.
+func TestCachedReadsAreCopies(t *testing.T) {
+	ctx := context.Background()
+	key := artifact.ModelKey("cached", 1, "s1")
+	ref, err := testStore.PutModelCached(ctx, key, ModelRecord{Campaign: "cached", Round: 1, Site: "s1", Method: "fedavg", Kind: KindModel, Params: []float64{1, 2, 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := testStore.GetModelParamsCached(ctx, ref)
+	if err != nil || !slices.Equal(p, []float64{1, 2, 3}) {
+		t.Fatalf("GetModelParamsCached = %v, %v", p, err)
+	}
+	p[0] = 99
+	if p2, _ := testStore.GetModelParamsCached(ctx, ref); p2[0] != 1 {
+		t.Errorf("a caller's change reached the cache: %v", p2)
+	}
+	// Overwrite the object behind the ref's back: Get reports it although
+	// the cache still holds the old bytes.
+	if _, err := testStore.PutModel(ctx, ModelRecord{Campaign: "cached", Round: 1, Site: "s1", Kind: KindModel, Params: []float64{4}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testStore.Get(ctx, ref); !errors.Is(err, ErrIntegrity) {
+		t.Errorf("Get after tampering: err = %v, want ErrIntegrity", err)
+	}
+
+	vkey := artifact.ControlKey("cached", 1, "s1")
+	b, err := EncodeVectors([]VectorRecord{{Campaign: "cached", Round: 1, Site: "s1", Method: "scaffold", Kind: "control", Vectors: map[string][]float64{"c": {5, 6}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vref, err := testStore.PutCached(ctx, vkey, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		recs, err := testStore.GetVectorsCached(ctx, vref)
+		if err != nil || len(recs) != 1 || !slices.Equal(recs[0].Vectors["c"], []float64{5, 6}) {
+			t.Fatalf("%d: GetVectorsCached = %v, %v", i, recs, err)
+		}
+		recs[0].Vectors["c"][0] = 99
+	}
+}
