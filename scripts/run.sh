@@ -17,7 +17,7 @@ ROUNDS=${ROUNDS:-15}
 SEED=${SEED:-42}
 PRESET=${PRESET:-default}
 PARALLEL=${PARALLEL:-3}
-METHODS=${METHODS:-ptopofl,fedavg,fedprox,scaffold,pfedme,local,median,trimmed-mean,krum}
+METHODS=${METHODS:-ptopofl,fedavg,fedprox,scaffold,pfedme,local,median,trimmed-mean,krum,foolsgold,norm-clip}
 FED="$RUN_DIR/federation"
 DATA="$RUN_DIR/local"
 

@@ -161,15 +161,21 @@ func fmtClusters(c map[string]int) string {
 	return strings.Join(parts, " ")
 }
 
-// printWhere says where the campaign's artifacts and manifests are.
+// printWhere says where the campaign's artifacts and manifests are. name
+// is a campaign name, or a placeholder such as "<campaign>" for a table
+// of campaigns (printed as is, not built into a key).
 func printWhere(w io.Writer, e *env, name, lastManifest string) {
 	bucket := e.svc.Store.Bucket()
-	fmt.Fprintf(w, "artifacts  s3://%s/%s (history: starter history %s)\n", bucket, artifact.CampaignPrefix(name), name)
+	prefix := "campaigns/" + name + "/"
+	if artifact.ValidateName(name) == nil {
+		prefix = artifact.CampaignPrefix(name)
+	}
+	fmt.Fprintf(w, "artifacts  s3://%s/%s (history: starter history %s)\n", bucket, prefix, name)
 	if lastManifest != "" {
 		fmt.Fprintf(w, "manifest   %s\n", lastManifest)
 	}
 	if e.local != nil {
-		fmt.Fprintf(w, "on disk    %s/s3/%s/%s\n", e.dataDir, bucket, artifact.CampaignPrefix(name))
+		fmt.Fprintf(w, "on disk    %s/s3/%s/%s\n", e.dataDir, bucket, prefix)
 	}
 }
 

@@ -253,6 +253,7 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 //     inline, whatever the number of children, instead of by a system
 //     workflow for ten or more: there is no worker service to run one.
 //   - No tally of externally stored payloads (see below).
+//   - As many concurrent long polls as site workers need (below).
 //   - One partition per task queue: with the default four, a task written
 //     to a partition without a waiting poller is forwarded to the root at
 //     most matching.forwarderMaxRatePerSecond (10) times a second, and
@@ -280,6 +281,12 @@ func dynamicConfig() dynamicconfig.StaticClient {
 
 		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  v(1),
 		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): v(1),
+
+		// Every site worker holds long polls open on its own task queue;
+		// the default of 1,200 concurrent long polls per API and namespace
+		// refused the polls of a 130-federation sweep's 1,040 in-process
+		// site workers (two pollers each), and its campaigns never started.
+		dynamicconfig.FrontendMaxConcurrentLongRunningRequestsPerInstance.Key(): v(1 << 20),
 	}
 }
 
