@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ptopofl/ptopofl/campaign"
+	"github.com/ptopofl/ptopofl/eval"
 )
 
 // parseVariant parses "LABEL:METHOD:name=v,name=v" (an ablation such as
@@ -145,17 +146,20 @@ func campaignNames(rs []campaign.Result) string {
 	return strings.Join(names, " ")
 }
 
+// printTable prints one row per campaign. Its "settled" column is the
+// round from which the mean AUC stays within eval.SettlingTolerance of its
+// final value (eval.SettlingRound): how long a method is still moving.
 func printTable(w io.Writer, rs []campaign.Result, errs []error) {
-	fmt.Fprintf(w, "%-16s %9s %9s %6s  %-12s %s\n", "method", "final AUC", "accuracy", "conv", "flagged", "campaign")
+	fmt.Fprintf(w, "%-16s %9s %9s %7s  %-12s %s\n", "method", "final AUC", "accuracy", "settled", "flagged", "campaign")
 	for i, r := range rs {
 		if errs[i] != nil {
-			fmt.Fprintf(w, "%-16s %9s %9s %6s  %-12s failed: %v\n", r.Label, "-", "-", "-", "-", errs[i])
+			fmt.Fprintf(w, "%-16s %9s %9s %7s  %-12s failed: %v\n", r.Label, "-", "-", "-", "-", errs[i])
 			continue
 		}
 		flagged := strings.Join(r.Flagged, ",")
 		if flagged == "" {
 			flagged = "-"
 		}
-		fmt.Fprintf(w, "%-16s %9.4f %9.4f %6d  %-12s %s\n", r.Label, r.FinalAUC, r.FinalAcc, r.ConvRound, flagged, r.Campaign)
+		fmt.Fprintf(w, "%-16s %9.4f %9.4f %7d  %-12s %s\n", r.Label, r.FinalAUC, r.FinalAcc, eval.SettlingRound(r.AUCCurve, eval.SettlingTolerance), flagged, r.Campaign)
 	}
 }
