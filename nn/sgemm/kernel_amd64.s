@@ -1,0 +1,89 @@
+#include "textflag.h"
+
+// STEP does one k step of the 6x16 tile: two 8-wide loads of the B panel
+// row, six broadcasts of the A panel column, twelve FMAs into Y0..Y11.
+// off is the step's index within the unrolled group.
+#define STEP(off) \
+	VMOVUPS (off*64)(DI), Y12 \
+	VMOVUPS (off*64+32)(DI), Y13 \
+	VBROADCASTSS (off*24)(SI), Y14 \
+	VBROADCASTSS (off*24+4)(SI), Y15 \
+	VFMADD231PS Y12, Y14, Y0 \
+	VFMADD231PS Y13, Y14, Y1 \
+	VFMADD231PS Y12, Y15, Y2 \
+	VFMADD231PS Y13, Y15, Y3 \
+	VBROADCASTSS (off*24+8)(SI), Y14 \
+	VBROADCASTSS (off*24+12)(SI), Y15 \
+	VFMADD231PS Y12, Y14, Y4 \
+	VFMADD231PS Y13, Y14, Y5 \
+	VFMADD231PS Y12, Y15, Y6 \
+	VFMADD231PS Y13, Y15, Y7 \
+	VBROADCASTSS (off*24+16)(SI), Y14 \
+	VBROADCASTSS (off*24+20)(SI), Y15 \
+	VFMADD231PS Y12, Y14, Y8 \
+	VFMADD231PS Y13, Y14, Y9 \
+	VFMADD231PS Y12, Y15, Y10 \
+	VFMADD231PS Y13, Y15, Y11
+
+// ROW adds two accumulators to one 16-wide row of C and moves to the next.
+#define ROW(lo, hi) \
+	VADDPS (DX), lo, lo \
+	VADDPS 32(DX), hi, hi \
+	VMOVUPS lo, (DX) \
+	VMOVUPS hi, 32(DX) \
+	ADDQ R8, DX
+
+// func kernel6x16(kc int, a, b, c *float32, ldc int)
+TEXT ·kernel6x16(SB), NOSPLIT, $0-40
+	MOVQ kc+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DI
+	MOVQ c+24(FP), DX
+	MOVQ ldc+32(FP), R8
+	SHLQ $2, R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	MOVQ CX, BX
+	SHRQ $2, BX
+	JZ   tail
+
+loop4:
+	STEP(0)
+	STEP(1)
+	STEP(2)
+	STEP(3)
+	ADDQ $96, SI
+	ADDQ $256, DI
+	DECQ BX
+	JNZ  loop4
+
+tail:
+	ANDQ $3, CX
+	JZ   store
+
+loop1:
+	STEP(0)
+	ADDQ $24, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  loop1
+
+store:
+	ROW(Y0, Y1)
+	ROW(Y2, Y3)
+	ROW(Y4, Y5)
+	ROW(Y6, Y7)
+	ROW(Y8, Y9)
+	ROW(Y10, Y11)
+	VZEROUPPER
+	RET

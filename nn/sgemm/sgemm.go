@@ -1,0 +1,284 @@
+package sgemm
+
+import (
+	"runtime"
+	"sync"
+)
+
+// Register and cache blocking. MR×NR is the micro-kernel's register tile
+// (12 of the 16 YMM registers hold it); an MR×KC panel of A and a KC×NR panel
+// of B are what one kernel call streams (6 KiB and 16 KiB: both stay in L1);
+// an MC×KC block of A (120 KiB) stays in L2 while the kernel sweeps it.
+const (
+	MR = 6
+	NR = 16
+	KC = 256
+	MC = 120
+	NC = 1024
+)
+
+// minParallelWork is the number of multiply-adds below which Gemm does not
+// start goroutines: the start-up costs more than it saves.
+const minParallelWork = 1 << 18
+
+// Gemm computes C = op(A)·op(B), or C += op(A)·op(B) if accumulate is true,
+// for row-major matrices. op(A) is m×k and is A (m×k, leading dimension
+// lda) or, if transA, Aᵀ with A stored k×m; op(B) is k×n and is B (k×n,
+// leading dimension ldb) or, if transB, Bᵀ with B stored n×k. C is m×n with
+// leading dimension ldc.
+//
+// Gemm splits C among at most workers goroutines (workers < 1 means
+// runtime.GOMAXPROCS(0)); the result does not depend on the split, see the
+// package documentation. It panics if a slice is too short for its
+// dimensions: those are programmer errors.
+func Gemm(workers int, transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, accumulate bool) {
+	if m < 0 || n < 0 || k < 0 {
+		panic("sgemm: negative dimension")
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	checkMatrix("A", a, transA, m, k, lda)
+	checkMatrix("B", b, transB, k, n, ldb)
+	if ldc < n || len(c) < (m-1)*ldc+n {
+		panic("sgemm: C too short for its dimensions")
+	}
+	if workers < 1 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	if m*n*k < minParallelWork {
+		workers = 1
+	}
+	g := gemm{transA: transA, transB: transB, k: k, a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, acc: accumulate}
+	// Split the longer side of C into one contiguous range per worker, in
+	// whole register tiles so that no tile is shared.
+	splitRows := m >= n
+	extent, unit := n, NR
+	if splitRows {
+		extent, unit = m, MR
+	}
+	tiles := (extent + unit - 1) / unit
+	if workers > tiles {
+		workers = tiles
+	}
+	if workers <= 1 {
+		g.region(0, m, 0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo := tiles * w / workers * unit
+		hi := min(tiles*(w+1)/workers*unit, extent)
+		if lo >= hi {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if splitRows {
+				g.region(lo, hi, 0, n)
+			} else {
+				g.region(0, m, lo, hi)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func checkMatrix(name string, x []float32, trans bool, rows, cols, ld int) {
+	if trans {
+		rows, cols = cols, rows
+	}
+	if rows == 0 || cols == 0 {
+		return
+	}
+	if ld < cols || len(x) < (rows-1)*ld+cols {
+		panic("sgemm: " + name + " too short for its dimensions")
+	}
+}
+
+type gemm struct {
+	transA, transB bool
+	k              int
+	a              []float32
+	lda            int
+	b              []float32
+	ldb            int
+	c              []float32
+	ldc            int
+	acc            bool
+}
+
+// buffers holds one goroutine's packed panels.
+type buffers struct {
+	a    [MC * KC]float32
+	b    [KC * NC]float32
+	tile [MR * NR]float32
+}
+
+var bufferPool = sync.Pool{New: func() any { return new(buffers) }}
+
+// region computes C[i0:i1, j0:j1].
+func (g *gemm) region(i0, i1, j0, j1 int) {
+	if !g.acc {
+		for i := i0; i < i1; i++ {
+			clear(g.c[i*g.ldc+j0 : i*g.ldc+j1])
+		}
+	}
+	if g.k == 0 {
+		return
+	}
+	buf := bufferPool.Get().(*buffers)
+	defer bufferPool.Put(buf)
+	for jc := j0; jc < j1; jc += NC {
+		nc := min(NC, j1-jc)
+		for pc := 0; pc < g.k; pc += KC {
+			kc := min(KC, g.k-pc)
+			g.packB(buf.b[:], pc, kc, jc, nc)
+			for ic := i0; ic < i1; ic += MC {
+				mc := min(MC, i1-ic)
+				g.packA(buf.a[:], ic, mc, pc, kc)
+				g.macro(buf, ic, mc, jc, nc, kc)
+			}
+		}
+	}
+}
+
+// macro runs the micro-kernel over an mc×nc block of C whose panels are
+// packed in buf.
+func (g *gemm) macro(buf *buffers, ic, mc, jc, nc, kc int) {
+	for jr := 0; jr < nc; jr += NR {
+		nr := min(NR, nc-jr)
+		pb := buf.b[jr*kc : jr*kc+kc*NR]
+		for ir := 0; ir < mc; ir += MR {
+			mr := min(MR, mc-ir)
+			pa := buf.a[ir*kc : ir*kc+kc*MR]
+			off := (ic+ir)*g.ldc + jc + jr
+			if mr == MR && nr == NR {
+				kernel(kc, pa, pb, g.c[off:], g.ldc)
+				continue
+			}
+			// An edge tile: the same kernel into a zeroed tile, whose
+			// valid part is then added to C, so the arithmetic of every
+			// element is that of a full tile.
+			t := buf.tile[:]
+			clear(t)
+			kernel(kc, pa, pb, t, NR)
+			for r := range mr {
+				row := g.c[off+r*g.ldc : off+r*g.ldc+nr]
+				for j := range row {
+					row[j] += t[r*NR+j]
+				}
+			}
+		}
+	}
+}
+
+// packA copies op(A)[ic:ic+mc, pc:pc+kc] into MR-row panels, each stored
+// k-major (MR values per k), padding the last panel with zeros.
+func (g *gemm) packA(dst []float32, ic, mc, pc, kc int) {
+	a, lda := g.a, g.lda
+	for ir := 0; ir < mc; ir += MR {
+		mr := min(MR, mc-ir)
+		p := dst[ir*kc : ir*kc+kc*MR]
+		if g.transA {
+			// A is stored k×m: row p of the storage holds op(A)[:, p].
+			for q := range kc {
+				src := a[(pc+q)*lda+ic+ir:]
+				d := p[q*MR : q*MR+MR]
+				if mr == MR {
+					*(*[MR]float32)(d) = *(*[MR]float32)(src)
+					continue
+				}
+				copy(d[:mr], src[:mr])
+				clear(d[mr:])
+			}
+			continue
+		}
+		if mr == MR {
+			// Six row streams read in step, one sequential write stream.
+			base := (ic+ir)*lda + pc
+			r0 := a[base : base+kc]
+			r1 := a[base+lda : base+lda+kc]
+			r2 := a[base+2*lda : base+2*lda+kc]
+			r3 := a[base+3*lda : base+3*lda+kc]
+			r4 := a[base+4*lda : base+4*lda+kc]
+			r5 := a[base+5*lda : base+5*lda+kc]
+			for q := range kc {
+				d := (*[MR]float32)(p[q*MR : q*MR+MR])
+				d[0], d[1], d[2], d[3], d[4], d[5] = r0[q], r1[q], r2[q], r3[q], r4[q], r5[q]
+			}
+			continue
+		}
+		clear(p)
+		for r := range mr {
+			src := a[(ic+ir+r)*lda+pc : (ic+ir+r)*lda+pc+kc]
+			for q, v := range src {
+				p[q*MR+r] = v
+			}
+		}
+	}
+}
+
+// packB copies op(B)[pc:pc+kc, jc:jc+nc] into NR-column panels, each stored
+// k-major (NR values per k), padding the last panel with zeros.
+func (g *gemm) packB(dst []float32, pc, kc, jc, nc int) {
+	b, ldb := g.b, g.ldb
+	if !g.transB {
+		// Read each row of B once, front to back, and deal it out to the
+		// panels: contiguous reads are what the prefetcher follows.
+		full := nc / NR * NR
+		for q := range kc {
+			src := b[(pc+q)*ldb+jc : (pc+q)*ldb+jc+nc]
+			for jr := 0; jr < full; jr += NR {
+				*(*[NR]float32)(dst[jr*kc+q*NR:]) = *(*[NR]float32)(src[jr:])
+			}
+			if full < nc {
+				d := dst[full*kc+q*NR : full*kc+q*NR+NR]
+				copy(d, src[full:])
+				clear(d[nc-full:])
+			}
+		}
+		return
+	}
+	for jr := 0; jr < nc; jr += NR {
+		nr := min(NR, nc-jr)
+		p := dst[jr*kc : jr*kc+kc*NR]
+		if nr < NR {
+			clear(p)
+		}
+		// B is stored n×k: row j of the storage holds op(B)[:, j].
+		for c := range nr {
+			src := b[(jc+jr+c)*ldb+pc : (jc+jr+c)*ldb+pc+kc]
+			for q, v := range src {
+				p[q*NR+c] = v
+			}
+		}
+	}
+}
+
+// kernelGo is the portable micro-kernel: C[0:MR, 0:NR] += Σ_q a[q]ᵀ b[q]
+// for packed panels a (kc×MR) and b (kc×NR), C with leading dimension ldc.
+// Like the assembly kernel it sums the k products first and adds the sum to
+// C last.
+func kernelGo(kc int, a, b, c []float32, ldc int) {
+	var acc [MR * NR]float32
+	a = a[:kc*MR]
+	b = b[:kc*NR]
+	for q := range kc {
+		bq := b[q*NR : q*NR+NR : q*NR+NR]
+		aq := a[q*MR : q*MR+MR : q*MR+MR]
+		for r, av := range aq {
+			row := acc[r*NR : r*NR+NR : r*NR+NR]
+			for j, bv := range bq {
+				row[j] += av * bv
+			}
+		}
+	}
+	for r := range MR {
+		row := c[r*ldc : r*ldc+NR]
+		for j := range row {
+			row[j] += acc[r*NR+j]
+		}
+	}
+}
