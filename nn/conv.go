@@ -1,0 +1,170 @@
+package nn
+
+import (
+	"math/rand/v2"
+
+	"github.com/ptopofl/ptopofl/nn/sgemm"
+)
+
+// conv is a 2-D convolution (cross-correlation, as in every deep-learning
+// library) with a k×k kernel, a stride and zero padding, computed as im2col
+// followed by one matrix product for the whole batch. Its weights are
+// stored (k·k·inC)×outC, row index (kh·k + kw)·inC + c, so that the im2col
+// matrix (one row per output pixel) times the weights is the NHWC output.
+type conv struct {
+	k, stride, pad int
+	outC           int
+	bias           bool
+	in, out        Shape
+	w, b           []float32
+	gw, gb         []float32
+	cols           []float32 // im2col of the last forward input; the input-gradient columns in backward
+}
+
+// pointwise reports whether the convolution is a plain matrix product of
+// the input (1×1 kernel, stride 1, no padding): im2col would copy x.
+func (c *conv) pointwise() bool { return c.k == 1 && c.stride == 1 && c.pad == 0 }
+
+func (c *conv) setup(in Shape) (Shape, int) {
+	c.in = in
+	c.out = Shape{(in.H+2*c.pad-c.k)/c.stride + 1, (in.W+2*c.pad-c.k)/c.stride + 1, c.outC}
+	n := c.k * c.k * in.C * c.outC
+	if c.bias {
+		n += c.outC
+	}
+	return c.out, n
+}
+
+func (c *conv) bind(p, g []float32) {
+	n := c.k * c.k * c.in.C * c.outC
+	c.w, c.gw = p[:n], g[:n]
+	if c.bias {
+		c.b, c.gb = p[n:], g[n:]
+	}
+}
+
+func (c *conv) init(rng *rand.Rand) {
+	heNormal(rng, c.w, c.k*c.k*c.in.C)
+	clear(c.b)
+}
+
+func (c *conv) forward(e env, x, y []float32, batch int) {
+	rows := batch * c.out.H * c.out.W
+	kk := c.k * c.k * c.in.C
+	cols := x
+	if !c.pointwise() {
+		c.cols = grow(c.cols, rows*kk)
+		cols = c.cols
+		parallelFor(e.workers, batch, func(lo, hi int) {
+			for s := lo; s < hi; s++ {
+				c.im2col(x, cols, s)
+			}
+		})
+	}
+	if c.bias {
+		for r := range rows {
+			copy(y[r*c.outC:(r+1)*c.outC], c.b)
+		}
+	}
+	sgemm.Gemm(e.workers, false, false, rows, c.outC, kk, cols, kk, c.w, c.outC, y, c.outC, c.bias)
+}
+
+func (c *conv) backward(e env, x, _, dy, dx []float32, batch int) {
+	rows := batch * c.out.H * c.out.W
+	kk := c.k * c.k * c.in.C
+	if c.bias {
+		columnSums(c.gb, dy, rows)
+	}
+	cols := x
+	if !c.pointwise() {
+		cols = c.cols[:rows*kk]
+	}
+	sgemm.Gemm(e.workers, true, false, kk, c.outC, rows, cols, kk, dy, c.outC, c.gw, c.outC, false)
+	if dx == nil {
+		return
+	}
+	if c.pointwise() {
+		sgemm.Gemm(e.workers, false, true, rows, kk, c.outC, dy, c.outC, c.w, c.outC, dx, kk, false)
+		return
+	}
+	// The forward columns are no longer needed: reuse them for the
+	// gradient with respect to the columns.
+	sgemm.Gemm(e.workers, false, true, rows, kk, c.outC, dy, c.outC, c.w, c.outC, cols, kk, false)
+	parallelFor(e.workers, batch, func(lo, hi int) {
+		for s := lo; s < hi; s++ {
+			c.col2im(cols, dx, s)
+		}
+	})
+}
+
+// im2col writes sample s's rows of the column matrix: for output pixel
+// (oh, ow), the k×k×inC input patch it sees, zeros where it lies in the
+// padding.
+func (c *conv) im2col(x, cols []float32, s int) {
+	in, out, k := c.in, c.out, c.k
+	kk := k * k * in.C
+	xs := x[s*in.Size() : (s+1)*in.Size()]
+	row := s * out.H * out.W
+	for oh := range out.H {
+		for ow := range out.W {
+			dst := cols[row*kk : (row+1)*kk]
+			row++
+			for kh := range k {
+				ih := oh*c.stride - c.pad + kh
+				seg := dst[kh*k*in.C : (kh+1)*k*in.C]
+				if ih < 0 || ih >= in.H {
+					clear(seg)
+					continue
+				}
+				iw0 := ow*c.stride - c.pad
+				if iw0 >= 0 && iw0+k <= in.W {
+					// The whole kernel row is inside: one contiguous copy.
+					copy(seg, xs[(ih*in.W+iw0)*in.C:(ih*in.W+iw0+k)*in.C])
+					continue
+				}
+				for kw := range k {
+					iw := iw0 + kw
+					d := seg[kw*in.C : (kw+1)*in.C]
+					if iw < 0 || iw >= in.W {
+						clear(d)
+						continue
+					}
+					copy(d, xs[(ih*in.W+iw)*in.C:(ih*in.W+iw+1)*in.C])
+				}
+			}
+		}
+	}
+}
+
+// col2im adds sample s's rows of the column-gradient matrix back onto the
+// input pixels they were copied from (the adjoint of im2col), in a fixed
+// order.
+func (c *conv) col2im(cols, dx []float32, s int) {
+	in, out, k := c.in, c.out, c.k
+	kk := k * k * in.C
+	dxs := dx[s*in.Size() : (s+1)*in.Size()]
+	clear(dxs)
+	row := s * out.H * out.W
+	for oh := range out.H {
+		for ow := range out.W {
+			src := cols[row*kk : (row+1)*kk]
+			row++
+			for kh := range k {
+				ih := oh*c.stride - c.pad + kh
+				if ih < 0 || ih >= in.H {
+					continue
+				}
+				for kw := range k {
+					iw := ow*c.stride - c.pad + kw
+					if iw < 0 || iw >= in.W {
+						continue
+					}
+					d := dxs[(ih*in.W+iw)*in.C : (ih*in.W+iw+1)*in.C]
+					for j, v := range src[(kh*k+kw)*in.C : (kh*k+kw+1)*in.C] {
+						d[j] += v
+					}
+				}
+			}
+		}
+	}
+}

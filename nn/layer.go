@@ -1,0 +1,263 @@
+package nn
+
+import (
+	"math"
+	"math/rand/v2"
+
+	"github.com/ptopofl/ptopofl/nn/sgemm"
+)
+
+// Shape is the shape of one sample's activations: H rows, W columns and C
+// channels, stored HWC. A flat vector of n features has Shape{1, 1, n}.
+type Shape struct {
+	H, W, C int
+}
+
+// Size returns the number of values in one sample, H·W·C.
+func (s Shape) Size() int { return s.H * s.W * s.C }
+
+// env is what a layer needs to know about the call beyond its data.
+type env struct {
+	workers int // goroutines for matrix products and per-sample loops
+}
+
+// layer is one differentiable step of a network. Its parameters and their
+// gradients are views into the network's slabs; its scratch buffers grow
+// with the largest batch it has seen.
+type layer interface {
+	// setup fixes the input shape and returns the output shape and the
+	// number of parameters the layer needs.
+	setup(in Shape) (out Shape, nParams int)
+	// bind gives the layer its parameter and gradient views, each of
+	// length nParams.
+	bind(p, g []float32)
+	// init draws the initial parameters.
+	init(rng *rand.Rand)
+	// forward computes y (batch × out.Size()) from x (batch × in.Size()).
+	forward(e env, x, y []float32, batch int)
+	// backward writes the parameter gradients of the batch's summed loss
+	// into its gradient view (overwriting it) and, if dx is not nil, the
+	// gradient with respect to x into dx. x and y are the forward pass's.
+	backward(e env, x, y, dy, dx []float32, batch int)
+}
+
+// heNormal fills w with N(0, 2/fanIn) draws: He et al. (2015) for layers
+// followed by a ReLU.
+func heNormal(rng *rand.Rand, w []float32, fanIn int) {
+	normal(rng, w, math.Sqrt(2/float64(fanIn)))
+}
+
+func normal(rng *rand.Rand, w []float32, std float64) {
+	for i := range w {
+		w[i] = float32(rng.NormFloat64() * std)
+	}
+}
+
+// dense is a fully connected layer y = x·W + b with W stored in×out.
+type dense struct {
+	in, out int
+	last    bool // the output layer: initialised with variance 1/fanIn
+	w, b    []float32
+	gw, gb  []float32
+}
+
+func (d *dense) setup(in Shape) (Shape, int) {
+	d.in = in.Size()
+	return Shape{1, 1, d.out}, d.in*d.out + d.out
+}
+
+func (d *dense) bind(p, g []float32) {
+	n := d.in * d.out
+	d.w, d.b = p[:n], p[n:]
+	d.gw, d.gb = g[:n], g[n:]
+}
+
+func (d *dense) init(rng *rand.Rand) {
+	if d.last {
+		normal(rng, d.w, math.Sqrt(1/float64(d.in)))
+	} else {
+		heNormal(rng, d.w, d.in)
+	}
+	clear(d.b)
+}
+
+func (d *dense) forward(e env, x, y []float32, batch int) {
+	for i := range batch {
+		copy(y[i*d.out:(i+1)*d.out], d.b)
+	}
+	sgemm.Gemm(e.workers, false, false, batch, d.out, d.in, x, d.in, d.w, d.out, y, d.out, true)
+}
+
+func (d *dense) backward(e env, x, _, dy, dx []float32, batch int) {
+	columnSums(d.gb, dy, batch)
+	sgemm.Gemm(e.workers, true, false, d.in, d.out, batch, x, d.in, dy, d.out, d.gw, d.out, false)
+	if dx != nil {
+		sgemm.Gemm(e.workers, false, true, batch, d.in, d.out, dy, d.out, d.w, d.out, dx, d.in, false)
+	}
+}
+
+// columnSums writes into dst the sums over rows of the rows×len(dst)
+// matrix m, row by row in order (a fixed reduction order).
+func columnSums(dst, m []float32, rows int) {
+	clear(dst)
+	n := len(dst)
+	for r := range rows {
+		row := m[r*n : (r+1)*n]
+		for j, v := range row {
+			dst[j] += v
+		}
+	}
+}
+
+// relu is max(x, 0) elementwise.
+type relu struct{ size int }
+
+func (r *relu) setup(in Shape) (Shape, int) { r.size = in.Size(); return in, 0 }
+func (r *relu) bind(_, _ []float32)         {}
+func (r *relu) init(*rand.Rand)             {}
+
+func (r *relu) forward(e env, x, y []float32, batch int) {
+	parallelFor(e.workers, batch, func(lo, hi int) {
+		xs, ys := x[lo*r.size:hi*r.size], y[lo*r.size:hi*r.size]
+		for i, v := range xs {
+			ys[i] = max(v, 0)
+		}
+	})
+}
+
+func (r *relu) backward(e env, _, y, dy, dx []float32, batch int) {
+	if dx == nil {
+		return
+	}
+	parallelFor(e.workers, batch, func(lo, hi int) {
+		reluBackward(y[lo*r.size:hi*r.size], dy[lo*r.size:hi*r.size], dx[lo*r.size:hi*r.size])
+	})
+}
+
+// reluBackward writes dy masked by y > 0 (y is the ReLU's output) into dx.
+func reluBackward(y, dy, dx []float32) {
+	dy = dy[:len(y)]
+	dx = dx[:len(y)]
+	for i, v := range y {
+		if v > 0 {
+			dx[i] = dy[i]
+		} else {
+			dx[i] = 0
+		}
+	}
+}
+
+// maxPool is 2×2 max pooling with stride 2; an odd last row or column is
+// dropped, as in PyTorch's MaxPool2d(2) and TensorFlow's 'valid' pooling.
+type maxPool struct {
+	in, out Shape
+	arg     []int32 // per output value, the index of its maximum within the sample
+}
+
+func (m *maxPool) setup(in Shape) (Shape, int) {
+	m.in = in
+	m.out = Shape{in.H / 2, in.W / 2, in.C}
+	return m.out, 0
+}
+func (m *maxPool) bind(_, _ []float32) {}
+func (m *maxPool) init(*rand.Rand)     {}
+
+func (m *maxPool) forward(e env, x, y []float32, batch int) {
+	if n := batch * m.out.Size(); cap(m.arg) < n {
+		m.arg = make([]int32, n)
+	}
+	in, out := m.in, m.out
+	parallelFor(e.workers, batch, func(lo, hi int) {
+		for s := lo; s < hi; s++ {
+			xs := x[s*in.Size() : (s+1)*in.Size()]
+			ys := y[s*out.Size() : (s+1)*out.Size()]
+			arg := m.arg[s*out.Size() : (s+1)*out.Size()]
+			for oh := range out.H {
+				for ow := range out.W {
+					o := (oh*out.W + ow) * out.C
+					i00 := ((2*oh)*in.W + 2*ow) * in.C
+					i01 := i00 + in.C
+					i10 := i00 + in.W*in.C
+					i11 := i10 + in.C
+					for c := range out.C {
+						// Ties go to the first in row-major window order.
+						best, bi := xs[i00+c], i00+c
+						if v := xs[i01+c]; v > best {
+							best, bi = v, i01+c
+						}
+						if v := xs[i10+c]; v > best {
+							best, bi = v, i10+c
+						}
+						if v := xs[i11+c]; v > best {
+							best, bi = v, i11+c
+						}
+						ys[o+c], arg[o+c] = best, int32(bi)
+					}
+				}
+			}
+		}
+	})
+}
+
+func (m *maxPool) backward(e env, _, _, dy, dx []float32, batch int) {
+	if dx == nil {
+		return
+	}
+	in, out := m.in, m.out
+	parallelFor(e.workers, batch, func(lo, hi int) {
+		for s := lo; s < hi; s++ {
+			dxs := dx[s*in.Size() : (s+1)*in.Size()]
+			clear(dxs)
+			dys := dy[s*out.Size() : (s+1)*out.Size()]
+			for i, a := range m.arg[s*out.Size() : (s+1)*out.Size()] {
+				dxs[a] = dys[i] // windows do not overlap
+			}
+		}
+	})
+}
+
+// globalAvgPool averages each channel over the rows and columns.
+type globalAvgPool struct{ in Shape }
+
+func (g *globalAvgPool) setup(in Shape) (Shape, int) { g.in = in; return Shape{1, 1, in.C}, 0 }
+func (g *globalAvgPool) bind(_, _ []float32)         {}
+func (g *globalAvgPool) init(*rand.Rand)             {}
+
+func (g *globalAvgPool) forward(e env, x, y []float32, batch int) {
+	in := g.in
+	hw := in.H * in.W
+	parallelFor(e.workers, batch, func(lo, hi int) {
+		for s := lo; s < hi; s++ {
+			ys := y[s*in.C : (s+1)*in.C]
+			clear(ys)
+			xs := x[s*in.Size() : (s+1)*in.Size()]
+			for p := range hw {
+				for c, v := range xs[p*in.C : (p+1)*in.C] {
+					ys[c] += v
+				}
+			}
+			for c := range ys {
+				ys[c] /= float32(hw)
+			}
+		}
+	})
+}
+
+func (g *globalAvgPool) backward(e env, _, _, dy, dx []float32, batch int) {
+	if dx == nil {
+		return
+	}
+	in := g.in
+	hw := in.H * in.W
+	parallelFor(e.workers, batch, func(lo, hi int) {
+		for s := lo; s < hi; s++ {
+			dys := dy[s*in.C : (s+1)*in.C]
+			dxs := dx[s*in.Size() : (s+1)*in.Size()]
+			for p := range hw {
+				for c, v := range dys {
+					dxs[p*in.C+c] = v / float32(hw)
+				}
+			}
+		}
+	})
+}
