@@ -21,3 +21,45 @@ func kernel(kc int, a, b, c []float32, ldc int) {
 	_ = c[(MR-1)*ldc+NR-1]
 	kernel6x16(kc, &a[0], &b[0], &c[0], ldc)
 }
+
+// The packing routines of pack_amd64.s; see packPanelA and packPanelB for
+// their contracts. kc must be at least 1.
+//
+//go:noescape
+func packA6N(dst, src *float32, kc, lda int)
+
+//go:noescape
+func packA6T(dst, src *float32, kc, lda int)
+
+//go:noescape
+func packB16N(dst, src *float32, kc, ldb int)
+
+// packPanelA packs one full MR-row panel of op(A) whose first element is
+// src[0]: kc columns from rows of stride ld (transA false) or kc rows of
+// stride ld holding MR consecutive values (transA true).
+func packPanelA(dst, src []float32, kc, ld int, transA bool) {
+	if !HasAsm {
+		packPanelAGo(dst, src, kc, ld, transA)
+		return
+	}
+	_ = dst[kc*MR-1]
+	if transA {
+		_ = src[(kc-1)*ld+MR-1]
+		packA6T(&dst[0], &src[0], kc, ld)
+		return
+	}
+	_ = src[(MR-1)*ld+kc-1]
+	packA6N(&dst[0], &src[0], kc, ld)
+}
+
+// packPanelB packs one full NR-column panel of a non-transposed B: kc rows
+// of stride ld, NR consecutive values each.
+func packPanelB(dst, src []float32, kc, ld int) {
+	if !HasAsm {
+		packPanelBGo(dst, src, kc, ld)
+		return
+	}
+	_ = dst[kc*NR-1]
+	_ = src[(kc-1)*ld+NR-1]
+	packB16N(&dst[0], &src[0], kc, ld)
+}

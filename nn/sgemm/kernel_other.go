@@ -7,3 +7,9 @@ package sgemm
 var HasAsm = false
 
 func kernel(kc int, a, b, c []float32, ldc int) { kernelGo(kc, a, b, c, ldc) }
+
+func packPanelA(dst, src []float32, kc, ld int, transA bool) {
+	packPanelAGo(dst, src, kc, ld, transA)
+}
+
+func packPanelB(dst, src []float32, kc, ld int) { packPanelBGo(dst, src, kc, ld) }

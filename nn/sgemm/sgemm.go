@@ -181,40 +181,22 @@ func (g *gemm) packA(dst []float32, ic, mc, pc, kc int) {
 	for ir := 0; ir < mc; ir += MR {
 		mr := min(MR, mc-ir)
 		p := dst[ir*kc : ir*kc+kc*MR]
-		if g.transA {
-			// A is stored k×m: row p of the storage holds op(A)[:, p].
-			for q := range kc {
-				src := a[(pc+q)*lda+ic+ir:]
-				d := p[q*MR : q*MR+MR]
-				if mr == MR {
-					*(*[MR]float32)(d) = *(*[MR]float32)(src)
-					continue
-				}
-				copy(d[:mr], src[:mr])
-				clear(d[mr:])
-			}
-			continue
-		}
 		if mr == MR {
-			// Six row streams read in step, one sequential write stream.
-			base := (ic+ir)*lda + pc
-			r0 := a[base : base+kc]
-			r1 := a[base+lda : base+lda+kc]
-			r2 := a[base+2*lda : base+2*lda+kc]
-			r3 := a[base+3*lda : base+3*lda+kc]
-			r4 := a[base+4*lda : base+4*lda+kc]
-			r5 := a[base+5*lda : base+5*lda+kc]
-			for q := range kc {
-				d := (*[MR]float32)(p[q*MR : q*MR+MR])
-				d[0], d[1], d[2], d[3], d[4], d[5] = r0[q], r1[q], r2[q], r3[q], r4[q], r5[q]
+			if g.transA {
+				packPanelA(p, a[pc*lda+ic+ir:], kc, lda, true)
+			} else {
+				packPanelA(p, a[(ic+ir)*lda+pc:], kc, lda, false)
 			}
 			continue
 		}
 		clear(p)
 		for r := range mr {
-			src := a[(ic+ir+r)*lda+pc : (ic+ir+r)*lda+pc+kc]
-			for q, v := range src {
-				p[q*MR+r] = v
+			for q := range kc {
+				if g.transA {
+					p[q*MR+r] = a[(pc+q)*lda+ic+ir+r]
+				} else {
+					p[q*MR+r] = a[(ic+ir+r)*lda+pc+q]
+				}
 			}
 		}
 	}
@@ -224,26 +206,21 @@ func (g *gemm) packA(dst []float32, ic, mc, pc, kc int) {
 // k-major (NR values per k), padding the last panel with zeros.
 func (g *gemm) packB(dst []float32, pc, kc, jc, nc int) {
 	b, ldb := g.b, g.ldb
-	if !g.transB {
-		// Read each row of B once, front to back, and deal it out to the
-		// panels: contiguous reads are what the prefetcher follows.
-		full := nc / NR * NR
-		for q := range kc {
-			src := b[(pc+q)*ldb+jc : (pc+q)*ldb+jc+nc]
-			for jr := 0; jr < full; jr += NR {
-				*(*[NR]float32)(dst[jr*kc+q*NR:]) = *(*[NR]float32)(src[jr:])
-			}
-			if full < nc {
-				d := dst[full*kc+q*NR : full*kc+q*NR+NR]
-				copy(d, src[full:])
-				clear(d[nc-full:])
-			}
-		}
-		return
-	}
 	for jr := 0; jr < nc; jr += NR {
 		nr := min(NR, nc-jr)
 		p := dst[jr*kc : jr*kc+kc*NR]
+		if !g.transB {
+			if nr == NR {
+				packPanelB(p, b[pc*ldb+jc+jr:], kc, ldb)
+				continue
+			}
+			for q := range kc {
+				d := p[q*NR : q*NR+NR]
+				copy(d, b[(pc+q)*ldb+jc+jr:(pc+q)*ldb+jc+jr+nr])
+				clear(d[nr:])
+			}
+			continue
+		}
 		if nr < NR {
 			clear(p)
 		}
@@ -254,6 +231,27 @@ func (g *gemm) packB(dst []float32, pc, kc, jc, nc int) {
 				p[q*NR+c] = v
 			}
 		}
+	}
+}
+
+// packPanelAGo is the portable packPanelA.
+func packPanelAGo(dst, src []float32, kc, ld int, transA bool) {
+	for q := range kc {
+		d := dst[q*MR : q*MR+MR]
+		for r := range d {
+			if transA {
+				d[r] = src[q*ld+r]
+			} else {
+				d[r] = src[r*ld+q]
+			}
+		}
+	}
+}
+
+// packPanelBGo is the portable packPanelB.
+func packPanelBGo(dst, src []float32, kc, ld int) {
+	for q := range kc {
+		copy(dst[q*NR:q*NR+NR], src[q*ld:q*ld+NR])
 	}
 }
 
