@@ -59,6 +59,7 @@ type dense struct {
 	last    bool // the output layer: initialised with variance 1/fanIn
 	w, b    []float32
 	gw, gb  []float32
+	dxT     []float32 // the input gradient transposed (in×batch)
 }
 
 func (d *dense) setup(in Shape) (Shape, int) {
@@ -91,9 +92,21 @@ func (d *dense) forward(e env, x, y []float32, batch int) {
 func (d *dense) backward(e env, x, _, dy, dx []float32, batch int) {
 	columnSums(d.gb, dy, batch)
 	sgemm.Gemm(e.workers, true, false, d.in, d.out, batch, x, d.in, dy, d.out, d.gw, d.out, false)
-	if dx != nil {
-		sgemm.Gemm(e.workers, false, true, batch, d.in, d.out, dy, d.out, d.w, d.out, dx, d.in, false)
+	if dx == nil {
+		return
 	}
+	// dxᵀ = W·dyᵀ rather than dx = dy·Wᵀ: the product then packs the large
+	// W by rows, which is fast, instead of transposing it column by column.
+	d.dxT = grow(d.dxT, d.in*batch)
+	sgemm.Gemm(e.workers, false, true, d.in, batch, d.out, d.w, d.out, dy, d.out, d.dxT, batch, false)
+	parallelFor(e.workers, batch, func(lo, hi int) {
+		for s := lo; s < hi; s++ {
+			row := dx[s*d.in : (s+1)*d.in]
+			for j := range row {
+				row[j] = d.dxT[j*batch+s]
+			}
+		}
+	})
 }
 
 // columnSums writes into dst the sums over rows of the rows×len(dst)
@@ -135,15 +148,16 @@ func (r *relu) backward(e env, _, y, dy, dx []float32, batch int) {
 }
 
 // reluBackward writes dy masked by y > 0 (y is the ReLU's output) into dx.
+// y is never negative, so y > 0 exactly when its bits are not zero; the
+// mask is computed without a branch, which the unpredictable signs of
+// activations would mispredict half the time.
 func reluBackward(y, dy, dx []float32) {
 	dy = dy[:len(y)]
 	dx = dx[:len(y)]
 	for i, v := range y {
-		if v > 0 {
-			dx[i] = dy[i]
-		} else {
-			dx[i] = 0
-		}
+		bits := math.Float32bits(v)
+		mask := uint32(int32(-bits) >> 31) // all ones if bits in (0, 2³¹)
+		dx[i] = math.Float32frombits(math.Float32bits(dy[i]) & mask)
 	}
 }
 

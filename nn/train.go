@@ -98,6 +98,21 @@ type Terms struct {
 	Correction []float32
 }
 
+func (terms Terms) check(np int) error {
+	for _, v := range []struct {
+		name string
+		x    []float32
+	}{{"proximal center", terms.ProxCenter}, {"correction", terms.Correction}} {
+		if v.x != nil && len(v.x) != np {
+			return fmt.Errorf("nn: %s has %d values, network has %d parameters", v.name, len(v.x), np)
+		}
+	}
+	if terms.ProxMu != 0 && terms.ProxCenter == nil {
+		return errors.New("nn: proximal coefficient without a proximal center")
+	}
+	return nil
+}
+
 // TrainResult reports a training run.
 type TrainResult struct {
 	// Steps is the number of optimiser steps taken (K in SCAFFOLD).
@@ -123,17 +138,8 @@ func Train(net *Network, d Data, cfg TrainConfig, terms Terms) (TrainResult, err
 	if d.Labels == nil {
 		return TrainResult{}, errors.New("nn: training data has no labels")
 	}
-	np := net.NumParams()
-	for _, v := range []struct {
-		name string
-		x    []float32
-	}{{"proximal center", terms.ProxCenter}, {"correction", terms.Correction}} {
-		if v.x != nil && len(v.x) != np {
-			return TrainResult{}, fmt.Errorf("nn: %s has %d values, network has %d parameters", v.name, len(v.x), np)
-		}
-	}
-	if terms.ProxMu != 0 && terms.ProxCenter == nil {
-		return TrainResult{}, errors.New("nn: proximal coefficient without a proximal center")
+	if err := terms.check(net.NumParams()); err != nil {
+		return TrainResult{}, err
 	}
 	t := newTrainer(net, cfg, terms)
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6e6e2d73687566)) // "nn-shuf"
@@ -149,7 +155,6 @@ func Train(net *Network, d Data, cfg TrainConfig, terms Terms) (TrainResult, err
 	if d.Weights != nil {
 		wb = make([]float32, bs)
 	}
-	dLogits := make([]float32, bs*net.cfg.Classes)
 	var res TrainResult
 	for range cfg.Epochs {
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
@@ -168,10 +173,7 @@ func Train(net *Network, d Data, cfg TrainConfig, terms Terms) (TrainResult, err
 			if wb != nil {
 				w = wb[:b]
 			}
-			logits := net.Forward(xb[:b*size], b)
-			sum += SoftmaxCrossEntropy(logits, net.cfg.Classes, yb[:b], w, dLogits)
-			net.Backward(dLogits)
-			t.step()
+			sum += t.step(xb[:b*size], yb[:b], w)
 			batches++
 			res.Steps++
 		}
@@ -180,13 +182,41 @@ func Train(net *Network, d Data, cfg TrainConfig, terms Terms) (TrainResult, err
 	return res, nil
 }
 
+// Trainer takes optimiser steps on one network, keeping the optimiser's
+// state (momentum, Adam's moments) between steps. Train uses one per call;
+// a benchmark or a caller with its own batching can use one directly.
+type Trainer struct {
+	t *trainer
+}
+
+// NewTrainer returns a Trainer of net with zero optimiser state. It returns
+// an error for an invalid configuration or terms of the wrong length.
+func NewTrainer(net *Network, cfg TrainConfig, terms Terms) (*Trainer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := terms.check(net.NumParams()); err != nil {
+		return nil, err
+	}
+	return &Trainer{newTrainer(net, cfg.withDefaults(), terms)}, nil
+}
+
+// Step runs forward and backward on one minibatch (len(labels) samples of
+// x, optional loss weights) and takes one optimiser step. It returns the
+// minibatch loss. Labels must lie in [0, Classes): Data.Validate checks
+// them.
+func (t *Trainer) Step(x []float32, labels []int, weights []float32) float64 {
+	return t.t.step(x, labels, weights)
+}
+
 // trainer applies optimiser steps to a network's slab.
 type trainer struct {
-	net   *Network
-	cfg   TrainConfig
-	terms Terms
-	m, v  []float32 // SGD velocity or Adam's first moment; Adam's second moment
-	t     int       // steps taken
+	net     *Network
+	cfg     TrainConfig
+	terms   Terms
+	m, v    []float32 // SGD velocity or Adam's first moment; Adam's second moment
+	t       int       // steps taken
+	dLogits []float32
 }
 
 func newTrainer(net *Network, cfg TrainConfig, terms Terms) *trainer {
@@ -204,9 +234,21 @@ func newTrainer(net *Network, cfg TrainConfig, terms Terms) *trainer {
 // the update is elementwise, so the split does not change the result.
 const stepChunk = 1 << 16
 
-// step adds the terms to the network's gradient and takes one optimiser
+// step computes the minibatch gradient, adds the terms and takes one
+// optimiser step; it returns the minibatch loss.
+func (t *trainer) step(x []float32, labels []int, weights []float32) float64 {
+	b, k := len(labels), t.net.cfg.Classes
+	t.dLogits = grow(t.dLogits, b*k)
+	logits := t.net.Forward(x, b)
+	loss := SoftmaxCrossEntropy(logits, k, labels, weights, t.dLogits)
+	t.net.Backward(t.dLogits)
+	t.update()
+	return loss
+}
+
+// update adds the terms to the network's gradient and takes one optimiser
 // step.
-func (t *trainer) step() {
+func (t *trainer) update() {
 	t.t++
 	p, g := t.net.params, t.net.grad
 	lr := float32(t.cfg.LR)

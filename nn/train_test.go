@@ -340,11 +340,13 @@ func BenchmarkTrainStep(b *testing.B) {
 				d.Labels[i] = rng.IntN(c.cfg.Classes)
 			}
 			tc := TrainConfig{Optimizer: SGD, LR: 0.01, Momentum: 0.9, Epochs: 1, BatchSize: batch}
+			tr, err := NewTrainer(n, tc, Terms{})
+			if err != nil {
+				b.Fatal(err)
+			}
 			b.ResetTimer()
 			for b.Loop() {
-				if _, err := Train(n, d, tc, Terms{}); err != nil {
-					b.Fatal(err)
-				}
+				tr.Step(d.X, d.Labels, nil)
 			}
 		})
 	}
