@@ -1,0 +1,58 @@
+#!/usr/bin/python3
+"""PyTorch yardstick for `make bench-deep`: times full training steps of the
+same networks as `bin/nn bench` (LEAF ConvNet-2, MLP 784-256-K) with the same
+batch, random 28x28x1 inputs and SGD with momentum 0.9, on 2 threads, and
+prints one JSON object with the same keys. Only a benchmark reference: never
+part of the product."""
+import argparse
+import json
+import statistics
+import time
+
+import torch
+from torch import nn
+
+p = argparse.ArgumentParser()
+p.add_argument("--model", required=True, choices=["convnet2", "mlp"])
+p.add_argument("--classes", type=int, default=62)
+p.add_argument("--batch", type=int, default=64)
+p.add_argument("--steps", type=int, default=10)
+p.add_argument("--warmup", type=int, default=2)
+p.add_argument("--threads", type=int, default=2)
+a = p.parse_args()
+
+torch.set_num_threads(a.threads)
+torch.manual_seed(1)
+if a.model == "convnet2":
+    net = nn.Sequential(
+        nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(7 * 7 * 64, 2048), nn.ReLU(), nn.Linear(2048, a.classes))
+else:
+    net = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, a.classes))
+opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+loss_fn = nn.CrossEntropyLoss()
+x = torch.rand(a.batch, 1, 28, 28)
+y = torch.randint(0, a.classes, (a.batch,))
+
+
+def step():
+    opt.zero_grad()
+    loss = loss_fn(net(x), y)
+    loss.backward()
+    opt.step()
+
+
+for _ in range(a.warmup):
+    step()
+times = []
+for _ in range(a.steps):
+    t0 = time.perf_counter()
+    step()
+    times.append((time.perf_counter() - t0) * 1e3)
+print(json.dumps({
+    "model": a.model, "params": sum(q.numel() for q in net.parameters()),
+    "classes": a.classes, "batch": a.batch, "steps": a.steps, "threads": a.threads,
+    "torch": torch.__version__,
+    "step_ms_min": min(times), "step_ms_median": statistics.median(times),
+}))
