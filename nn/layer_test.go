@@ -134,8 +134,10 @@ func checkSlice(t *testing.T, name string, got, want []float32) {
 // the MLP 784-256-10 has 784·256+256 + 256·10+10 = 203,530. The ResNet with
 // Width 64 and Depth 2 on 32×32×3 and 10 classes is the CIFAR ResNet-18
 // (bias-free convolutions, normalisation γ and β per channel, 1×1
-// projection shortcuts): 11,173,962 parameters, the count PyTorch reports for
-// that model with BatchNorm, which has the same parameters as GroupNorm.
+// projection shortcuts): 11,173,962 parameters, the widely quoted count of
+// that model with BatchNorm (same parameters as GroupNorm), and what
+// PyTorch 1.13 counts for the same layout built with nn.GroupNorm (checked
+// here with python3-torch).
 func TestParamCounts(t *testing.T) {
 	for i, c := range []struct {
 		cfg  Config
