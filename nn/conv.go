@@ -159,10 +159,7 @@ func (c *conv) col2im(cols, dx []float32, s int) {
 					if iw < 0 || iw >= in.W {
 						continue
 					}
-					d := dxs[(ih*in.W+iw)*in.C : (ih*in.W+iw+1)*in.C]
-					for j, v := range src[(kh*k+kw)*in.C : (kh*k+kw+1)*in.C] {
-						d[j] += v
-					}
+					addVec(dxs[(ih*in.W+iw)*in.C:(ih*in.W+iw+1)*in.C], src[(kh*k+kw)*in.C:(kh*k+kw+1)*in.C])
 				}
 			}
 		}

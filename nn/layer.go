@@ -115,10 +115,7 @@ func columnSums(dst, m []float32, rows int) {
 	clear(dst)
 	n := len(dst)
 	for r := range rows {
-		row := m[r*n : (r+1)*n]
-		for j, v := range row {
-			dst[j] += v
-		}
+		addVec(dst, m[r*n:(r+1)*n])
 	}
 }
 
@@ -163,9 +160,12 @@ func reluBackward(y, dy, dx []float32) {
 
 // maxPool is 2×2 max pooling with stride 2; an odd last row or column is
 // dropped, as in PyTorch's MaxPool2d(2) and TensorFlow's 'valid' pooling.
+// The forward pass keeps no arg-max: backward finds, per window, the first
+// input (in row-major window order) equal to the output, which is the one
+// the forward pass picked, and routes the gradient to it. The forward loop
+// is then free of data-dependent branches.
 type maxPool struct {
 	in, out Shape
-	arg     []int32 // per output value, the index of its maximum within the sample
 }
 
 func (m *maxPool) setup(in Shape) (Shape, int) {
@@ -177,35 +177,21 @@ func (m *maxPool) bind(_, _ []float32) {}
 func (m *maxPool) init(*rand.Rand)     {}
 
 func (m *maxPool) forward(e env, x, y []float32, batch int) {
-	if n := batch * m.out.Size(); cap(m.arg) < n {
-		m.arg = make([]int32, n)
-	}
 	in, out := m.in, m.out
 	parallelFor(e.workers, batch, func(lo, hi int) {
 		for s := lo; s < hi; s++ {
 			xs := x[s*in.Size() : (s+1)*in.Size()]
 			ys := y[s*out.Size() : (s+1)*out.Size()]
-			arg := m.arg[s*out.Size() : (s+1)*out.Size()]
 			for oh := range out.H {
 				for ow := range out.W {
 					o := (oh*out.W + ow) * out.C
 					i00 := ((2*oh)*in.W + 2*ow) * in.C
-					i01 := i00 + in.C
 					i10 := i00 + in.W*in.C
-					i11 := i10 + in.C
-					for c := range out.C {
-						// Ties go to the first in row-major window order.
-						best, bi := xs[i00+c], i00+c
-						if v := xs[i01+c]; v > best {
-							best, bi = v, i01+c
-						}
-						if v := xs[i10+c]; v > best {
-							best, bi = v, i10+c
-						}
-						if v := xs[i11+c]; v > best {
-							best, bi = v, i11+c
-						}
-						ys[o+c], arg[o+c] = best, int32(bi)
+					r0 := xs[i00 : i00+2*in.C]
+					r1 := xs[i10 : i10+2*in.C]
+					dst := ys[o : o+out.C]
+					for c := range dst {
+						dst[c] = max(max(r0[c], r0[in.C+c]), max(r1[c], r1[in.C+c]))
 					}
 				}
 			}
@@ -213,18 +199,41 @@ func (m *maxPool) forward(e env, x, y []float32, batch int) {
 	})
 }
 
-func (m *maxPool) backward(e env, _, _, dy, dx []float32, batch int) {
+func (m *maxPool) backward(e env, x, y, dy, dx []float32, batch int) {
 	if dx == nil {
 		return
 	}
 	in, out := m.in, m.out
 	parallelFor(e.workers, batch, func(lo, hi int) {
 		for s := lo; s < hi; s++ {
+			xs := x[s*in.Size() : (s+1)*in.Size()]
 			dxs := dx[s*in.Size() : (s+1)*in.Size()]
 			clear(dxs)
+			ys := y[s*out.Size() : (s+1)*out.Size()]
 			dys := dy[s*out.Size() : (s+1)*out.Size()]
-			for i, a := range m.arg[s*out.Size() : (s+1)*out.Size()] {
-				dxs[a] = dys[i] // windows do not overlap
+			for oh := range out.H {
+				for ow := range out.W {
+					o := (oh*out.W + ow) * out.C
+					i00 := ((2*oh)*in.W + 2*ow) * in.C
+					i10 := i00 + in.W*in.C
+					for c := range out.C {
+						// Candidates in reverse order, so that the first
+						// match wins; integer selects compile to
+						// conditional moves rather than branches.
+						v := ys[o+c]
+						i := i10 + in.C + c
+						if xs[i10+c] == v {
+							i = i10 + c
+						}
+						if xs[i00+in.C+c] == v {
+							i = i00 + in.C + c
+						}
+						if xs[i00+c] == v {
+							i = i00 + c
+						}
+						dxs[i] = dys[o+c] // windows do not overlap
+					}
+				}
 			}
 		}
 	})

@@ -38,3 +38,11 @@ func grow(buf []float32, n int) []float32 {
 	}
 	return buf[:n]
 }
+
+// addVecGo is the portable addVec.
+func addVecGo(dst, src []float32) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] += v
+	}
+}
