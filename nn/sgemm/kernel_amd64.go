@@ -63,3 +63,19 @@ func packPanelB(dst, src []float32, kc, ld int) {
 	_ = src[(kc-1)*ld+NR-1]
 	packB16N(&dst[0], &src[0], kc, ld)
 }
+
+//go:noescape
+func kernel6x16Direct(kc int, a *float32, lda int, b, c *float32, ldc int)
+
+// directA reports whether full MR-row panels of a non-transposed A are read
+// in place by the micro-kernel instead of being packed.
+func directA() bool { return HasAsm }
+
+// kernelDirect is kernel with the MR×kc panel of A read in place from rows
+// of stride lda starting at a[0]; same arithmetic, same bits.
+func kernelDirect(kc int, a []float32, lda int, b, c []float32, ldc int) {
+	_ = a[(MR-1)*lda+kc-1]
+	_ = b[kc*NR-1]
+	_ = c[(MR-1)*ldc+NR-1]
+	kernel6x16Direct(kc, &a[0], lda, &b[0], &c[0], ldc)
+}

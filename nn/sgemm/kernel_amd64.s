@@ -87,3 +87,93 @@ store:
 	ROW(Y10, Y11)
 	VZEROUPPER
 	RET
+
+// DSTEP is STEP reading A unpacked: the six values of column off come from
+// six rows of stride R8 bytes, rows 0, 1, 2, 4 addressed from SI and rows 3
+// and 5 from R11 = SI + 3 rows.
+#define DSTEP(off) \
+	VMOVUPS (off*64)(DI), Y12 \
+	VMOVUPS (off*64+32)(DI), Y13 \
+	VBROADCASTSS (off*4)(SI), Y14 \
+	VBROADCASTSS (off*4)(SI)(R8*1), Y15 \
+	VFMADD231PS Y12, Y14, Y0 \
+	VFMADD231PS Y13, Y14, Y1 \
+	VFMADD231PS Y12, Y15, Y2 \
+	VFMADD231PS Y13, Y15, Y3 \
+	VBROADCASTSS (off*4)(SI)(R8*2), Y14 \
+	VBROADCASTSS (off*4)(R11), Y15 \
+	VFMADD231PS Y12, Y14, Y4 \
+	VFMADD231PS Y13, Y14, Y5 \
+	VFMADD231PS Y12, Y15, Y6 \
+	VFMADD231PS Y13, Y15, Y7 \
+	VBROADCASTSS (off*4)(SI)(R8*4), Y14 \
+	VBROADCASTSS (off*4)(R11)(R8*2), Y15 \
+	VFMADD231PS Y12, Y14, Y8 \
+	VFMADD231PS Y13, Y14, Y9 \
+	VFMADD231PS Y12, Y15, Y10 \
+	VFMADD231PS Y13, Y15, Y11
+
+// func kernel6x16Direct(kc int, a *float32, lda int, b, c *float32, ldc int)
+// kernel6x16 with A read in place: a points at A[0][0] of six rows of
+// stride lda. The floating-point operations are those of kernel6x16, in the
+// same order, so the results are bit-identical.
+TEXT ·kernel6x16Direct(SB), NOSPLIT, $0-48
+	MOVQ kc+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), R8
+	MOVQ b+24(FP), DI
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R8
+	SHLQ $2, R9
+	LEAQ (SI)(R8*2), R11
+	ADDQ R8, R11
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	MOVQ CX, BX
+	SHRQ $2, BX
+	JZ   dtail
+
+dloop4:
+	DSTEP(0)
+	DSTEP(1)
+	DSTEP(2)
+	DSTEP(3)
+	ADDQ $16, SI
+	ADDQ $16, R11
+	ADDQ $256, DI
+	DECQ BX
+	JNZ  dloop4
+
+dtail:
+	ANDQ $3, CX
+	JZ   dstore
+
+dloop1:
+	DSTEP(0)
+	ADDQ $4, SI
+	ADDQ $4, R11
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  dloop1
+
+dstore:
+	MOVQ R9, R8
+	ROW(Y0, Y1)
+	ROW(Y2, Y3)
+	ROW(Y4, Y5)
+	ROW(Y6, Y7)
+	ROW(Y8, Y9)
+	ROW(Y10, Y11)
+	VZEROUPPER
+	RET

@@ -13,3 +13,9 @@ func packPanelA(dst, src []float32, kc, ld int, transA bool) {
 }
 
 func packPanelB(dst, src []float32, kc, ld int) { packPanelBGo(dst, src, kc, ld) }
+
+func directA() bool { return false }
+
+func kernelDirect(kc int, a []float32, lda int, b, c []float32, ldc int) {
+	panic("sgemm: no direct kernel on this architecture")
+}

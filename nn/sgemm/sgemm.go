@@ -133,6 +133,11 @@ func (g *gemm) region(i0, i1, j0, j1 int) {
 	}
 	buf := bufferPool.Get().(*buffers)
 	defer bufferPool.Put(buf)
+	// A non-transposed A is read in place by the kernel, panel by panel,
+	// except for a last panel of fewer than MR rows: packing it would cost
+	// a pass over A as large as the product's own reads when n is small
+	// (convolutions: n = output channels).
+	direct := !g.transA && directA()
 	for jc := j0; jc < j1; jc += NC {
 		nc := min(NC, j1-jc)
 		for pc := 0; pc < g.k; pc += KC {
@@ -140,8 +145,13 @@ func (g *gemm) region(i0, i1, j0, j1 int) {
 			g.packB(buf.b[:], pc, kc, jc, nc)
 			for ic := i0; ic < i1; ic += MC {
 				mc := min(MC, i1-ic)
-				g.packA(buf.a[:], ic, mc, pc, kc)
-				g.macro(buf, ic, mc, jc, nc, kc)
+				if !direct {
+					g.packA(buf.a[:], ic, mc, pc, kc)
+				} else if rem := mc % MR; rem != 0 {
+					last := mc - rem
+					g.packA(buf.a[last*kc:], ic+last, rem, pc, kc)
+				}
+				g.macro(buf, ic, mc, jc, nc, pc, kc, direct)
 			}
 		}
 	}
@@ -149,7 +159,7 @@ func (g *gemm) region(i0, i1, j0, j1 int) {
 
 // macro runs the micro-kernel over an mc×nc block of C whose panels are
 // packed in buf.
-func (g *gemm) macro(buf *buffers, ic, mc, jc, nc, kc int) {
+func (g *gemm) macro(buf *buffers, ic, mc, jc, nc, pc, kc int, direct bool) {
 	for jr := 0; jr < nc; jr += NR {
 		nr := min(NR, nc-jr)
 		pb := buf.b[jr*kc : jr*kc+kc*NR]
@@ -157,6 +167,18 @@ func (g *gemm) macro(buf *buffers, ic, mc, jc, nc, kc int) {
 			mr := min(MR, mc-ir)
 			pa := buf.a[ir*kc : ir*kc+kc*MR]
 			off := (ic+ir)*g.ldc + jc + jr
+			if direct && mr == MR {
+				a := g.a[(ic+ir)*g.lda+pc:]
+				if nr == NR {
+					kernelDirect(kc, a, g.lda, pb, g.c[off:], g.ldc)
+					continue
+				}
+				t := buf.tile[:]
+				clear(t)
+				kernelDirect(kc, a, g.lda, pb, t, NR)
+				addTile(g.c[off:], g.ldc, t, mr, nr)
+				continue
+			}
 			if mr == MR && nr == NR {
 				kernel(kc, pa, pb, g.c[off:], g.ldc)
 				continue
@@ -167,12 +189,18 @@ func (g *gemm) macro(buf *buffers, ic, mc, jc, nc, kc int) {
 			t := buf.tile[:]
 			clear(t)
 			kernel(kc, pa, pb, t, NR)
-			for r := range mr {
-				row := g.c[off+r*g.ldc : off+r*g.ldc+nr]
-				for j := range row {
-					row[j] += t[r*NR+j]
-				}
-			}
+			addTile(g.c[off:], g.ldc, t, mr, nr)
+		}
+	}
+}
+
+// addTile adds the mr×nr valid part of a kernel tile t (leading dimension
+// NR) to C.
+func addTile(c []float32, ldc int, t []float32, mr, nr int) {
+	for r := range mr {
+		row := c[r*ldc : r*ldc+nr]
+		for j := range row {
+			row[j] += t[r*NR+j]
 		}
 	}
 }

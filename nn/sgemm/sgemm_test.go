@@ -246,3 +246,30 @@ func BenchmarkGemm(b *testing.B) {
 		}
 	}
 }
+
+// TestDirectMatchesPacked checks that reading A in place (transA false)
+// gives the same bits as packing the same matrix stored transposed: both
+// run the same operations in the same order.
+func TestDirectMatchesPacked(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	for _, s := range [][3]int{{13, 37, 300}, {120, 16, 7}, {7, 50, 1}, {250, 64, 800}} {
+		m, n, k := s[0], s[1], s[2]
+		a := randomSlice(rng, m*k)
+		at := make([]float32, k*m)
+		for i := range m {
+			for p := range k {
+				at[p*m+i] = a[i*k+p]
+			}
+		}
+		b := randomSlice(rng, k*n)
+		c1 := make([]float32, m*n)
+		c2 := make([]float32, m*n)
+		Gemm(2, false, false, m, n, k, a, k, b, n, c1, n, false)
+		Gemm(2, true, false, m, n, k, at, m, b, n, c2, n, false)
+		for i := range c1 {
+			if math.Float32bits(c1[i]) != math.Float32bits(c2[i]) {
+				t.Fatalf("%v: C[%d] in place %v, packed %v", s, i, c1[i], c2[i])
+			}
+		}
+	}
+}
