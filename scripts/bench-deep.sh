@@ -11,7 +11,12 @@
 # step_ms_min and the median of the runs' step_ms_median for each, the
 # ratios ours/PyTorch, and the largest peak RSS.
 #
-# Environment: STEPS (10), REPEATS (3), BIN (bin), OUT (.run/bench-deep).
+# THREADS lists the thread counts to compare at (default "2 1": bin/nn
+# --workers and torch.set_num_threads; one thread shows each side's
+# single-core efficiency, which the other load on the machine disturbs less).
+#
+# Environment: STEPS (10), REPEATS (3), THREADS ("2 1"), BIN (bin),
+# OUT (.run/bench-deep).
 #
 # The machine's load is printed first: on 2 cores another build running
 # shifts both sides' figures by tens of per cent.
@@ -21,6 +26,7 @@ cd "$(dirname "$0")/.."
 BIN=${BIN:-bin}
 STEPS=${STEPS:-10}
 REPEATS=${REPEATS:-3}
+THREADS=${THREADS:-2 1}
 OUT=${OUT:-.run/bench-deep}
 PY=/usr/bin/python3
 
@@ -55,16 +61,18 @@ measure() {
 }
 
 for r in $(seq "$REPEATS"); do
-	for m in "convnet2 62" "mlp 10"; do
-		set -- $m
-		measure "go-$1" "$BIN/nn" bench --model "$1" --classes "$2" --batch 64 --steps "$STEPS" --format json
-		measure "torch-$1" "$PY" scripts/bench_deep_torch.py --model "$1" --classes "$2" --batch 64 --steps "$STEPS" --threads 2
+	for t in $THREADS; do
+		for m in "convnet2 62" "mlp 10"; do
+			set -- $m
+			measure "go-$1-$t" "$BIN/nn" bench --model "$1" --classes "$2" --batch 64 --steps "$STEPS" --workers "$t" --format json
+			measure "torch-$1-$t" "$PY" scripts/bench_deep_torch.py --model "$1" --classes "$2" --batch 64 --steps "$STEPS" --threads "$t"
+		done
 	done
 done
 
-"$PY" - "$OUT" "$STEPS" "$REPEATS" <<'PY'
+"$PY" - "$OUT" "$STEPS" "$REPEATS" $THREADS <<'PY'
 import json, statistics, sys
-out, steps, repeats = sys.argv[1], sys.argv[2], sys.argv[3]
+out, steps, repeats, threads = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 def load(name):
     runs = [json.loads(l) for l in open(f"{out}/{name}.jsonl")]
     rss = [int(l) for l in open(f"{out}/{name}.rss")]
@@ -74,12 +82,13 @@ def load(name):
             "rss": max(rss) / 1024}
 print(f"batch 64, SGD momentum 0.9, {steps} timed steps per run, {repeats} runs each, alternating; "
       "min = best step of all runs, median = median of the runs' medians; RSS = largest peak")
-print(f"{'model':<22} {'params':>9} | {'ours min':>8} {'median':>8} | {'torch min':>9} {'median':>8} | "
+print(f"{'model':<22} {'threads':>7} {'params':>9} | {'ours min':>8} {'median':>8} | {'torch min':>9} {'median':>8} | "
       f"{'ratio min':>9} {'median':>7} | {'RSS ours':>8} {'torch':>7} {'ratio':>6}")
-for m, label in [("convnet2", "convnet2 (62 classes)"), ("mlp", "mlp 784-256-10")]:
-    g, t = load(f"go-{m}"), load(f"torch-{m}")
-    if g["params"] != t["params"]:
-        sys.exit(f"bench-deep: {m}: {g['params']} parameters here, {t['params']} in PyTorch")
-    print(f"{label:<22} {g['params']:>9} | {g['min']:>8.2f} {g['median']:>8.2f} | {t['min']:>9.2f} {t['median']:>8.2f} | "
-          f"{g['min']/t['min']:>9.2f} {g['median']/t['median']:>7.2f} | {g['rss']:>6.0f}MB {t['rss']:>5.0f}MB {g['rss']/t['rss']:>6.2f}")
+for th in threads:
+    for m, label in [("convnet2", "convnet2 (62 classes)"), ("mlp", "mlp 784-256-10")]:
+        g, t = load(f"go-{m}-{th}"), load(f"torch-{m}-{th}")
+        if g["params"] != t["params"]:
+            sys.exit(f"bench-deep: {m}: {g['params']} parameters here, {t['params']} in PyTorch")
+        print(f"{label:<22} {th:>7} {g['params']:>9} | {g['min']:>8.2f} {g['median']:>8.2f} | {t['min']:>9.2f} {t['median']:>8.2f} | "
+              f"{g['min']/t['min']:>9.2f} {g['median']/t['median']:>7.2f} | {g['rss']:>6.0f}MB {t['rss']:>5.0f}MB {g['rss']/t['rss']:>6.2f}")
 PY
