@@ -8,18 +8,18 @@ var HasAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 // kernel6x16 is the AVX2/FMA micro-kernel, see kernelGo for its contract.
 //
 //go:noescape
-func kernel6x16(kc int, a, b, c *float32, ldc int)
+func kernel6x16(kc int, a, b, c *float32, ldc int, overwrite bool)
 
-func kernel(kc int, a, b, c []float32, ldc int) {
+func kernel(kc int, a, b, c []float32, ldc int, overwrite bool) {
 	if !HasAsm {
-		kernelGo(kc, a, b, c, ldc)
+		kernelGo(kc, a, b, c, ldc, overwrite)
 		return
 	}
 	// The bounds the assembly relies on, checked once per call.
 	_ = a[kc*MR-1]
 	_ = b[kc*NR-1]
 	_ = c[(MR-1)*ldc+NR-1]
-	kernel6x16(kc, &a[0], &b[0], &c[0], ldc)
+	kernel6x16(kc, &a[0], &b[0], &c[0], ldc, overwrite)
 }
 
 // The packing routines of pack_amd64.s; see packPanelA and packPanelB for
@@ -65,7 +65,7 @@ func packPanelB(dst, src []float32, kc, ld int) {
 }
 
 //go:noescape
-func kernel6x16Direct(kc int, a *float32, lda int, b, c *float32, ldc int)
+func kernel6x16Direct(kc int, a *float32, lda int, b, c *float32, ldc int, overwrite bool)
 
 // directA reports whether full MR-row panels of a non-transposed A are read
 // in place by the micro-kernel instead of being packed.
@@ -73,9 +73,9 @@ func directA() bool { return HasAsm }
 
 // kernelDirect is kernel with the MR×kc panel of A read in place from rows
 // of stride lda starting at a[0]; same arithmetic, same bits.
-func kernelDirect(kc int, a []float32, lda int, b, c []float32, ldc int) {
+func kernelDirect(kc int, a []float32, lda int, b, c []float32, ldc int, overwrite bool) {
 	_ = a[(MR-1)*lda+kc-1]
 	_ = b[kc*NR-1]
 	_ = c[(MR-1)*ldc+NR-1]
-	kernel6x16Direct(kc, &a[0], lda, &b[0], &c[0], ldc)
+	kernel6x16Direct(kc, &a[0], lda, &b[0], &c[0], ldc, overwrite)
 }

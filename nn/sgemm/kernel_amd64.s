@@ -25,6 +25,13 @@
 	VFMADD231PS Y12, Y15, Y10 \
 	VFMADD231PS Y13, Y15, Y11
 
+// ROWW writes two accumulators over one 16-wide row of C and moves to the
+// next (the first k block of a product that does not accumulate).
+#define ROWW(lo, hi) \
+	VMOVUPS lo, (DX) \
+	VMOVUPS hi, 32(DX) \
+	ADDQ R8, DX
+
 // ROW adds two accumulators to one 16-wide row of C and moves to the next.
 #define ROW(lo, hi) \
 	VADDPS (DX), lo, lo \
@@ -33,8 +40,8 @@
 	VMOVUPS hi, 32(DX) \
 	ADDQ R8, DX
 
-// func kernel6x16(kc int, a, b, c *float32, ldc int)
-TEXT ·kernel6x16(SB), NOSPLIT, $0-40
+// func kernel6x16(kc int, a, b, c *float32, ldc int, overwrite bool)
+TEXT ·kernel6x16(SB), NOSPLIT, $0-41
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
@@ -79,12 +86,25 @@ loop1:
 	JNZ  loop1
 
 store:
+	MOVBLZX overwrite+40(FP), AX
+	TESTQ   AX, AX
+	JNZ     storew
 	ROW(Y0, Y1)
 	ROW(Y2, Y3)
 	ROW(Y4, Y5)
 	ROW(Y6, Y7)
 	ROW(Y8, Y9)
 	ROW(Y10, Y11)
+	VZEROUPPER
+	RET
+
+storew:
+	ROWW(Y0, Y1)
+	ROWW(Y2, Y3)
+	ROWW(Y4, Y5)
+	ROWW(Y6, Y7)
+	ROWW(Y8, Y9)
+	ROWW(Y10, Y11)
 	VZEROUPPER
 	RET
 
@@ -113,11 +133,11 @@ store:
 	VFMADD231PS Y12, Y15, Y10 \
 	VFMADD231PS Y13, Y15, Y11
 
-// func kernel6x16Direct(kc int, a *float32, lda int, b, c *float32, ldc int)
+// func kernel6x16Direct(kc int, a *float32, lda int, b, c *float32, ldc int, overwrite bool)
 // kernel6x16 with A read in place: a points at A[0][0] of six rows of
 // stride lda. The floating-point operations are those of kernel6x16, in the
 // same order, so the results are bit-identical.
-TEXT ·kernel6x16Direct(SB), NOSPLIT, $0-48
+TEXT ·kernel6x16Direct(SB), NOSPLIT, $0-49
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R8
@@ -168,12 +188,25 @@ dloop1:
 	JNZ  dloop1
 
 dstore:
-	MOVQ R9, R8
+	MOVQ    R9, R8
+	MOVBLZX overwrite+48(FP), AX
+	TESTQ   AX, AX
+	JNZ     dstorew
 	ROW(Y0, Y1)
 	ROW(Y2, Y3)
 	ROW(Y4, Y5)
 	ROW(Y6, Y7)
 	ROW(Y8, Y9)
 	ROW(Y10, Y11)
+	VZEROUPPER
+	RET
+
+dstorew:
+	ROWW(Y0, Y1)
+	ROWW(Y2, Y3)
+	ROWW(Y4, Y5)
+	ROWW(Y6, Y7)
+	ROWW(Y8, Y9)
+	ROWW(Y10, Y11)
 	VZEROUPPER
 	RET

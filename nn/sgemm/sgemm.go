@@ -123,12 +123,12 @@ var bufferPool = sync.Pool{New: func() any { return new(buffers) }}
 
 // region computes C[i0:i1, j0:j1].
 func (g *gemm) region(i0, i1, j0, j1 int) {
-	if !g.acc {
-		for i := i0; i < i1; i++ {
-			clear(g.c[i*g.ldc+j0 : i*g.ldc+j1])
-		}
-	}
 	if g.k == 0 {
+		if !g.acc {
+			for i := i0; i < i1; i++ {
+				clear(g.c[i*g.ldc+j0 : i*g.ldc+j1])
+			}
+		}
 		return
 	}
 	buf := bufferPool.Get().(*buffers)
@@ -138,10 +138,16 @@ func (g *gemm) region(i0, i1, j0, j1 int) {
 	// a pass over A as large as the product's own reads when n is small
 	// (convolutions: n = output channels).
 	direct := !g.transA && directA()
+	// k is cut into equal blocks of at most KC (800 = 4×200, not
+	// 3×256 + 32: a short last block wastes the kernel's fixed costs). The
+	// cut depends on k alone, so every element sums the same blocks in the
+	// same order whatever the split among goroutines.
+	blocks := (g.k + KC - 1) / KC
+	kStep := (g.k + blocks - 1) / blocks
 	for jc := j0; jc < j1; jc += NC {
 		nc := min(NC, j1-jc)
-		for pc := 0; pc < g.k; pc += KC {
-			kc := min(KC, g.k-pc)
+		for pc := 0; pc < g.k; pc += kStep {
+			kc := min(kStep, g.k-pc)
 			g.packB(buf.b[:], pc, kc, jc, nc)
 			for ic := i0; ic < i1; ic += MC {
 				mc := min(MC, i1-ic)
@@ -158,8 +164,11 @@ func (g *gemm) region(i0, i1, j0, j1 int) {
 }
 
 // macro runs the micro-kernel over an mc×nc block of C whose panels are
-// packed in buf.
+// packed in buf (or, if direct, whose full A panels are read in place). The
+// first k block of a product that does not accumulate overwrites C instead
+// of adding to it, which spares a clearing pass over C.
 func (g *gemm) macro(buf *buffers, ic, mc, jc, nc, pc, kc int, direct bool) {
+	first := pc == 0 && !g.acc
 	for jr := 0; jr < nc; jr += NR {
 		nr := min(NR, nc-jr)
 		pb := buf.b[jr*kc : jr*kc+kc*NR]
@@ -170,35 +179,37 @@ func (g *gemm) macro(buf *buffers, ic, mc, jc, nc, pc, kc int, direct bool) {
 			if direct && mr == MR {
 				a := g.a[(ic+ir)*g.lda+pc:]
 				if nr == NR {
-					kernelDirect(kc, a, g.lda, pb, g.c[off:], g.ldc)
+					kernelDirect(kc, a, g.lda, pb, g.c[off:], g.ldc, first)
 					continue
 				}
 				t := buf.tile[:]
-				clear(t)
-				kernelDirect(kc, a, g.lda, pb, t, NR)
-				addTile(g.c[off:], g.ldc, t, mr, nr)
+				kernelDirect(kc, a, g.lda, pb, t, NR, true)
+				addTile(g.c[off:], g.ldc, t, mr, nr, first)
 				continue
 			}
 			if mr == MR && nr == NR {
-				kernel(kc, pa, pb, g.c[off:], g.ldc)
+				kernel(kc, pa, pb, g.c[off:], g.ldc, first)
 				continue
 			}
-			// An edge tile: the same kernel into a zeroed tile, whose
-			// valid part is then added to C, so the arithmetic of every
-			// element is that of a full tile.
+			// An edge tile: the same kernel into a scratch tile, whose
+			// valid part is then added to (or copied over) C, so the
+			// arithmetic of every element is that of a full tile.
 			t := buf.tile[:]
-			clear(t)
-			kernel(kc, pa, pb, t, NR)
-			addTile(g.c[off:], g.ldc, t, mr, nr)
+			kernel(kc, pa, pb, t, NR, true)
+			addTile(g.c[off:], g.ldc, t, mr, nr, first)
 		}
 	}
 }
 
 // addTile adds the mr×nr valid part of a kernel tile t (leading dimension
-// NR) to C.
-func addTile(c []float32, ldc int, t []float32, mr, nr int) {
+// NR) to C, or copies it over C if overwrite.
+func addTile(c []float32, ldc int, t []float32, mr, nr int, overwrite bool) {
 	for r := range mr {
 		row := c[r*ldc : r*ldc+nr]
+		if overwrite {
+			copy(row, t[r*NR:r*NR+nr])
+			continue
+		}
 		for j := range row {
 			row[j] += t[r*NR+j]
 		}
@@ -287,10 +298,10 @@ func packPanelBGo(dst, src []float32, kc, ld int) {
 }
 
 // kernelGo is the portable micro-kernel: C[0:MR, 0:NR] += Σ_q a[q]ᵀ b[q]
-// for packed panels a (kc×MR) and b (kc×NR), C with leading dimension ldc.
-// Like the assembly kernel it sums the k products first and adds the sum to
-// C last.
-func kernelGo(kc int, a, b, c []float32, ldc int) {
+// (or C = Σ_q a[q]ᵀ b[q] if overwrite) for packed panels a (kc×MR) and b
+// (kc×NR), C with leading dimension ldc. Like the assembly kernel it sums
+// the k products first and adds the sum to C last.
+func kernelGo(kc int, a, b, c []float32, ldc int, overwrite bool) {
 	var acc [MR * NR]float32
 	a = a[:kc*MR]
 	b = b[:kc*NR]
@@ -306,6 +317,10 @@ func kernelGo(kc int, a, b, c []float32, ldc int) {
 	}
 	for r := range MR {
 		row := c[r*ldc : r*ldc+NR]
+		if overwrite {
+			copy(row, acc[r*NR:r*NR+NR])
+			continue
+		}
 		for j := range row {
 			row[j] += acc[r*NR+j]
 		}

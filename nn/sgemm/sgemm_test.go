@@ -180,11 +180,21 @@ func TestKernelsAgree(t *testing.T) {
 		b := randomSlice(rng, kc*NR)
 		c0 := randomSlice(rng, MR*20)
 		cg, ca := slices.Clone(c0), slices.Clone(c0)
-		kernelGo(kc, a, b, cg, 20)
-		kernel(kc, a, b, ca, 20)
+		kernelGo(kc, a, b, cg, 20, false)
+		kernel(kc, a, b, ca, 20, false)
 		for i := range cg {
 			if math.Abs(float64(cg[i]-ca[i])) > 1e-5*float64(kc) {
 				t.Fatalf("kc %d: element %d: go %v, asm %v", kc, i, cg[i], ca[i])
+			}
+		}
+		// Overwriting gives the sum alone: C − C0, up to rounding.
+		ow := slices.Clone(c0)
+		kernel(kc, a, b, ow, 20, true)
+		for r := range MR {
+			for j := range NR {
+				if d := float64(ow[r*20+j]) - (float64(ca[r*20+j]) - float64(c0[r*20+j])); math.Abs(d) > 1e-4*float64(kc) {
+					t.Fatalf("kc %d: overwrite (%d,%d) = %v, want %v", kc, r, j, ow[r*20+j], ca[r*20+j]-c0[r*20+j])
+				}
 			}
 		}
 		// Columns 16..19 lie outside the tile and must be untouched.
