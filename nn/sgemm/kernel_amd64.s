@@ -32,6 +32,17 @@
 	VMOVUPS hi, 32(DX) \
 	ADDQ R8, DX
 
+// STORE writes the tile's six rows with ROW or ROWW and returns.
+#define STORE(op) \
+	op(Y0, Y1) \
+	op(Y2, Y3) \
+	op(Y4, Y5) \
+	op(Y6, Y7) \
+	op(Y8, Y9) \
+	op(Y10, Y11) \
+	VZEROUPPER \
+	RET
+
 // ROW adds two accumulators to one 16-wide row of C and moves to the next.
 #define ROW(lo, hi) \
 	VADDPS (DX), lo, lo \
@@ -89,24 +100,10 @@ store:
 	MOVBLZX overwrite+40(FP), AX
 	TESTQ   AX, AX
 	JNZ     storew
-	ROW(Y0, Y1)
-	ROW(Y2, Y3)
-	ROW(Y4, Y5)
-	ROW(Y6, Y7)
-	ROW(Y8, Y9)
-	ROW(Y10, Y11)
-	VZEROUPPER
-	RET
+	STORE(ROW)
 
 storew:
-	ROWW(Y0, Y1)
-	ROWW(Y2, Y3)
-	ROWW(Y4, Y5)
-	ROWW(Y6, Y7)
-	ROWW(Y8, Y9)
-	ROWW(Y10, Y11)
-	VZEROUPPER
-	RET
+	STORE(ROWW)
 
 // DSTEP is STEP reading A unpacked: the six values of column off come from
 // six rows of stride R8 bytes, rows 0, 1, 2, 4 addressed from SI and rows 3
@@ -192,21 +189,7 @@ dstore:
 	MOVBLZX overwrite+48(FP), AX
 	TESTQ   AX, AX
 	JNZ     dstorew
-	ROW(Y0, Y1)
-	ROW(Y2, Y3)
-	ROW(Y4, Y5)
-	ROW(Y6, Y7)
-	ROW(Y8, Y9)
-	ROW(Y10, Y11)
-	VZEROUPPER
-	RET
+	STORE(ROW)
 
 dstorew:
-	ROWW(Y0, Y1)
-	ROWW(Y2, Y3)
-	ROWW(Y4, Y5)
-	ROWW(Y6, Y7)
-	ROWW(Y8, Y9)
-	ROWW(Y10, Y11)
-	VZEROUPPER
-	RET
+	STORE(ROWW)

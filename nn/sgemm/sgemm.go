@@ -315,14 +315,5 @@ func kernelGo(kc int, a, b, c []float32, ldc int, overwrite bool) {
 			}
 		}
 	}
-	for r := range MR {
-		row := c[r*ldc : r*ldc+NR]
-		if overwrite {
-			copy(row, acc[r*NR:r*NR+NR])
-			continue
-		}
-		for j := range row {
-			row[j] += acc[r*NR+j]
-		}
-	}
+	addTile(c, ldc, acc[:], MR, NR, overwrite)
 }
