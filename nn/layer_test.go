@@ -2,6 +2,7 @@ package nn
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -170,6 +171,42 @@ func TestConfigValidate(t *testing.T) {
 	} {
 		if _, err := New(c); err == nil {
 			t.Errorf("case %d: no error for %+v", i, c)
+		}
+	}
+}
+
+// TestPoolReluCommute checks the reordering ConvNet2 relies on: ReLU after
+// max-pooling gives the same logits and gradients, bit for bit, as ReLU
+// before it (max and ReLU commute; no rounding is involved).
+func TestPoolReluCommute(t *testing.T) {
+	in := Shape{6, 6, 2}
+	build := func(poolFirst bool) *Network {
+		mid := []layer{&relu{}, &maxPool{}}
+		if poolFirst {
+			mid = []layer{&maxPool{}, &relu{}}
+		}
+		ls := append([]layer{&conv{k: 3, stride: 1, pad: 1, outC: 3, bias: true}}, mid...)
+		n, err := assemble(Config{Input: in, Classes: 4}, append(ls, &dense{out: 4, last: true}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Init(3)
+		return n
+	}
+	a, b := build(false), build(true)
+	rng := rand.New(rand.NewPCG(8, 8))
+	x := randomInput(rng, 5*in.Size())
+	labels := []int{0, 1, 2, 3, 1}
+	var grads [2][]float32
+	for i, n := range []*Network{a, b} {
+		d := make([]float32, 5*4)
+		SoftmaxCrossEntropy(n.Forward(x, 5), 4, labels, nil, d)
+		n.Backward(d)
+		grads[i] = clone(n.Grad())
+	}
+	for j := range grads[0] {
+		if math.Float32bits(grads[0][j]) != math.Float32bits(grads[1][j]) {
+			t.Fatalf("gradient %d: %v with ReLU first, %v with pooling first", j, grads[0][j], grads[1][j])
 		}
 	}
 }
