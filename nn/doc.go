@@ -20,7 +20,10 @@
 // is computed by one goroutine in a fixed order (per sample, or per output
 // tile of a matrix product), with cross-sample sums (bias and normalisation
 // gradients, the loss) reduced serially in sample order. A training run gives
-// the same bits on 1 or 2 threads.
+// the same bits on 1 or 2 threads. It gives them on any machine whose CPU has
+// AVX2 and FMA (sgemm.HasAsm); the portable kernel used elsewhere rounds
+// differently (no fused multiply-add), so a campaign that must replay bit
+// for bit should run its sites on one kind.
 //
 // The package is pure computation: no files, no servers, no global state.
 // Package dataset reads image files; a pipeline passes their pixels here.

@@ -241,8 +241,9 @@ func (n *Network) Init(seed uint64) {
 
 // Forward computes the logits (batch × Classes) of the batch samples in x
 // (batch × InputSize, NHWC) and keeps the activations for Backward and
-// Penultimate. The returned slice is owned by the network and valid until
-// the next Forward. It panics if x is shorter than batch samples.
+// Penultimate; x itself is kept, not copied, and must not change before
+// Backward. The returned slice is owned by the network and valid until the
+// next Forward. It panics if x is shorter than batch samples.
 func (n *Network) Forward(x []float32, batch int) []float32 {
 	if batch < 1 || len(x) < batch*n.InputSize() {
 		panic("nn: Forward input shorter than its batch")

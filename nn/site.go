@@ -84,7 +84,9 @@ type SiteOutput struct {
 //   - FedProx adds μ(θ − θ_g) to the gradient, θ_g the pushed model.
 //   - SCAFFOLD adds c − c_i and then sets c_i⁺ = c_i − c + (θ_start −
 //     θ)/(K·η) (Karimireddy et al. 2020, option II), K the number of local
-//     steps, and sends Δc_i = c_i⁺ − c_i.
+//     steps and η = Train.LR, and sends Δc_i = c_i⁺ − c_i. Option II
+//     assumes plain SGD steps; with momentum or Adam it is the usual
+//     approximation.
 //   - pFedMe trains the personal model θ_i on F_i(θ) + λ/2‖θ − w‖² from its
 //     previous value, w the pushed model, then moves the local model
 //     w ← w − ηλ(w − θ_i), sends w and keeps θ_i.
