@@ -30,8 +30,8 @@ type femnistUser struct {
 // file order and, within a file, in the order of "users", as 28×28×1 with
 // each image's writer in Writers.
 //
-// Malformed JSON, a writer listed without data (or data without a listing),
-// counts that disagree, an image without 784 pixels, a pixel outside [0, 1]
+// Malformed JSON, a file without images, a writer listed without data (or
+// data without a listing), counts that disagree, an image without 784 pixels, a pixel outside [0, 1]
 // or a label outside 0–61 is an error (a *FormatError naming the file and
 // the byte offset of the JSON value, or of the writer's record).
 func ReadFEMNIST(paths ...string) (*Images, error) {
@@ -181,6 +181,13 @@ func readFEMNISTFile(path string, im *Images) error {
 		return ferr(usersOff, `%d users listed but %d writers in "user_data"`, len(users), len(data))
 	}
 	const size = femnistSide * femnistSide
+	total := 0
+	for _, n := range numSamples {
+		total += n
+	}
+	if total == 0 {
+		return ferr(usersOff, "no images: every writer has 0 samples")
+	}
 	for i, name := range users {
 		u, ok := data[name]
 		if !ok {

@@ -2,7 +2,6 @@ package dataset
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 )
@@ -96,16 +95,17 @@ func readIDXFile(path string, minDims, maxDims int) ([]byte, []int, error) {
 		total *= int(v)
 	}
 	start := int64(4 + 4*nd)
-	data := make([]byte, total)
-	n, err := io.ReadFull(r, data)
+	// Read what the file holds, up to one byte more than declared, rather
+	// than allocating the declared size: a corrupt header must not make us
+	// allocate gigabytes before finding the file short.
+	data, err := io.ReadAll(io.LimitReader(r, int64(total)+1))
 	if err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			return nil, nil, ferr(start+int64(n), "file is truncated: the header declares %d values, the file holds %d", total, n)
-		}
-		return nil, nil, ferr(start+int64(n), "read: %v", err)
+		return nil, nil, ferr(start+int64(len(data)), "read: %v", err)
 	}
-	var extra [1]byte
-	if m, _ := r.Read(extra[:]); m > 0 {
+	if len(data) < total {
+		return nil, nil, ferr(start+int64(len(data)), "file is truncated: the header declares %d values, the file holds %d", total, len(data))
+	}
+	if len(data) > total {
 		return nil, nil, ferr(start+int64(total), "unexpected data after the %d values the header declares", total)
 	}
 	return data, dims, nil
