@@ -1,10 +1,20 @@
 package nn
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// chunksPerWorker is how many pieces parallelFor cuts its range into per
+// worker. Workers take pieces as they become free, so a goroutine that the
+// OS deschedules (the cores are shared) holds up a quarter of its share, not
+// all of it.
+const chunksPerWorker = 4
 
 // parallelFor calls fn on contiguous ranges [lo, hi) that cover [0, n),
-// at most workers of them at once. Callers use it only for work whose result
-// does not depend on the split: each index writes its own outputs.
+// on at most workers goroutines (the caller's included). Callers use it only
+// for work whose result does not depend on the split or on which goroutine
+// runs a range: each index writes its own outputs.
 func parallelFor(workers, n int, fn func(lo, hi int)) {
 	if workers > n {
 		workers = n
@@ -15,18 +25,26 @@ func parallelFor(workers, n int, fn func(lo, hi int)) {
 		}
 		return
 	}
-	var wg sync.WaitGroup
-	for w := range workers {
-		lo, hi := n*w/workers, n*(w+1)/workers
-		if lo == hi {
-			continue
+	chunks := min(n, chunksPerWorker*workers)
+	var next atomic.Int64
+	work := func() {
+		for {
+			c := int(next.Add(1)) - 1
+			if c >= chunks {
+				return
+			}
+			fn(n*c/chunks, n*(c+1)/chunks)
 		}
+	}
+	var wg sync.WaitGroup
+	for range workers - 1 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fn(lo, hi)
+			work()
 		}()
 	}
+	work()
 	wg.Wait()
 }
 

@@ -3,6 +3,7 @@ package sgemm
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Register and cache blocking. MR×NR is the micro-kernel's register tile
@@ -19,6 +20,9 @@ const (
 	MC = 120
 	NC = 512
 )
+
+// chunksPerWorker is the number of pieces of C per worker, see Gemm.
+const chunksPerWorker = 4
 
 // minParallelWork is the number of multiply-adds below which Gemm does not
 // start goroutines: the start-up costs more than it saves.
@@ -53,38 +57,48 @@ func Gemm(workers int, transA, transB bool, m, n, k int, a []float32, lda int, b
 		workers = 1
 	}
 	g := gemm{transA: transA, transB: transB, k: k, a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, acc: accumulate}
-	// Split the longer side of C into one contiguous range per worker, in
-	// whole register tiles so that no tile is shared.
+	// Cut the longer side of C into contiguous pieces of whole register
+	// tiles, chunksPerWorker per worker, which the workers take as they
+	// become free: no tile is shared, and a descheduled goroutine (the cores
+	// are shared) delays only a small piece. Each piece packs its own panels,
+	// so more pieces would cost more packing.
 	splitRows := m >= n
 	extent, unit := n, NR
 	if splitRows {
 		extent, unit = m, MR
 	}
 	tiles := (extent + unit - 1) / unit
-	if workers > tiles {
-		workers = tiles
-	}
-	if workers <= 1 {
+	chunks := min(tiles, chunksPerWorker*workers)
+	if workers <= 1 || chunks <= 1 {
 		g.region(0, m, 0, n)
 		return
 	}
-	var wg sync.WaitGroup
-	for w := range workers {
-		lo := tiles * w / workers * unit
-		hi := min(tiles*(w+1)/workers*unit, extent)
-		if lo >= hi {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	workers = min(workers, chunks)
+	var next atomic.Int64
+	work := func() {
+		for {
+			ch := int(next.Add(1)) - 1
+			if ch >= chunks {
+				return
+			}
+			lo := tiles * ch / chunks * unit
+			hi := min(tiles*(ch+1)/chunks*unit, extent)
 			if splitRows {
 				g.region(lo, hi, 0, n)
 			} else {
 				g.region(0, m, lo, hi)
 			}
+		}
+	}
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work()
 		}()
 	}
+	work()
 	wg.Wait()
 }
 
