@@ -62,9 +62,7 @@ func (c *conv) forward(e env, x, y []float32, batch int) {
 		})
 	}
 	if c.bias {
-		for r := range rows {
-			copy(y[r*c.outC:(r+1)*c.outC], c.b)
-		}
+		fillRows(y[:rows*c.outC], c.b)
 	}
 	sgemm.Gemm(e.workers, false, false, rows, c.outC, kk, cols, kk, c.w, c.outC, y, c.outC, c.bias)
 }
@@ -118,8 +116,17 @@ func (c *conv) im2col(x, cols []float32, s int) {
 				}
 				iw0 := ow*c.stride - c.pad
 				if iw0 >= 0 && iw0+k <= in.W {
-					// The whole kernel row is inside: one contiguous copy.
-					copy(seg, xs[(ih*in.W+iw0)*in.C:(ih*in.W+iw0+k)*in.C])
+					// The whole kernel row is inside: one contiguous copy
+					// (a plain loop when short: a single-channel input
+					// gives segments of k values, too short for a call).
+					src := xs[(ih*in.W+iw0)*in.C : (ih*in.W+iw0+k)*in.C]
+					if len(src) <= 16 {
+						for j, v := range src {
+							seg[j] = v
+						}
+					} else {
+						copy(seg, src)
+					}
 					continue
 				}
 				for kw := range k {

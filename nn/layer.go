@@ -83,9 +83,7 @@ func (d *dense) init(rng *rand.Rand) {
 }
 
 func (d *dense) forward(e env, x, y []float32, batch int) {
-	for i := range batch {
-		copy(y[i*d.out:(i+1)*d.out], d.b)
-	}
+	fillRows(y[:batch*d.out], d.b)
 	sgemm.Gemm(e.workers, false, false, batch, d.out, d.in, x, d.in, d.w, d.out, y, d.out, true)
 }
 
@@ -107,6 +105,19 @@ func (d *dense) backward(e env, x, _, dy, dx []float32, batch int) {
 			}
 		}
 	})
+}
+
+// fillRows fills dst, a whole number of rows of len(row), with copies of
+// row, doubling the filled part with each copy (a few large copies instead
+// of one per row).
+func fillRows(dst, row []float32) {
+	if len(dst) == 0 {
+		return
+	}
+	n := copy(dst, row)
+	for n < len(dst) {
+		n += copy(dst[n:], dst[:n])
+	}
 }
 
 // columnSums writes into dst the sums over rows of the rows×len(dst)

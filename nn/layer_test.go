@@ -210,3 +210,16 @@ func TestPoolReluCommute(t *testing.T) {
 		}
 	}
 }
+
+func TestFillRows(t *testing.T) {
+	for _, rows := range []int{0, 1, 2, 7, 64} {
+		row := []float32{1, -2, 3}
+		dst := make([]float32, rows*3)
+		fillRows(dst, row)
+		for i, v := range dst {
+			if v != row[i%3] {
+				t.Fatalf("%d rows: element %d is %v, want %v", rows, i, v, row[i%3])
+			}
+		}
+	}
+}
