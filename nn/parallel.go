@@ -1,51 +1,24 @@
 package nn
 
-import (
-	"sync"
-	"sync/atomic"
-)
+import "github.com/ptopofl/ptopofl/nn/internal/parallel"
 
 // chunksPerWorker is how many pieces parallelFor cuts its range into per
-// worker. Workers take pieces as they become free, so a goroutine that the
-// OS deschedules (the cores are shared) holds up a quarter of its share, not
-// all of it.
+// worker: a descheduled goroutine then holds up a quarter of its share.
 const chunksPerWorker = 4
 
 // parallelFor calls fn on contiguous ranges [lo, hi) that cover [0, n),
-// on at most workers goroutines (the caller's included). Callers use it only
-// for work whose result does not depend on the split or on which goroutine
-// runs a range: each index writes its own outputs.
+// on at most workers goroutines. Callers use it only for work whose result
+// does not depend on the split or on which goroutine runs a range: each
+// index writes its own outputs.
 func parallelFor(workers, n int, fn func(lo, hi int)) {
-	if workers > n {
-		workers = n
-	}
-	if workers <= 1 {
+	if workers <= 1 || n <= 1 {
 		if n > 0 {
 			fn(0, n)
 		}
 		return
 	}
 	chunks := min(n, chunksPerWorker*workers)
-	var next atomic.Int64
-	work := func() {
-		for {
-			c := int(next.Add(1)) - 1
-			if c >= chunks {
-				return
-			}
-			fn(n*c/chunks, n*(c+1)/chunks)
-		}
-	}
-	var wg sync.WaitGroup
-	for range workers - 1 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			work()
-		}()
-	}
-	work()
-	wg.Wait()
+	parallel.Run(workers, chunks, func(c int) { fn(n*c/chunks, n*(c+1)/chunks) })
 }
 
 // grow returns buf resliced to n elements, reallocating only if its

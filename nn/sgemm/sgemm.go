@@ -3,7 +3,8 @@ package sgemm
 import (
 	"runtime"
 	"sync"
-	"sync/atomic"
+
+	"github.com/ptopofl/ptopofl/nn/internal/parallel"
 )
 
 // Register and cache blocking. MR×NR is the micro-kernel's register tile
@@ -73,33 +74,15 @@ func Gemm(workers int, transA, transB bool, m, n, k int, a []float32, lda int, b
 		g.region(0, m, 0, n)
 		return
 	}
-	workers = min(workers, chunks)
-	var next atomic.Int64
-	work := func() {
-		for {
-			ch := int(next.Add(1)) - 1
-			if ch >= chunks {
-				return
-			}
-			lo := tiles * ch / chunks * unit
-			hi := min(tiles*(ch+1)/chunks*unit, extent)
-			if splitRows {
-				g.region(lo, hi, 0, n)
-			} else {
-				g.region(0, m, lo, hi)
-			}
+	parallel.Run(workers, chunks, func(ch int) {
+		lo := tiles * ch / chunks * unit
+		hi := min(tiles*(ch+1)/chunks*unit, extent)
+		if splitRows {
+			g.region(lo, hi, 0, n)
+		} else {
+			g.region(0, m, lo, hi)
 		}
-	}
-	var wg sync.WaitGroup
-	for range workers - 1 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			work()
-		}()
-	}
-	work()
-	wg.Wait()
+	})
 }
 
 func checkMatrix(name string, x []float32, trans bool, rows, cols, ld int) {
