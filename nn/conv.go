@@ -156,13 +156,21 @@ func (c *conv) col2im(cols, dx []float32, s int) {
 		for ow := range out.W {
 			src := cols[row*kk : (row+1)*kk]
 			row++
+			iw0 := ow*c.stride - c.pad
 			for kh := range k {
 				ih := oh*c.stride - c.pad + kh
 				if ih < 0 || ih >= in.H {
 					continue
 				}
+				if iw0 >= 0 && iw0+k <= in.W {
+					// The whole kernel row is inside: one vector add (the
+					// k segments touch distinct inputs, so each input
+					// still receives its terms in the same order).
+					addVec(dxs[(ih*in.W+iw0)*in.C:(ih*in.W+iw0+k)*in.C], src[kh*k*in.C:(kh+1)*k*in.C])
+					continue
+				}
 				for kw := range k {
-					iw := ow*c.stride - c.pad + kw
+					iw := iw0 + kw
 					if iw < 0 || iw >= in.W {
 						continue
 					}
