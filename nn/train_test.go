@@ -351,3 +351,83 @@ func BenchmarkTrainStep(b *testing.B) {
 		})
 	}
 }
+
+func TestTrainConfigValidate(t *testing.T) {
+	if err := DefaultTrainConfig().Validate(); err != nil {
+		t.Errorf("default: %v", err)
+	}
+	if err := DefaultSiteConfig().Train.Validate(); err != nil {
+		t.Errorf("default site config: %v", err)
+	}
+	good := DefaultTrainConfig()
+	for i, mod := range []func(*TrainConfig){
+		func(c *TrainConfig) { c.Optimizer = "rmsprop" },          // 0
+		func(c *TrainConfig) { c.LR = 0 },                         // 1
+		func(c *TrainConfig) { c.LR = math.Inf(1) },               // 2
+		func(c *TrainConfig) { c.Momentum = 1 },                   // 3
+		func(c *TrainConfig) { c.Optimizer, c.Beta2 = Adam, 1.5 }, // 4
+		func(c *TrainConfig) { c.Epsilon = -1 },                   // 5
+		func(c *TrainConfig) { c.WeightDecay = -0.1 },             // 6
+		func(c *TrainConfig) { c.Epochs = 0 },                     // 7
+		func(c *TrainConfig) { c.BatchSize = 0 },                  // 8
+		func(c *TrainConfig) { c.LR = math.NaN() },                // 9
+	} {
+		c := good
+		mod(&c)
+		if err := c.Validate(); err == nil {
+			t.Errorf("case %d: no error for %+v", i, c)
+		}
+	}
+}
+
+// TestTrainerStep checks that stepping a Trainer by hand is what Train
+// does: on one sample with batch size 1 the order is fixed, so two steps
+// equal two epochs bit for bit.
+func TestTrainerStep(t *testing.T) {
+	cfg := Config{Arch: MLP, Input: Shape{2, 2, 1}, Classes: 3, Hidden: []int{4}}
+	d := Data{N: 1, X: []float32{0.1, -0.2, 0.3, 0.4}, Labels: []int{2}, Weights: []float32{0.5}}
+	tc := TrainConfig{Optimizer: Adam, LR: 0.01, Epochs: 2, BatchSize: 1}
+	a, _ := New(cfg)
+	b, _ := New(cfg)
+	a.Init(4)
+	b.Init(4)
+	if _, err := Train(a, d, tc, Terms{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := NewTrainer(b, tc, Terms{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l1 := tr.Step(d.X, d.Labels, d.Weights)
+	l2 := tr.Step(d.X, d.Labels, d.Weights)
+	if !(l2 < l1) {
+		t.Errorf("loss %v then %v: want a decrease", l1, l2)
+	}
+	for j, v := range a.Params() {
+		if math.Float32bits(v) != math.Float32bits(b.Params()[j]) {
+			t.Fatalf("parameter %d: Train %v, Trainer.Step %v", j, v, b.Params()[j])
+		}
+	}
+	if _, err := NewTrainer(b, TrainConfig{}, Terms{}); err == nil {
+		t.Errorf("no error for an empty configuration")
+	}
+	if _, err := NewTrainer(b, tc, Terms{Correction: make([]float32, 3)}); err == nil {
+		t.Errorf("no error for a correction of the wrong length")
+	}
+	if _, err := NewTrainer(b, tc, Terms{ProxMu: 1}); err == nil {
+		t.Errorf("no error for a proximal term without center")
+	}
+}
+
+func TestEvaluationParams(t *testing.T) {
+	pushed := []float32{1}
+	st := SiteState{Personal: []float32{2}, Local: []float32{3}}
+	for i, c := range []struct {
+		m    learn.Method
+		want float32
+	}{{learn.PFedMe, 2}, {learn.LocalOnly, 3}, {learn.FedAvg, 1}, {learn.SCAFFOLD, 1}, {learn.PTopoFL, 1}} {
+		if got := EvaluationParams(c.m, pushed, st); got[0] != c.want {
+			t.Errorf("case %d (%s): %v, want %v", i, c.m, got, c.want)
+		}
+	}
+}
