@@ -381,3 +381,25 @@ func TestImagesSubsetAndValidate(t *testing.T) {
 		t.Errorf("pixel out of range: %v (must name the image, not the value)", err)
 	}
 }
+
+func TestImagesValidateShapes(t *testing.T) {
+	base := Images{N: 2, H: 1, W: 2, C: 1, Classes: 2, Pixels: []float32{0, 1, 0.5, 0.25}, Labels: []int{0, 1}}
+	if err := base.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for i, mod := range []func(*Images){
+		func(im *Images) { im.N = 0 },                             // 0
+		func(im *Images) { im.W = 0 },                             // 1
+		func(im *Images) { im.Classes = 0 },                       // 2
+		func(im *Images) { im.Pixels = im.Pixels[:3] },            // 3
+		func(im *Images) { im.Labels = []int{0} },                 // 4
+		func(im *Images) { im.Writers = []string{"a"} },           // 5
+		func(im *Images) { im.Pixels = []float32{0, 1, -0.5, 0} }, // 6
+	} {
+		im := base
+		mod(&im)
+		if err := im.Validate(); err == nil {
+			t.Errorf("case %d: no error", i)
+		}
+	}
+}
