@@ -48,50 +48,81 @@ func (c *conv) init(rng *rand.Rand) {
 	clear(c.b)
 }
 
+// colsBytes bounds the im2col buffer: the batch is processed in chunks of
+// samples whose columns fit, so that the columns written by im2col are
+// still in cache when the product reads them (a whole ConvNet-2 batch would
+// take 40 MB, written to memory and read back) and the buffer stays small.
+const colsBytes = 4 << 20
+
+// chunk returns the number of samples per im2col chunk.
+func (c *conv) chunk(batch int) int {
+	per := c.out.H * c.out.W * c.k * c.k * c.in.C * 4
+	return max(1, min(batch, colsBytes/per))
+}
+
 func (c *conv) forward(e env, x, y []float32, batch int) {
 	rows := batch * c.out.H * c.out.W
 	kk := c.k * c.k * c.in.C
-	cols := x
-	if !c.pointwise() {
-		c.cols = grow(c.cols, rows*kk)
-		cols = c.cols
-		parallelFor(e.workers, batch, func(lo, hi int) {
-			for s := lo; s < hi; s++ {
-				c.im2col(x, cols, s)
-			}
-		})
-	}
 	if c.bias {
 		fillRows(y[:rows*c.outC], c.b)
 	}
-	sgemm.Gemm(e.workers, false, false, rows, c.outC, kk, cols, kk, c.w, c.outC, y, c.outC, c.bias)
+	if c.pointwise() {
+		sgemm.Gemm(e.workers, false, false, rows, c.outC, kk, x, kk, c.w, c.outC, y, c.outC, c.bias)
+		return
+	}
+	c.chunks(e, x, batch, func(s0, n int, cols []float32) {
+		r0, r := s0*c.out.H*c.out.W, n*c.out.H*c.out.W
+		sgemm.Gemm(e.workers, false, false, r, c.outC, kk, cols, kk, c.w, c.outC, y[r0*c.outC:], c.outC, c.bias)
+	})
 }
 
+// chunks runs im2col on consecutive chunks of samples, in order, and calls
+// fn with each chunk's first sample, size and columns.
+func (c *conv) chunks(e env, x []float32, batch int, fn func(s0, n int, cols []float32)) {
+	per := c.out.H * c.out.W * c.k * c.k * c.in.C
+	size := c.chunk(batch)
+	c.cols = grow(c.cols, size*per)
+	for s0 := 0; s0 < batch; s0 += size {
+		n := min(size, batch-s0)
+		cols := c.cols[:n*per]
+		parallelFor(e.workers, n, func(lo, hi int) {
+			for s := lo; s < hi; s++ {
+				c.im2col(x[s0*c.in.Size():], cols, s)
+			}
+		})
+		fn(s0, n, cols)
+	}
+}
+
+// backward recomputes each chunk's columns (cheaper than keeping the whole
+// batch's), accumulates the weight gradient chunk by chunk in sample order
+// and reuses the columns' buffer for the gradient with respect to them.
 func (c *conv) backward(e env, x, _, dy, dx []float32, batch int) {
 	rows := batch * c.out.H * c.out.W
 	kk := c.k * c.k * c.in.C
 	if c.bias {
 		columnSums(c.gb, dy, rows)
 	}
-	cols := x
-	if !c.pointwise() {
-		cols = c.cols[:rows*kk]
-	}
-	sgemm.Gemm(e.workers, true, false, kk, c.outC, rows, cols, kk, dy, c.outC, c.gw, c.outC, false)
-	if dx == nil {
-		return
-	}
 	if c.pointwise() {
-		sgemm.Gemm(e.workers, false, true, rows, kk, c.outC, dy, c.outC, c.w, c.outC, dx, kk, false)
+		sgemm.Gemm(e.workers, true, false, kk, c.outC, rows, x, kk, dy, c.outC, c.gw, c.outC, false)
+		if dx != nil {
+			sgemm.Gemm(e.workers, false, true, rows, kk, c.outC, dy, c.outC, c.w, c.outC, dx, kk, false)
+		}
 		return
 	}
-	// The forward columns are no longer needed: reuse them for the
-	// gradient with respect to the columns.
-	sgemm.Gemm(e.workers, false, true, rows, kk, c.outC, dy, c.outC, c.w, c.outC, cols, kk, false)
-	parallelFor(e.workers, batch, func(lo, hi int) {
-		for s := lo; s < hi; s++ {
-			c.col2im(cols, dx, s)
+	c.chunks(e, x, batch, func(s0, n int, cols []float32) {
+		r0, r := s0*c.out.H*c.out.W, n*c.out.H*c.out.W
+		dyc := dy[r0*c.outC : (r0+r)*c.outC]
+		sgemm.Gemm(e.workers, true, false, kk, c.outC, r, cols, kk, dyc, c.outC, c.gw, c.outC, s0 > 0)
+		if dx == nil {
+			return
 		}
+		sgemm.Gemm(e.workers, false, true, r, kk, c.outC, dyc, c.outC, c.w, c.outC, cols, kk, false)
+		parallelFor(e.workers, n, func(lo, hi int) {
+			for s := lo; s < hi; s++ {
+				c.col2im(cols, dx[s0*c.in.Size():], s)
+			}
+		})
 	})
 }
 

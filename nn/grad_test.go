@@ -86,6 +86,13 @@ var gradCases = []gradCase{
 	{name: "convnet2", cfg: &Config{Arch: ConvNet2, Input: Shape{8, 8, 1}, Classes: 5}},                                   // 9
 	{name: "resnet", cfg: &Config{Arch: ResNet, Input: Shape{8, 8, 3}, Classes: 3, Width: 4, Depth: 1, Groups: 2}},        // 10
 	{name: "resnet-depth2", cfg: &Config{Arch: ResNet, Input: Shape{6, 6, 1}, Classes: 2, Width: 2, Depth: 2, Groups: 1}}, // 11
+	{ // 12: a convolution whose im2col columns exceed colsBytes per sample,
+		// so that forward and backward run in chunks of one sample
+		name: "conv5x5-chunked", in: Shape{28, 28, 2}, classes: 2,
+		layers: func() []layer {
+			return []layer{&conv{k: 1, stride: 1, outC: 64, bias: true}, &conv{k: 5, stride: 1, pad: 2, outC: 2, bias: true}, &dense{out: 2, last: true}}
+		},
+	},
 }
 
 func (c gradCase) build(t *testing.T) *Network {
@@ -173,5 +180,14 @@ func TestGradients(t *testing.T) {
 				t.Errorf("only %d of %d probed gradients exceed %g: the check would be vacuous", large, len(probes), 10*gradAbsTol)
 			}
 		})
+	}
+}
+
+// TestConvChunked checks that the chunked test case above really chunks.
+func TestConvChunked(t *testing.T) {
+	c := gradCases[12].layers()[1].(*conv)
+	c.setup(Shape{28, 28, 64}) // the output of the case's first layer
+	if n := c.chunk(3); n != 1 {
+		t.Errorf("chunk of %d samples, want 1", n)
 	}
 }
