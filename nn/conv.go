@@ -18,7 +18,8 @@ type conv struct {
 	in, out        Shape
 	w, b           []float32
 	gw, gb         []float32
-	cols           []float32 // im2col of the last forward input; the input-gradient columns in backward
+	cols           []float32 // im2col of a chunk of samples; the input-gradient columns in backward
+	wT             []float32 // the weights transposed (outC×kk), for the input gradient
 }
 
 // pointwise reports whether the convolution is a plain matrix product of
@@ -110,6 +111,11 @@ func (c *conv) backward(e env, x, _, dy, dx []float32, batch int) {
 		}
 		return
 	}
+	if dx != nil {
+		// The product with Wᵀ runs once per chunk and per piece of work:
+		// transposing W once lets each of them pack it by rows.
+		c.wT = transpose(c.wT, c.w, kk, c.outC)
+	}
 	c.chunks(e, x, batch, func(s0, n int, cols []float32) {
 		r0, r := s0*c.out.H*c.out.W, n*c.out.H*c.out.W
 		dyc := dy[r0*c.outC : (r0+r)*c.outC]
@@ -117,7 +123,7 @@ func (c *conv) backward(e env, x, _, dy, dx []float32, batch int) {
 		if dx == nil {
 			return
 		}
-		sgemm.Gemm(e.workers, false, true, r, kk, c.outC, dyc, c.outC, c.w, c.outC, cols, kk, false)
+		sgemm.Gemm(e.workers, false, false, r, kk, c.outC, dyc, c.outC, c.wT, kk, cols, kk, false)
 		parallelFor(e.workers, n, func(lo, hi int) {
 			for s := lo; s < hi; s++ {
 				c.col2im(cols, dx[s0*c.in.Size():], s)

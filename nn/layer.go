@@ -60,6 +60,7 @@ type dense struct {
 	w, b    []float32
 	gw, gb  []float32
 	dxT     []float32 // the input gradient transposed (in×batch)
+	dyT     []float32 // the output gradient transposed (out×batch)
 }
 
 func (d *dense) setup(in Shape) (Shape, int) {
@@ -96,7 +97,8 @@ func (d *dense) backward(e env, x, _, dy, dx []float32, batch int) {
 	// dxᵀ = W·dyᵀ rather than dx = dy·Wᵀ: the product then packs the large
 	// W by rows, which is fast, instead of transposing it column by column.
 	d.dxT = grow(d.dxT, d.in*batch)
-	sgemm.Gemm(e.workers, false, true, d.in, batch, d.out, d.w, d.out, dy, d.out, d.dxT, batch, false)
+	d.dyT = transpose(d.dyT, dy, batch, d.out)
+	sgemm.Gemm(e.workers, false, false, d.in, batch, d.out, d.w, d.out, d.dyT, batch, d.dxT, batch, false)
 	parallelFor(e.workers, batch, func(lo, hi int) {
 		for s := lo; s < hi; s++ {
 			row := dx[s*d.in : (s+1)*d.in]
@@ -105,6 +107,18 @@ func (d *dense) backward(e env, x, _, dy, dx []float32, batch int) {
 			}
 		}
 	})
+}
+
+// transpose returns the cols×rows transpose of the rows×cols matrix m,
+// in buf if it is large enough.
+func transpose(buf, m []float32, rows, cols int) []float32 {
+	buf = grow(buf, rows*cols)
+	for r := range rows {
+		for c, v := range m[r*cols : (r+1)*cols] {
+			buf[c*rows+r] = v
+		}
+	}
+	return buf
 }
 
 // fillRows fills dst, a whole number of rows of len(row), with copies of
