@@ -151,32 +151,36 @@ func (c *conv) im2col(x, cols []float32, s int) {
 					clear(seg)
 					continue
 				}
+				// The kernel row's columns inside the image, [lo, hi), are
+				// contiguous in x: one copy, zeros either side.
 				iw0 := ow*c.stride - c.pad
-				if iw0 >= 0 && iw0+k <= in.W {
-					// The whole kernel row is inside: one contiguous copy
-					// (a plain loop when short: a single-channel input
-					// gives segments of k values, too short for a call).
-					src := xs[(ih*in.W+iw0)*in.C : (ih*in.W+iw0+k)*in.C]
-					if len(src) <= 16 {
-						for j, v := range src {
-							seg[j] = v
-						}
-					} else {
-						copy(seg, src)
-					}
+				lo, hi := max(0, -iw0), min(k, in.W-iw0)
+				if lo >= hi {
+					clear(seg)
 					continue
 				}
-				for kw := range k {
-					iw := iw0 + kw
-					d := seg[kw*in.C : (kw+1)*in.C]
-					if iw < 0 || iw >= in.W {
-						clear(d)
-						continue
-					}
-					copy(d, xs[(ih*in.W+iw)*in.C:(ih*in.W+iw+1)*in.C])
+				if lo > 0 {
+					clear(seg[:lo*in.C])
 				}
+				if hi < k {
+					clear(seg[hi*in.C:])
+				}
+				copyShort(seg[lo*in.C:hi*in.C], xs[(ih*in.W+iw0+lo)*in.C:(ih*in.W+iw0+hi)*in.C])
 			}
 		}
+	}
+}
+
+// copyShort copies src to dst, by a plain loop when short: a single-channel
+// input gives im2col segments of a few values, too short for a call.
+func copyShort(dst, src []float32) {
+	if len(src) > 16 {
+		copy(dst, src)
+		return
+	}
+	dst = dst[:len(src)]
+	for j, v := range src {
+		dst[j] = v
 	}
 }
 
