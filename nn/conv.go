@@ -203,19 +203,13 @@ func (c *conv) col2im(cols, dx []float32, s int) {
 				if ih < 0 || ih >= in.H {
 					continue
 				}
-				if iw0 >= 0 && iw0+k <= in.W {
-					// The whole kernel row is inside: one vector add (the
-					// k segments touch distinct inputs, so each input
-					// still receives its terms in the same order).
-					addVec(dxs[(ih*in.W+iw0)*in.C:(ih*in.W+iw0+k)*in.C], src[kh*k*in.C:(kh+1)*k*in.C])
-					continue
-				}
-				for kw := range k {
-					iw := iw0 + kw
-					if iw < 0 || iw >= in.W {
-						continue
-					}
-					addVec(dxs[(ih*in.W+iw)*in.C:(ih*in.W+iw+1)*in.C], src[(kh*k+kw)*in.C:(kh*k+kw+1)*in.C])
+				// The kernel row's columns inside the image, [lo, hi),
+				// are contiguous in dx and in the columns: one vector add
+				// (the segments touch distinct inputs, so each input
+				// still receives its terms in the same order).
+				lo, hi := max(0, -iw0), min(k, in.W-iw0)
+				if lo < hi {
+					addVec(dxs[(ih*in.W+iw0+lo)*in.C:(ih*in.W+iw0+hi)*in.C], src[(kh*k+lo)*in.C:(kh*k+hi)*in.C])
 				}
 			}
 		}
