@@ -3,6 +3,7 @@ package nn
 import (
 	"math/rand/v2"
 
+	"github.com/ptopofl/ptopofl/nn/internal/parallel"
 	"github.com/ptopofl/ptopofl/nn/sgemm"
 )
 
@@ -18,8 +19,9 @@ type conv struct {
 	in, out        Shape
 	w, b           []float32
 	gw, gb         []float32
-	cols           []float32 // im2col of a chunk of samples; the input-gradient columns in backward
-	wT             []float32 // the weights transposed (outC×kk), for the input gradient
+	cols           [][]float32 // per worker, im2col of a chunk of samples; then its input-gradient columns
+	wT             []float32   // the weights transposed (outC×kk), for the input gradient
+	partial        []float32   // per chunk, its weight gradient
 }
 
 // pointwise reports whether the convolution is a plain matrix product of
@@ -49,16 +51,23 @@ func (c *conv) init(rng *rand.Rand) {
 	clear(c.b)
 }
 
-// colsBytes bounds the im2col buffer: the batch is processed in chunks of
+// colsBytes bounds an im2col buffer: the batch is processed in chunks of
 // samples whose columns fit, so that the columns written by im2col are
 // still in cache when the product reads them (a whole ConvNet-2 batch would
-// take 40 MB, written to memory and read back) and the buffer stays small.
+// take 40 MB, written to memory and read back) and the buffers stay small.
 const colsBytes = 4 << 20
 
-// chunk returns the number of samples per im2col chunk.
+// minChunks is the number of chunks a batch of at least that many samples
+// is cut into at the least, so that the workers have pieces to share.
+const minChunks = 8
+
+// chunk returns the number of samples per chunk. It depends on the batch
+// size and the layer's shape only, never on the number of workers: the
+// weight gradient is summed chunk by chunk, and its bits must not depend
+// on the threads.
 func (c *conv) chunk(batch int) int {
 	per := c.out.H * c.out.W * c.k * c.k * c.in.C * 4
-	return max(1, min(batch, colsBytes/per))
+	return max(1, min(colsBytes/per, (batch+minChunks-1)/minChunks))
 }
 
 func (c *conv) forward(e env, x, y []float32, batch int) {
@@ -71,33 +80,47 @@ func (c *conv) forward(e env, x, y []float32, batch int) {
 		sgemm.Gemm(e.workers, false, false, rows, c.outC, kk, x, kk, c.w, c.outC, y, c.outC, c.bias)
 		return
 	}
-	c.chunks(e, x, batch, func(s0, n int, cols []float32) {
+	c.chunks(e, x, batch, func(ch, s0, n int, cols []float32) {
 		r0, r := s0*c.out.H*c.out.W, n*c.out.H*c.out.W
-		sgemm.Gemm(e.workers, false, false, r, c.outC, kk, cols, kk, c.w, c.outC, y[r0*c.outC:], c.outC, c.bias)
+		sgemm.Gemm(1, false, false, r, c.outC, kk, cols, kk, c.w, c.outC, y[r0*c.outC:], c.outC, c.bias)
 	})
 }
 
-// chunks runs im2col on consecutive chunks of samples, in order, and calls
-// fn with each chunk's first sample, size and columns.
-func (c *conv) chunks(e env, x []float32, batch int, fn func(s0, n int, cols []float32)) {
+// chunks cuts the batch into chunks of c.chunk(batch) samples and, on the
+// workers, runs im2col on each chunk into a buffer of the worker's and
+// calls fn with the chunk's index, first sample, size and columns. A chunk
+// is the unit of parallel work: everything fn does for it runs on one
+// goroutine and writes only the chunk's own outputs.
+func (c *conv) chunks(e env, x []float32, batch int, fn func(ch, s0, n int, cols []float32)) {
 	per := c.out.H * c.out.W * c.k * c.k * c.in.C
 	size := c.chunk(batch)
-	c.cols = grow(c.cols, size*per)
-	for s0 := 0; s0 < batch; s0 += size {
-		n := min(size, batch-s0)
-		cols := c.cols[:n*per]
-		parallelFor(e.workers, n, func(lo, hi int) {
-			for s := lo; s < hi; s++ {
-				c.im2col(x[s0*c.in.Size():], cols, s)
-			}
-		})
-		fn(s0, n, cols)
+	nch := (batch + size - 1) / size
+	workers := min(e.workers, nch)
+	free := make(chan []float32, workers)
+	for len(c.cols) < workers {
+		c.cols = append(c.cols, nil)
 	}
+	for w := range workers {
+		c.cols[w] = grow(c.cols[w], size*per)
+		free <- c.cols[w]
+	}
+	parallel.Run(workers, nch, func(ch int) {
+		buf := <-free
+		defer func() { free <- buf }()
+		s0 := ch * size
+		n := min(size, batch-s0)
+		cols := buf[:n*per]
+		for s := range n {
+			c.im2col(x[s0*c.in.Size():], cols, s)
+		}
+		fn(ch, s0, n, cols)
+	})
 }
 
 // backward recomputes each chunk's columns (cheaper than keeping the whole
-// batch's), accumulates the weight gradient chunk by chunk in sample order
-// and reuses the columns' buffer for the gradient with respect to them.
+// batch's), computes each chunk's weight gradient on its own and sums them
+// in chunk order, and reuses the columns' buffer for the gradient with
+// respect to them.
 func (c *conv) backward(e env, x, _, dy, dx []float32, batch int) {
 	rows := batch * c.out.H * c.out.W
 	kk := c.k * c.k * c.in.C
@@ -112,24 +135,29 @@ func (c *conv) backward(e env, x, _, dy, dx []float32, batch int) {
 		return
 	}
 	if dx != nil {
-		// The product with Wᵀ runs once per chunk and per piece of work:
-		// transposing W once lets each of them pack it by rows.
+		// Every chunk multiplies by Wᵀ: transposing W once lets each of
+		// them pack it by rows.
 		c.wT = transpose(c.wT, c.w, kk, c.outC)
 	}
-	c.chunks(e, x, batch, func(s0, n int, cols []float32) {
+	nw := kk * c.outC
+	nch := (batch + c.chunk(batch) - 1) / c.chunk(batch)
+	c.partial = grow(c.partial, nch*nw)
+	c.chunks(e, x, batch, func(ch, s0, n int, cols []float32) {
 		r0, r := s0*c.out.H*c.out.W, n*c.out.H*c.out.W
 		dyc := dy[r0*c.outC : (r0+r)*c.outC]
-		sgemm.Gemm(e.workers, true, false, kk, c.outC, r, cols, kk, dyc, c.outC, c.gw, c.outC, s0 > 0)
+		sgemm.Gemm(1, true, false, kk, c.outC, r, cols, kk, dyc, c.outC, c.partial[ch*nw:], c.outC, false)
 		if dx == nil {
 			return
 		}
-		sgemm.Gemm(e.workers, false, false, r, kk, c.outC, dyc, c.outC, c.wT, kk, cols, kk, false)
-		parallelFor(e.workers, n, func(lo, hi int) {
-			for s := lo; s < hi; s++ {
-				c.col2im(cols, dx[s0*c.in.Size():], s)
-			}
-		})
+		sgemm.Gemm(1, false, false, r, kk, c.outC, dyc, c.outC, c.wT, kk, cols, kk, false)
+		for s := range n {
+			c.col2im(cols, dx[s0*c.in.Size():], s)
+		}
 	})
+	copy(c.gw, c.partial[:nw])
+	for ch := 1; ch < nch; ch++ {
+		addVec(c.gw, c.partial[ch*nw:(ch+1)*nw])
+	}
 }
 
 // im2col writes sample s's rows of the column matrix: for output pixel
