@@ -17,9 +17,12 @@
 // Results are reproducible bit for bit: initialisation draws from a PCG
 // generator seeded by the caller, minibatch order from another, and every
 // computation that is split across goroutines is split so that each output
-// is computed by one goroutine in a fixed order (per sample, or per output
-// tile of a matrix product), with cross-sample sums (bias and normalisation
-// gradients, the loss) reduced serially in sample order. A training run gives
+// is computed by one goroutine in a fixed order (per sample, per chunk of
+// samples of a convolution, or per output tile of a matrix product), with
+// cross-sample sums (bias and normalisation gradients, the loss) reduced
+// serially in sample order and convolution weight gradients computed per
+// chunk (chunk size from the batch size and the layer's shape alone) and
+// summed in chunk order. A training run gives
 // the same bits on 1 or 2 threads. It gives them on any machine whose CPU has
 // AVX2 and FMA (sgemm.HasAsm); the portable kernel used elsewhere rounds
 // differently (no fused multiply-add), so a campaign that must replay bit
