@@ -4,7 +4,7 @@ GO       ?= go
 BIN      := bin
 export GOTOOLCHAIN := local
 
-.PHONY: all build run test bench bench-tda bench-pipeline lint fmt clean
+.PHONY: all build run test bench bench-tda bench-pipeline bench-deep lint fmt clean
 
 all: build
 
@@ -21,7 +21,7 @@ test: build
 	$(GO) test -count=1 -timeout 25m ./...
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./tda/... ./aggregation/... ./eval/... ./learn/... ./simulate/...
+	$(GO) test -run '^$$' -bench . -benchmem ./tda/... ./aggregation/... ./eval/... ./learn/... ./simulate/... ./nn/...
 
 # bench-tda times bin/tda against Debian's ripser on the same clouds.
 bench-tda: build
@@ -31,6 +31,11 @@ bench-tda: build
 # stack and the wall time of the paper table through the pipeline.
 bench-pipeline: build
 	./scripts/bench-pipeline.sh
+
+# bench-deep times a deep training step (ConvNet-2, MLP) of bin/nn against
+# PyTorch (Debian's python3-torch, installed if missing) in the same run.
+bench-deep:
+	./scripts/bench-deep.sh
 
 # lint: formatting, vet, and Temporal's workflowcheck (determinism of the
 # workflow code; the analyser is built from tools/workflowcheck's own module).

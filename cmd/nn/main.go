@@ -1,0 +1,103 @@
+// Command nn benchmarks, trains and evaluates the deep networks of package
+// nn:
+//
+//	nn bench --model convnet2|mlp|resnet [--classes K] [--batch 64] [--steps 10] [--format json|text]
+//	nn train --model M --train FILE [--labels FILE] --out MODEL [flags]
+//	nn eval --model M --params MODEL --test FILE [--labels FILE]
+//
+// Output goes to stdout only when the whole command succeeds. Bad flags or
+// input print one message on stderr and exit with status 2; a failure to
+// write the output exits with status 1.
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `usage:
+  nn bench --model convnet2|mlp|resnet [--classes K] [--batch 64] [--steps 10] [--format json|text]
+  nn train --model M --format idx|cifar10|femnist --train FILE [--labels FILE] --out PARAMS [flags]
+  nn eval  --model M --format idx|cifar10|femnist --params PARAMS --test FILE [--labels FILE]
+
+Run "nn COMMAND -h" for the flags of a command.
+`
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitWrite = 1 // the output could not be written
+	exitInput = 2 // bad flags or input files
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// command is one sub-command: it parses its own arguments and writes its
+// complete output to out, which run copies to stdout only on success.
+type command func(args []string, out *bytes.Buffer, stderr io.Writer) error
+
+// run executes the command line args (without the program name) and returns
+// the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitInput
+	}
+	commands := map[string]command{
+		"bench": runBench,
+		"train": runTrain,
+		"eval":  runEval,
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+			fmt.Fprint(stderr, usage)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "nn: unknown command %q\n%s", args[0], usage)
+		return exitInput
+	}
+	var out bytes.Buffer
+	if err := cmd(args[1:], &out, stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "nn %s: %v\n", args[0], err)
+		return exitInput
+	}
+	if _, err := stdout.Write(out.Bytes()); err != nil {
+		fmt.Fprintf(stderr, "nn %s: write output: %v\n", args[0], err)
+		return exitWrite
+	}
+	return exitOK
+}
+
+func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args, which must all be flags.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("bad flags: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument(s) %q", fs.Args())
+	}
+	return nil
+}
