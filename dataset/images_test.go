@@ -24,7 +24,7 @@ func idxFile(dims []uint32, values []byte) []byte {
 	return append(b, values...)
 }
 
-func writeFile(t *testing.T, dir, name string, data []byte) string {
+func writeFixture(t *testing.T, dir, name string, data []byte) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, data, 0o644); err != nil {
@@ -53,8 +53,8 @@ func TestReadIDX(t *testing.T) {
 		if compress {
 			img, lab = gz(img), gz(lab)
 		}
-		ip := writeFile(t, dir, "img", img)
-		lp := writeFile(t, dir, "lab", lab)
+		ip := writeFixture(t, dir, "img", img)
+		lp := writeFixture(t, dir, "lab", lab)
 		im, err := ReadIDX(ip, lp)
 		if err != nil {
 			t.Fatalf("case %d: %v", i, err)
@@ -94,7 +94,7 @@ func formatErrorAt(t *testing.T, i int, err error, file string, offset int64) {
 func TestReadIDXErrors(t *testing.T) {
 	dir := t.TempDir()
 	good := idxFile([]uint32{2, 2, 2}, make([]byte, 8))
-	labels := writeFile(t, dir, "labels", idxFile([]uint32{2}, []byte{0, 1}))
+	labels := writeFixture(t, dir, "labels", idxFile([]uint32{2}, []byte{0, 1}))
 	for i, c := range []struct {
 		data   []byte
 		offset int64
@@ -108,13 +108,13 @@ func TestReadIDXErrors(t *testing.T) {
 		{good[:len(good)-3], 16 + 5},                 // 6: truncated values
 		{append(slices.Clone(good), 7), 16 + 8},      // 7: trailing byte
 	} {
-		p := writeFile(t, dir, "images", c.data)
+		p := writeFixture(t, dir, "images", c.data)
 		_, err := ReadIDX(p, labels)
 		formatErrorAt(t, i, err, p, c.offset)
 	}
 	// 8: label count differs from the image count.
-	img := writeFile(t, dir, "images", good)
-	three := writeFile(t, dir, "three", idxFile([]uint32{3}, []byte{0, 1, 2}))
+	img := writeFixture(t, dir, "images", good)
+	three := writeFixture(t, dir, "three", idxFile([]uint32{3}, []byte{0, 1, 2}))
 	_, err := ReadIDX(img, three)
 	formatErrorAt(t, 8, err, three, 4)
 	// 9: a missing file is an error too.
@@ -141,8 +141,8 @@ func cifarRecordBytes(label, r, g byte) []byte {
 
 func TestReadCIFAR10(t *testing.T) {
 	dir := t.TempDir()
-	a := writeFile(t, dir, "data_batch_1.bin", append(cifarRecordBytes(3, 255, 0), cifarRecordBytes(9, 0, 51)...))
-	b := writeFile(t, dir, "test_batch.bin", gz(cifarRecordBytes(0, 0, 0)))
+	a := writeFixture(t, dir, "data_batch_1.bin", append(cifarRecordBytes(3, 255, 0), cifarRecordBytes(9, 0, 51)...))
+	b := writeFixture(t, dir, "test_batch.bin", gz(cifarRecordBytes(0, 0, 0)))
 	im, err := ReadCIFAR10(a, b)
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +175,7 @@ func TestReadCIFAR10(t *testing.T) {
 		{append(cifarRecordBytes(1, 0, 0), cifarRecordBytes(2, 0, 0)[:100]...), 3073 + 100}, // 1: truncated
 		{append(cifarRecordBytes(1, 0, 0), cifarRecordBytes(10, 0, 0)...), 3073},            // 2: label 10
 	} {
-		p := writeFile(t, dir, "bad.bin", c.data)
+		p := writeFixture(t, dir, "bad.bin", c.data)
 		_, err := ReadCIFAR10(p)
 		formatErrorAt(t, i, err, p, c.offset)
 	}
@@ -190,7 +190,7 @@ func femnistJSON(pixel string) string {
 
 func TestReadFEMNIST(t *testing.T) {
 	dir := t.TempDir()
-	p := writeFile(t, dir, "all_data_0.json", []byte(femnistJSON("0.5")))
+	p := writeFixture(t, dir, "all_data_0.json", []byte(femnistJSON("0.5")))
 	im, err := ReadFEMNIST(p)
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +221,7 @@ func TestReadFEMNIST(t *testing.T) {
 		{strings.Replace(good, `"y": [61]`, `"y": ["a"]`, 1), int64(strings.Index(good, `[61]`)) + 5}, // 5: a string label: encoding/json points just past the array holding it
 		{femnistJSON("1.5"), recOff2}, // 6: pixel outside [0, 1], found first in the first listed writer
 	} {
-		p := writeFile(t, dir, "bad.json", []byte(c.data))
+		p := writeFixture(t, dir, "bad.json", []byte(c.data))
 		_, err := ReadFEMNIST(p)
 		formatErrorAt(t, i, err, p, c.offset)
 		if err != nil && strings.Contains(err.Error(), "1.5") {
