@@ -12,10 +12,10 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/ptopofl/ptopofl/internal/subcommand"
 	"io"
 	"os"
 )
@@ -30,53 +30,23 @@ Run "tda COMMAND -h" for the flags of a command.
 
 // Exit statuses.
 const (
-	exitOK    = 0
-	exitWrite = 1 // the output could not be written
-	exitInput = 2 // bad flags or input files
+	exitOK    = subcommand.ExitOK
+	exitWrite = subcommand.ExitWrite
+	exitInput = subcommand.ExitInput
 )
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// command is one sub-command: it parses its own arguments and writes its
-// complete output to out, which run copies to stdout only on success.
-type command func(args []string, out *bytes.Buffer, stderr io.Writer) error
-
 // run executes the command line args (without the program name) and returns
 // the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return exitInput
-	}
-	commands := map[string]command{
+	return subcommand.Run("tda", usage, map[string]subcommand.Command{
 		"diagram":    runDiagram,
 		"descriptor": runDescriptor,
 		"distance":   runDistance,
-	}
-	cmd, ok := commands[args[0]]
-	if !ok {
-		if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-			fmt.Fprint(stderr, usage)
-			return exitOK
-		}
-		fmt.Fprintf(stderr, "tda: unknown command %q\n%s", args[0], usage)
-		return exitInput
-	}
-	var out bytes.Buffer
-	if err := cmd(args[1:], &out, stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		fmt.Fprintf(stderr, "tda %s: %v\n", args[0], err)
-		return exitInput
-	}
-	if _, err := stdout.Write(out.Bytes()); err != nil {
-		fmt.Fprintf(stderr, "tda %s: write output: %v\n", args[0], err)
-		return exitWrite
-	}
-	return exitOK
+	}, args, stdout, stderr)
 }
 
 // parseArgs parses flags that may come before, between or after the
