@@ -60,6 +60,19 @@ func CoordinateMedian(models [][]float64) ([]float64, error) {
 	return out, nil
 }
 
+// TrimCount is the number of values TrimmedMean drops at each end of a
+// coordinate of n models: ⌊trim·n⌋. Zero means the trimmed mean is the
+// plain mean, which a trim in (0, 0.5) gives for every n < 1/trim.
+func TrimCount(trim float64, n int) int {
+	return int(math.Floor(trim * float64(n)))
+}
+
+// KrumMinModels is the fewest models Krum accepts with f Byzantine models
+// tolerated: 2f + 3, the paper's condition n > 2f + 2.
+func KrumMinModels(f int) int {
+	return 2*f + 3
+}
+
 // TrimmedMean returns the coordinate-wise trimmed mean of the models (Yin et
 // al., ICML 2018): for each coordinate the values are sorted, the
 // k = ⌊trim·n⌋ smallest and k largest are dropped, and the remaining n − 2k
@@ -79,7 +92,7 @@ func TrimmedMean(models [][]float64, trim float64) ([]float64, error) {
 		return nil, err
 	}
 	n := len(models)
-	k := int(math.Floor(trim * float64(n)))
+	k := TrimCount(trim, n)
 	out := make([]float64, p)
 	col := make([]float64, n)
 	for j := range out {
@@ -162,7 +175,7 @@ func KrumScores(models [][]float64, f int) ([]float64, error) {
 		return nil, err
 	}
 	n := len(models)
-	if n <= 2*f+2 {
+	if n < KrumMinModels(f) {
 		return nil, fmt.Errorf("krum: %d models with f = %d, want more than 2f + 2 = %d models; lower f or add sites", n, f, 2*f+2)
 	}
 	dist := make([][]float64, n)

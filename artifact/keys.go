@@ -18,8 +18,13 @@ func CampaignPrefix(campaign string) string {
 // SpecKey is "campaigns/<campaign>/spec.json".
 func SpecKey(campaign string) string { return CampaignPrefix(campaign) + "spec.json" }
 
+// MaxRound is the last round whose keys sort by round: rounds are
+// zero-padded to four digits, and round 10000 would sort before round 2000.
+// pipeline.CampaignSpec.Validate rejects campaigns with more rounds.
+const MaxRound = 9999
+
 // RoundPrefix is "campaigns/<campaign>/round-0007/": rounds are zero-padded
-// to four digits, so keys sort by round up to round 9999; later rounds
+// to four digits, so keys sort by round up to MaxRound; later rounds
 // simply get more digits.
 func RoundPrefix(campaign string, round int) string {
 	return fmt.Sprintf("%sround-%04d/", CampaignPrefix(campaign), mustRound(round))

@@ -32,7 +32,9 @@ import (
 //	seed: 42
 //	sites: [site0, site1, site2]  # default with --local: every <site>_train.csv of federation
 //	federation: ../federation     # --local only: where the in-process site workers read (relative to this file)
-//	min_sites: 2                  # quorum, default all sites
+//	min_sites: 2                  # quorum; 0 or absent: all sites (an int cannot tell them apart), negative: an error
+//	rounds, min_sites and the method must fit: rounds <= 9999 (four-digit round keys); krum needs
+//	min_sites >= 2·byzantine + 3; a non-zero trim_fraction must cut a model of min_sites (⌊trim_fraction·min_sites⌋ >= 1)
 //	round_deadline: 30m
 //	site_activity_timeout: 10m
 //	train_heartbeat: 1m

@@ -24,7 +24,8 @@ import (
 //	seeds: [1, 2, 3]
 //	methods: [ptopofl, fedavg]
 //	federations:                    # each: a directory of <site>_train.csv/<site>_test.csv
-//	  - {name: hc, path: ../federation, min_sites: 0}   # path relative to this file
+//	  - {name: hc, path: ../federation, min_sites: 0}   # path relative to this file; min_sites 0: all sites
+//	                                # (each federation's size is checked against every method before anything starts)
 //	hyperparameters: {c: 1.0}       # base overrides for every method
 //	grid: {beta: [0, 0.3]}          # cartesian product, applied to every method
 //	variants:                       # explicit settings (after the grid)

@@ -161,3 +161,47 @@ func TestMaxClustersReachesTheSilhouetteChoice(t *testing.T) {
 		t.Errorf("MaxAutoClusters %d M %d, want 4 and 0", c.Server.MaxAutoClusters, c.Server.M)
 	}
 }
+
+// TestValidateFederationSuggestsAValueThatWorks: every rejection names the
+// field, and the value or quorum it suggests is accepted in turn.
+func TestValidateFederationSuggestsAValueThatWorks(t *testing.T) {
+	for i, tc := range []struct {
+		m      learn.Method
+		edit   func(*Hyperparameters)
+		fewest int
+		field  string                 // "" = valid
+		fix    func(*Hyperparameters) // the change the message asks for; nil when it asks for more sites
+	}{
+		{learn.Krum, func(h *Hyperparameters) { h.Byzantine = 1 }, 5, "", nil},                                                                                          // 0
+		{learn.Krum, func(h *Hyperparameters) { h.Byzantine = 2 }, 6, "hyperparameters.byzantine", func(h *Hyperparameters) { h.Byzantine = 1 }},                        // 1: "at most 1"
+		{learn.Krum, func(h *Hyperparameters) { h.Byzantine = 0 }, 2, "hyperparameters.byzantine", nil},                                                                 // 2: no f works on 2
+		{learn.TrimmedMean, func(h *Hyperparameters) { h.TrimFraction = 0.1 }, 8, "hyperparameters.trim_fraction", func(h *Hyperparameters) { h.TrimFraction = 0.125 }}, // 3: "0.125 or more"
+		{learn.TrimmedMean, func(h *Hyperparameters) { h.TrimFraction = 0.3 }, 3, "hyperparameters.trim_fraction", func(h *Hyperparameters) { h.TrimFraction = 0.334 }}, // 4: 0.333 would cut ⌊0.999⌋ = 0
+		{learn.TrimmedMean, func(h *Hyperparameters) { h.TrimFraction = 0.4 }, 2, "hyperparameters.trim_fraction", nil},                                                 // 5: no fraction below 0.5 cuts one of 2
+		{learn.TrimmedMean, func(h *Hyperparameters) { h.TrimFraction = 0 }, 2, "", nil},                                                                                // 6: the plain mean, asked for
+		{learn.TrimmedMean, func(h *Hyperparameters) {}, 5, "", nil},                                                                                                    // 7: the default cuts one of 5
+		{learn.Median, func(h *Hyperparameters) { h.TrimFraction = 0.1; h.Byzantine = 9 }, 1, "", nil},                                                                  // 8: not read by the median
+	} {
+		h := Defaults(Default)
+		tc.edit(&h)
+		err := h.ValidateFederation(tc.m, tc.fewest)
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("case %d: valid rejected: %v", i, err)
+			continue
+		case tc.field != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.field)):
+			t.Errorf("case %d: error %v does not name %s", i, err, tc.field)
+			continue
+		}
+		if tc.fix == nil {
+			continue
+		}
+		if !strings.Contains(err.Error(), "min_sites") {
+			t.Errorf("case %d: %v does not mention min_sites as a way out", i, err)
+		}
+		tc.fix(&h)
+		if err := h.ValidateFederation(tc.m, tc.fewest); err != nil {
+			t.Errorf("case %d: the suggested value is rejected too: %v", i, err)
+		}
+	}
+}

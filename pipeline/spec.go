@@ -41,7 +41,10 @@ type CampaignSpec struct {
 	Seed     uint64       `json:"seed"`
 	Sites    []Site       `json:"sites"`
 	// MinSites is the quorum: a fan-out phase with fewer successful sites
-	// fails the round, and with it the campaign.
+	// fails the round, and with it the campaign. 0 means all sites
+	// (WithDefaults sets it); a negative value is an error. It is also the
+	// fewest models a round may aggregate, which Validate holds against the
+	// method's needs (Krum's 2f + 3, a trimmed mean that trims).
 	MinSites int `json:"min_sites"`
 	// RoundDeadline bounds each site fan-out of a round (descriptors,
 	// training, evaluation), measured on the workflow clock from the
@@ -104,8 +107,26 @@ func (s CampaignSpec) WithDefaults() CampaignSpec {
 }
 
 // Validate reports the first problem with the spec, naming the field, so
-// that a bad campaign file is rejected before anything starts.
+// that a bad campaign file is rejected before anything starts: besides each
+// field on its own, it checks that rounds keep the keys in order (at most
+// artifact.MaxRound) and that the method can aggregate as few models as
+// the quorum allows (method.Hyperparameters.ValidateFederation).
 func (s CampaignSpec) Validate() error {
+	if err := s.LegacyValidate(); err != nil {
+		return err
+	}
+	if s.Rounds > artifact.MaxRound {
+		return fmt.Errorf("rounds = %d: must be <= %d (round keys have four digits and would no longer sort by round)", s.Rounds, artifact.MaxRound)
+	}
+	return s.Hyperparameters.ValidateFederation(s.Method, s.MinSites)
+}
+
+// LegacyValidate is Validate without the checks added later (rounds at
+// most artifact.MaxRound, the method against the quorum's size). Workflows
+// replaying a history begun before those checks use it, so that a
+// campaign that started under the old rules replays as it ran instead of
+// failing on upgrade; everything else calls Validate.
+func (s CampaignSpec) LegacyValidate() error {
 	if err := artifact.ValidateName(s.Campaign); err != nil {
 		return fmt.Errorf("campaign %w", err)
 	}
@@ -132,7 +153,7 @@ func (s CampaignSpec) Validate() error {
 		seen[site.Name] = true
 	}
 	if s.MinSites < 1 || s.MinSites > len(s.Sites) {
-		return fmt.Errorf("min_sites = %d: must be in [1, %d] (the number of sites)", s.MinSites, len(s.Sites))
+		return fmt.Errorf("min_sites = %d: must be in [1, %d] (the number of sites), or 0 for all sites", s.MinSites, len(s.Sites))
 	}
 	if s.RoundDeadline <= 0 {
 		return fmt.Errorf("round_deadline = %v: must be > 0", s.RoundDeadline)

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -25,23 +26,27 @@ func TestCampaignSpecValidate(t *testing.T) {
 		edit  func(*CampaignSpec)
 		field string // the error must name this field
 	}{
-		{func(s *CampaignSpec) { s.Campaign = "" }, "campaign"},                                               // 0
-		{func(s *CampaignSpec) { s.Campaign = "a/b" }, "campaign"},                                            // 1
-		{func(s *CampaignSpec) { s.Method = "fedsgd" }, "method"},                                             // 2
-		{func(s *CampaignSpec) { s.Preset = "fast" }, "preset"},                                               // 3
-		{func(s *CampaignSpec) { s.Rounds = 0 }, "rounds"},                                                    // 4
-		{func(s *CampaignSpec) { s.Sites = nil }, "sites"},                                                    // 5
-		{func(s *CampaignSpec) { s.Sites[1].Name = "x y" }, "sites[1].name"},                                  // 6
-		{func(s *CampaignSpec) { s.Sites[2].Name = "client0" }, "sites[2].name"},                              // 7
-		{func(s *CampaignSpec) { s.MinSites = 4 }, "min_sites"},                                               // 8
-		{func(s *CampaignSpec) { s.RoundDeadline = -time.Second }, "round_deadline"},                          // 9
-		{func(s *CampaignSpec) { s.Bucket = "" }, "bucket"},                                                   // 10
-		{func(s *CampaignSpec) { s.Hyperparameters.Beta = 1.5 }, "hyperparameters.beta"},                      // 11
-		{func(s *CampaignSpec) { s.Hyperparameters.Descriptor = "cech" }, "hyperparameters.descriptor"},       // 12
-		{func(s *CampaignSpec) { s.DescriptorRows = map[string][]int{"nobody": {1}} }, "descriptor_rows"},     // 13
-		{func(s *CampaignSpec) { s.DescriptorRows = map[string][]int{"client1": {-1}} }, "descriptor_rows"},   // 14
-		{func(s *CampaignSpec) { s.Method = learn.FedProx; s.Hyperparameters.LR = -1 }, "hyperparameters.lr"}, // 15
-		{func(s *CampaignSpec) { s.ContinueAsNewEvery = -1 }, "continue_as_new_every"},                        // 16
+		{func(s *CampaignSpec) { s.Campaign = "" }, "campaign"},                                                                         // 0
+		{func(s *CampaignSpec) { s.Campaign = "a/b" }, "campaign"},                                                                      // 1
+		{func(s *CampaignSpec) { s.Method = "fedsgd" }, "method"},                                                                       // 2
+		{func(s *CampaignSpec) { s.Preset = "fast" }, "preset"},                                                                         // 3
+		{func(s *CampaignSpec) { s.Rounds = 0 }, "rounds"},                                                                              // 4
+		{func(s *CampaignSpec) { s.Sites = nil }, "sites"},                                                                              // 5
+		{func(s *CampaignSpec) { s.Sites[1].Name = "x y" }, "sites[1].name"},                                                            // 6
+		{func(s *CampaignSpec) { s.Sites[2].Name = "client0" }, "sites[2].name"},                                                        // 7
+		{func(s *CampaignSpec) { s.MinSites = 4 }, "min_sites"},                                                                         // 8
+		{func(s *CampaignSpec) { s.RoundDeadline = -time.Second }, "round_deadline"},                                                    // 9
+		{func(s *CampaignSpec) { s.Bucket = "" }, "bucket"},                                                                             // 10
+		{func(s *CampaignSpec) { s.Hyperparameters.Beta = 1.5 }, "hyperparameters.beta"},                                                // 11
+		{func(s *CampaignSpec) { s.Hyperparameters.Descriptor = "cech" }, "hyperparameters.descriptor"},                                 // 12
+		{func(s *CampaignSpec) { s.DescriptorRows = map[string][]int{"nobody": {1}} }, "descriptor_rows"},                               // 13
+		{func(s *CampaignSpec) { s.DescriptorRows = map[string][]int{"client1": {-1}} }, "descriptor_rows"},                             // 14
+		{func(s *CampaignSpec) { s.Method = learn.FedProx; s.Hyperparameters.LR = -1 }, "hyperparameters.lr"},                           // 15
+		{func(s *CampaignSpec) { s.ContinueAsNewEvery = -1 }, "continue_as_new_every"},                                                  // 16
+		{func(s *CampaignSpec) { s.Rounds = 10000 }, "rounds"},                                                                          // 17: keys round-NNNN stop sorting
+		{func(s *CampaignSpec) { s.MinSites = -1 }, "min_sites"},                                                                        // 18
+		{func(s *CampaignSpec) { s.Method = learn.Krum; s.Hyperparameters.Byzantine = 1 }, "hyperparameters.byzantine"},                 // 19: 3 sites, f = 1 needs 5
+		{func(s *CampaignSpec) { s.Method = learn.TrimmedMean; s.Hyperparameters.TrimFraction = 0.2 }, "hyperparameters.trim_fraction"}, // 20: ⌊0.2·3⌋ = 0
 	} {
 		s := validSpec()
 		s.Sites = append([]Site(nil), s.Sites...)
@@ -53,6 +58,57 @@ func TestCampaignSpecValidate(t *testing.T) {
 		}
 		if !strings.HasPrefix(err.Error(), tc.field) {
 			t.Errorf("case %d: error %q does not start with the field %q", i, err, tc.field)
+		}
+	}
+}
+
+// TestValidateChecksTheQuorumSize pins the checks that used to surface only
+// at round 1's aggregation (Krum) or never (a trimmed mean that trims
+// nothing), and that LegacyValidate, which replays old histories, still
+// accepts such specs.
+func TestValidateChecksTheQuorumSize(t *testing.T) {
+	sites := func(n int) []Site {
+		out := make([]Site, n)
+		for i := range out {
+			out[i] = Site{Name: fmt.Sprintf("s%d", i)}
+		}
+		return out
+	}
+	for i, tc := range []struct {
+		method   learn.Method
+		sites    int
+		minSites int // 0: all
+		set      []method.ParamValue
+		field    string // "" = valid
+	}{
+		{learn.Krum, 5, 0, nil, ""},                                                // 0: 5 > 2·1 + 2
+		{learn.Krum, 4, 0, nil, "hyperparameters.byzantine"},                       // 1: 4 models, f = 1
+		{learn.Krum, 8, 4, nil, "hyperparameters.byzantine"},                       // 2: the quorum lets a round aggregate 4
+		{learn.Krum, 4, 0, []method.ParamValue{{Name: "byzantine", Value: 0}}, ""}, // 3: f = 0 needs 3
+		{learn.TrimmedMean, 8, 0, nil, ""},                                         // 4: default 0.2 cuts ⌊1.6⌋ = 1
+		{learn.TrimmedMean, 8, 0, []method.ParamValue{{Name: "trim_fraction", Value: 0.1}}, "hyperparameters.trim_fraction"},  // 5: ⌊0.8⌋ = 0
+		{learn.TrimmedMean, 10, 0, []method.ParamValue{{Name: "trim_fraction", Value: 0.1}}, ""},                              // 6: ⌊1.0⌋ = 1
+		{learn.TrimmedMean, 10, 9, []method.ParamValue{{Name: "trim_fraction", Value: 0.1}}, "hyperparameters.trim_fraction"}, // 7: a round of 9
+		{learn.TrimmedMean, 3, 0, []method.ParamValue{{Name: "trim_fraction", Value: 0}}, ""},                                 // 8: 0 asks for the plain mean
+		{learn.FedAvg, 2, 0, nil, ""}, // 9: no size rule
+	} {
+		s := validSpec()
+		s.Method, s.Sites, s.MinSites = tc.method, sites(tc.sites), tc.minSites
+		h, err := method.Defaults(method.Default).Apply(tc.set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Hyperparameters = h
+		s = s.WithDefaults()
+		err = s.Validate()
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("case %d: valid spec rejected: %v", i, err)
+		case tc.field != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.field)):
+			t.Errorf("case %d: error %v does not name %s", i, err, tc.field)
+		}
+		if err := s.LegacyValidate(); err != nil {
+			t.Errorf("case %d: LegacyValidate rejected a spec the old rules accept: %v", i, err)
 		}
 	}
 }

@@ -202,8 +202,20 @@ func sweepCampaignName(sweep, fed, method, setting string, seed uint64, index in
 }
 
 // Validate reports the first problem with the sweep, naming the field; it
-// also validates every campaign the grid expands to.
+// also validates every campaign the grid expands to (CampaignSpec.Validate),
+// so a method that cannot work on one federation's size is named with that
+// federation before any campaign starts.
 func (s SweepSpec) Validate() error {
+	return s.validate(CampaignSpec.Validate)
+}
+
+// LegacyValidate is Validate with CampaignSpec.LegacyValidate for the
+// campaigns, for workflows replaying a history begun before the later checks.
+func (s SweepSpec) LegacyValidate() error {
+	return s.validate(CampaignSpec.LegacyValidate)
+}
+
+func (s SweepSpec) validate(validateCampaign func(CampaignSpec) error) error {
 	// A sweep name follows artifact.ValidateName and is at most
 	// MaxSweepNameLen long, so that the shortened name of any of its
 	// campaigns ("<sweep>-c<index>-<hash>", see Campaigns) still starts
@@ -257,7 +269,7 @@ func (s SweepSpec) Validate() error {
 	}
 	names := map[string]bool{}
 	for _, c := range cs {
-		if err := c.Spec.Validate(); err != nil {
+		if err := validateCampaign(c.Spec); err != nil {
 			return fmt.Errorf("campaign %s (federation %s, method %s, setting %s, seed %d): %w",
 				c.Spec.Campaign, c.Federation, c.Method, c.Setting, c.Seed, err)
 		}

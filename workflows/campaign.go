@@ -34,7 +34,14 @@ func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (
 	// Defaults are applied inside the workflow, not only by the starter, so a
 	// spec that reaches Temporal by another route is held to the same rules.
 	spec := in.Spec.WithDefaults()
-	if err := spec.Validate(); err != nil {
+	// Histories begun before the spec checks of versionSpecSizeChecks
+	// replay under the rules they started with (a running campaign must
+	// not fail its own validation on upgrade); new runs get every check.
+	validate := spec.Validate
+	if workflow.GetVersion(ctx, versionSpecSizeChecks, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		validate = spec.LegacyValidate
+	}
+	if err := validate(); err != nil {
 		return pipeline.CampaignWorkflowOutput{}, temporal.NewNonRetryableApplicationError(
 			"invalid campaign spec: "+err.Error(), pipeline.ErrTypeInvalidSpec, nil)
 	}

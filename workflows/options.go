@@ -83,3 +83,9 @@ func serverActivityOptions() workflow.ActivityOptions {
 		},
 	}
 }
+
+// versionSpecSizeChecks is the workflow.GetVersion change ID of the spec
+// checks that came with version 1: rounds at most artifact.MaxRound and the
+// method against the quorum's size (pipeline.CampaignSpec.Validate).
+// Version workflow.DefaultVersion runs pipeline.CampaignSpec.LegacyValidate.
+const versionSpecSizeChecks = "spec-size-checks"

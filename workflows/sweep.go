@@ -42,7 +42,14 @@ const sweepResultsTimeout = 30 * time.Minute
 // continues as new carrying a pipeline.SweepState of a few numbers per campaign.
 func SweepWorkflow(ctx workflow.Context, in pipeline.SweepWorkflowInput) (pipeline.SweepWorkflowOutput, error) {
 	spec := in.Spec.WithDefaults()
-	if err := spec.Validate(); err != nil {
+	// Histories begun before the spec checks of versionSpecSizeChecks
+	// replay under the rules they started with (a running campaign must
+	// not fail its own validation on upgrade); new runs get every check.
+	validate := spec.Validate
+	if workflow.GetVersion(ctx, versionSpecSizeChecks, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		validate = spec.LegacyValidate
+	}
+	if err := validate(); err != nil {
 		return pipeline.SweepWorkflowOutput{}, temporal.NewNonRetryableApplicationError(
 			"invalid sweep spec: "+err.Error(), pipeline.ErrTypeInvalidSpec, nil)
 	}
