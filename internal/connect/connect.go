@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -63,8 +64,8 @@ func (f *Flags) Register(fs *flag.FlagSet, defaultTemporal string) {
 	fs.StringVar(&f.TLSCA, "temporal-tls-ca", os.Getenv(EnvTLSCA), "PEM CA bundle to verify Temporal (enables TLS; env "+EnvTLSCA+")")
 	fs.StringVar(&f.TLSCert, "temporal-tls-cert", os.Getenv(EnvTLSCert), "client certificate for Temporal mTLS (env "+EnvTLSCert+")")
 	fs.StringVar(&f.TLSKey, "temporal-tls-key", os.Getenv(EnvTLSKey), "client key for Temporal mTLS (env "+EnvTLSKey+")")
-	fs.StringVar(&f.TLSServer, "temporal-tls-server-name", os.Getenv(EnvTLSServer), "server name to verify, if not the host (env "+EnvTLSServer+")")
-	fs.StringVar(&f.S3CA, "s3-tls-ca", os.Getenv(EnvS3CA), "PEM CA bundle to verify an https S3 endpoint (env "+EnvS3CA+")")
+	fs.StringVar(&f.TLSServer, "temporal-tls-server-name", os.Getenv(EnvTLSServer), "server name to verify, if not the host (enables TLS; env "+EnvTLSServer+")")
+	fs.StringVar(&f.S3CA, "s3-tls-ca", os.Getenv(EnvS3CA), "PEM CA bundle to verify an https:// S3 endpoint (an error with http://; env "+EnvS3CA+")")
 }
 
 // EnvOr is the environment variable name, or def when it is unset or empty.
@@ -86,12 +87,24 @@ func (f *Flags) Check() error {
 	if (f.TLSCert == "") != (f.TLSKey == "") {
 		return fmt.Errorf("--temporal-tls-cert and --temporal-tls-key go together")
 	}
+	return f.checkS3TLS()
+}
+
+// checkS3TLS rejects --s3-tls-ca with an endpoint that is not https://: the
+// store would speak plain HTTP and never read the CA, so the user who asked
+// for a verified connection would silently get none.
+func (f *Flags) checkS3TLS() error {
+	if f.S3CA != "" && !strings.HasPrefix(strings.ToLower(f.S3), "https://") {
+		return fmt.Errorf("--s3-tls-ca %s (or %s) is set but --s3 %q is not an https:// URL, so the CA would never be used; give --s3 https://HOST:PORT or drop --s3-tls-ca", f.S3CA, EnvS3CA, f.S3)
+	}
 	return nil
 }
 
 // TemporalTLS is the TLS configuration the flags ask for, or nil when they
-// ask for none (no CA, client certificate or server name). Errors name the
-// flag and are the user's to fix.
+// ask for none (no CA, client certificate or server name). Any one of them
+// enables TLS: --temporal-tls-server-name alone means TLS verified against
+// the system roots under that name. Errors name the flag and are the user's
+// to fix.
 func (f *Flags) TemporalTLS() (*tls.Config, error) {
 	if f.TLSCA == "" && f.TLSCert == "" && f.TLSServer == "" {
 		return nil, nil
@@ -141,6 +154,9 @@ func Dial(ctx context.Context, opts client.Options) (client.Client, error) {
 // environment (store.CredentialsFromEnv); insecure skips verifying the
 // endpoint's certificate (testing only).
 func (f *Flags) OpenStore(insecure bool) (*store.Store, error) {
+	if err := f.checkS3TLS(); err != nil {
+		return nil, err
+	}
 	ak, sk, err := store.CredentialsFromEnv()
 	if err != nil {
 		return nil, err

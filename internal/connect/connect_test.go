@@ -57,3 +57,32 @@ func TestRegisterCheck(t *testing.T) {
 		t.Errorf("cert without key: %v", err)
 	}
 }
+
+// TestS3CAWantsHTTPS: a CA for S3 with a plain-HTTP endpoint would never be
+// read; Check and OpenStore (which the worker calls without Check) say so.
+func TestS3CAWantsHTTPS(t *testing.T) {
+	for i, c := range []struct {
+		s3, ca string
+		ok     bool
+	}{
+		0: {"http://s3.example:9000", "ca.pem", false},
+		1: {"s3.example:9000", "ca.pem", false}, // no scheme: plain HTTP
+		2: {"https://s3.example:9000", "ca.pem", true},
+		3: {"HTTPS://s3.example:9000", "ca.pem", true},
+		4: {"http://s3.example:9000", "", true},
+	} {
+		f := Flags{Temporal: "t:7233", S3: c.s3, S3CA: c.ca}
+		err := f.Check()
+		if c.ok != (err == nil) {
+			t.Errorf("case %d: Check: %v", i, err)
+		}
+		if !c.ok && !strings.Contains(err.Error(), "--s3-tls-ca") {
+			t.Errorf("case %d: %v does not name --s3-tls-ca", i, err)
+		}
+		if !c.ok {
+			if _, err := f.OpenStore(false); err == nil || !strings.Contains(err.Error(), "--s3-tls-ca") {
+				t.Errorf("case %d: OpenStore: %v", i, err)
+			}
+		}
+	}
+}
