@@ -148,7 +148,8 @@ func RejectionReason(err error) string {
 // Verify re-hashes every artifact the campaign's manifests list and checks
 // the chain of manifest hashes (DESIGN §4); the last manifest, which no
 // later one protects, is compared with the one Temporal recorded when
-// Temporal still has the campaign. parallel objects are fetched at once.
+// Temporal still has the campaign (otherwise the report's TipSkipped, and
+// its Summary, say why it was not). parallel objects are fetched at once.
 // The error is for S3 failing; everything wrong with the record is in the
 // report's Problems.
 func (s *Service) Verify(ctx context.Context, campaign string, parallel int) (VerifyReport, error) {
@@ -156,9 +157,8 @@ func (s *Service) Verify(ctx context.Context, campaign string, parallel int) (Ve
 	if err != nil {
 		return rep, err
 	}
-	if st, err := s.Status(ctx, campaign); err == nil && st.LastManifest != nil {
-		CheckTip(&rep, *st.LastManifest)
-	}
+	st, err := s.Status(ctx, campaign)
+	CheckTipStatus(&rep, st, err)
 	return rep, nil
 }
 

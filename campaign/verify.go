@@ -113,21 +113,50 @@ func (p Problem) Text() string {
 
 // VerifyReport is what `verify --format json` prints.
 type VerifyReport struct {
-	Campaign   string    `json:"campaign"`
-	OK         bool      `json:"ok"`
-	Rounds     int       `json:"rounds"`     // manifests read
-	Artifacts  int       `json:"artifacts"`  // distinct keys re-hashed
-	References int       `json:"references"` // artifact records checked (a key may be listed by several rounds)
-	SpecHash   string    `json:"spec_hash,omitempty"`
-	LastRound  int       `json:"last_round"`           // round of the last manifest
-	Tip        string    `json:"tip_sha256,omitempty"` // sha256 of the last manifest
-	TipChecked bool      `json:"tip_checked"`          // the tip matched the last manifest Temporal recorded
+	Campaign   string `json:"campaign"`
+	OK         bool   `json:"ok"`
+	Rounds     int    `json:"rounds"`     // manifests read
+	Artifacts  int    `json:"artifacts"`  // distinct keys re-hashed
+	References int    `json:"references"` // artifact records checked (a key may be listed by several rounds)
+	SpecHash   string `json:"spec_hash,omitempty"`
+	LastRound  int    `json:"last_round"`           // round of the last manifest
+	Tip        string `json:"tip_sha256,omitempty"` // sha256 of the last manifest
+	TipChecked bool   `json:"tip_checked"`          // the tip matched the last manifest Temporal recorded
+	// TipSkipped says why the tip was not compared with Temporal's record
+	// (Temporal did not answer, the campaign reported no manifest yet, ...);
+	// empty when it was compared.
+	TipSkipped string    `json:"tip_skipped,omitempty"`
 	Problems   []Problem `json:"problems"`
 }
 
-// Summary counts what was verified ("verified 3 rounds, 20 artifacts").
+// Summary counts what was verified and says whether the last manifest was
+// held against Temporal's record ("verified 3 rounds, 20 artifacts; last
+// manifest matches Temporal's record"), so that a check that could not run
+// is never mistaken for one that passed.
 func (r VerifyReport) Summary() string {
-	return fmt.Sprintf("verified %d rounds, %d artifacts", r.Rounds, r.Artifacts)
+	s := fmt.Sprintf("verified %d rounds, %d artifacts", r.Rounds, r.Artifacts)
+	switch {
+	case r.TipChecked:
+		s += "; last manifest matches Temporal's record"
+	case r.TipSkipped != "":
+		s += "; last manifest not checked against Temporal: " + r.TipSkipped
+	}
+	return s
+}
+
+// CheckTipStatus runs CheckTip with the status Temporal gave, or records in
+// rep.TipSkipped why it cannot: statusErr is the error of asking Temporal
+// for the campaign's status (it may not hold the campaign any more, or no
+// worker answered the query).
+func CheckTipStatus(rep *VerifyReport, st pipeline.CampaignStatus, statusErr error) {
+	switch {
+	case statusErr != nil:
+		rep.TipSkipped = fmt.Sprintf("Temporal did not answer (%v); the chain in S3 was checked on its own", statusErr)
+	case st.LastManifest == nil:
+		rep.TipSkipped = "Temporal reports no committed round for the campaign"
+	default:
+		CheckTip(rep, *st.LastManifest)
+	}
 }
 
 // CheckTip compares the last manifest verified with the one the campaign's
@@ -135,8 +164,11 @@ func (r VerifyReport) Summary() string {
 func CheckTip(rep *VerifyReport, last pipeline.ArtifactRef) {
 	round, ok := artifact.ParseRoundPrefix(rep.Campaign, last.Key)
 	switch {
-	case !ok || round < rep.LastRound:
-		return // the campaign is running ahead of its status; nothing to compare
+	case !ok:
+		rep.TipSkipped = fmt.Sprintf("Temporal recorded %s, not a manifest of campaign %s", last.Key, rep.Campaign)
+	case round < rep.LastRound:
+		// The campaign is running ahead of its status; nothing to compare.
+		rep.TipSkipped = fmt.Sprintf("the campaign has committed round %d since Temporal reported round %d; run verify again when it is idle", rep.LastRound, round)
 	case round > rep.LastRound:
 		for _, p := range rep.Problems {
 			if p.Kind == ProblemMissingManifest && p.Key == last.Key {
