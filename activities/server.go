@@ -48,7 +48,7 @@ func (s *Server) checkBucket(bucket string) error {
 func serverConfig(call pipeline.ServerCall) (aggregation.Config, learn.Method, error) {
 	cfg, err := method.Resolve(call.Method, call.Preset, call.Hyperparameters)
 	if err != nil {
-		return aggregation.Config{}, "", temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrTypeInvalidSpec, err)
+		return aggregation.Config{}, "", temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrTypeInvalidSpec, nil)
 	}
 	return cfg.Server, cfg.Method, nil
 }
@@ -91,20 +91,21 @@ func (s *Server) ClusterSites(ctx context.Context, in pipeline.ClusterSitesInput
 		return pipeline.ClusterSitesOutput{}, err
 	}
 	if len(in.Descriptors) == 0 {
-		return pipeline.ClusterSitesOutput{}, temporal.NewNonRetryableApplicationError("cluster sites: no descriptors", "NoDescriptors", nil)
+		return pipeline.ClusterSitesOutput{}, temporal.NewNonRetryableApplicationError("no descriptors", "NoDescriptors", nil)
 	}
-	wrap := func(err error) error { return fmt.Errorf("round %d: cluster sites: %w", in.Round, err) }
+	// Errors say what went wrong and nothing more: the round workflow adds
+	// "round N: cluster sites:", and a message that repeats it reads twice.
 	sites := make([]aggregation.SiteResult, len(in.Descriptors))
 	for i, d := range in.Descriptors {
 		r, err := s.descriptorResult(ctx, d.Ref)
 		if err != nil {
-			return pipeline.ClusterSitesOutput{}, wrap(err)
+			return pipeline.ClusterSitesOutput{}, err
 		}
 		sites[i] = r
 	}
 	prev, err := getClustering(ctx, s.store, in.Previous)
 	if err != nil {
-		return pipeline.ClusterSitesOutput{}, wrap(err)
+		return pipeline.ClusterSitesOutput{}, err
 	}
 	state, ok := pTopoFLState(prev, in.Descriptors)
 	if !ok {
@@ -114,7 +115,7 @@ func (s *Server) ClusterSites(ctx context.Context, in pipeline.ClusterSitesInput
 	}
 	out, err := aggregation.TopologyStep(aggregation.TopologyInput{Round: in.Round, Sites: sites, State: state, Config: cfg})
 	if err != nil {
-		return pipeline.ClusterSitesOutput{}, temporal.NewNonRetryableApplicationError(wrap(err).Error(), "ClusteringFailed", err)
+		return pipeline.ClusterSitesOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "ClusteringFailed", nil)
 	}
 	rows := make([]siteClustering, len(in.Descriptors))
 	res := pipeline.ClusterSitesOutput{Sites: make([]pipeline.SiteCluster, len(in.Descriptors))}
@@ -128,7 +129,7 @@ func (s *Server) ClusterSites(ctx context.Context, in pipeline.ClusterSitesInput
 	}
 	ref, err := putVectors(ctx, s.store, artifact.ClusteringKey(in.Campaign, in.Round), clusteringRecords(in.ServerCall, rows))
 	if err != nil {
-		return pipeline.ClusterSitesOutput{}, wrap(err)
+		return pipeline.ClusterSitesOutput{}, err
 	}
 	res.Clustering = ref
 	// A site moved by drift is re-checked next round with fresh descriptors.
@@ -172,9 +173,12 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 	if err != nil {
 		return pipeline.AggregateOutput{}, err
 	}
-	wrap := func(err error) error { return fmt.Errorf("round %d: aggregate: %w", in.Round, err) }
+	// Errors say what went wrong and nothing more: the round workflow adds
+	// "round N: aggregate:", and a message that repeats it reads twice. A
+	// non-retryable error carries its cause's text in its message, not also
+	// as a cause, which Temporal would print again after it.
 	if len(in.Updates) == 0 {
-		return pipeline.AggregateOutput{}, temporal.NewNonRetryableApplicationError(wrap(fmt.Errorf("no site updates")).Error(), "NoUpdates", nil)
+		return pipeline.AggregateOutput{}, temporal.NewNonRetryableApplicationError("no site updates", "NoUpdates", nil)
 	}
 	descs := make(map[string]pipeline.ArtifactRef, len(in.Descriptors))
 	for _, d := range in.Descriptors {
@@ -188,22 +192,22 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 			ref, ok := descs[u.Site]
 			if !ok {
 				return pipeline.AggregateOutput{}, temporal.NewNonRetryableApplicationError(
-					wrap(fmt.Errorf("site %s trained but has no descriptor", u.Site)).Error(), "MissingDescriptor", nil)
+					fmt.Sprintf("site %s trained but has no descriptor", u.Site), "MissingDescriptor", nil)
 			}
 			if r, err = s.descriptorResult(ctx, ref); err != nil {
-				return pipeline.AggregateOutput{}, wrap(err)
+				return pipeline.AggregateOutput{}, err
 			}
 		}
 		if r.Params, err = s.store.GetModelParamsCached(ctx, u.Model); err != nil {
-			return pipeline.AggregateOutput{}, wrap(err)
+			return pipeline.AggregateOutput{}, err
 		}
 		if u.Control != nil {
 			recs, err := getVectors(ctx, s.store, *u.Control, kindControl)
 			if err != nil {
-				return pipeline.AggregateOutput{}, wrap(err)
+				return pipeline.AggregateOutput{}, err
 			}
 			if len(recs) != 1 || recs[0].Vectors[vecControl] == nil {
-				return pipeline.AggregateOutput{}, wrap(fmt.Errorf("%s: no control variate", u.Control.Key))
+				return pipeline.AggregateOutput{}, fmt.Errorf("%s: no control variate", u.Control.Key)
 			}
 			r.Control = recs[0].Vectors[vecControl]
 		}
@@ -213,23 +217,23 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 	}
 	server, err := getServerState(ctx, s.store, in.ServerState)
 	if err != nil {
-		return pipeline.AggregateOutput{}, wrap(err)
+		return pipeline.AggregateOutput{}, err
 	}
 	state := aggregation.ServerState{Round: in.Round - 1, Global: server.Global, Control: server.Control}
 	if method == learn.FoolsGold && in.ServerState != nil {
 		if state.FoolsGoldHistory, err = foolsGoldHistory(ctx, s.store, *in.ServerState, in.Updates); err != nil {
-			return pipeline.AggregateOutput{}, wrap(err)
+			return pipeline.AggregateOutput{}, err
 		}
 	}
 	if method == learn.PTopoFL {
 		rows, err := getClustering(ctx, s.store, in.Clustering)
 		if err != nil {
-			return pipeline.AggregateOutput{}, wrap(err)
+			return pipeline.AggregateOutput{}, err
 		}
 		st, ok := pTopoFLState(rows, updated)
 		if !ok {
 			return pipeline.AggregateOutput{}, temporal.NewNonRetryableApplicationError(
-				wrap(fmt.Errorf("the clustering %v does not cover every site that trained", in.Clustering)).Error(), "MissingClustering", nil)
+				fmt.Sprintf("the clustering %v does not cover every site that trained", in.Clustering), "MissingClustering", nil)
 		}
 		state.Labels, state.Reference, state.DriftSum = st.Labels, st.Reference, st.DriftSum
 		cfg.DriftThreshold = 0
@@ -238,7 +242,7 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 		Method: method, Round: in.Round, Sites: sites, State: state, Config: cfg,
 	})
 	if err != nil {
-		return pipeline.AggregateOutput{}, temporal.NewNonRetryableApplicationError(wrap(err).Error(), "AggregationFailed", err)
+		return pipeline.AggregateOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "AggregationFailed", nil)
 	}
 
 	put := func(name string, params []float64) (pipeline.ArtifactRef, error) {
@@ -258,7 +262,7 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 			name := fmt.Sprintf("cluster-%d", c)
 			ref, err := put(name, m)
 			if err != nil {
-				return pipeline.AggregateOutput{}, wrap(err)
+				return pipeline.AggregateOutput{}, err
 			}
 			refs[c] = ref
 			res.Aggregates = append(res.Aggregates, pipeline.NamedArtifact{Name: name, Ref: ref})
@@ -270,7 +274,7 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 		for i, u := range in.Updates {
 			ref, err := put(u.Site, out.Models[i])
 			if err != nil {
-				return pipeline.AggregateOutput{}, wrap(err)
+				return pipeline.AggregateOutput{}, err
 			}
 			res.Aggregates = append(res.Aggregates, pipeline.NamedArtifact{Name: u.Site, Ref: ref})
 			res.Models = append(res.Models, pipeline.SiteArtifact{Site: u.Site, Ref: ref})
@@ -278,7 +282,7 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 	default:
 		ref, err := put("global", out.Models[0])
 		if err != nil {
-			return pipeline.AggregateOutput{}, wrap(err)
+			return pipeline.AggregateOutput{}, err
 		}
 		res.Aggregates = append(res.Aggregates, pipeline.NamedArtifact{Name: "global", Ref: ref})
 		for _, u := range in.Updates {
@@ -315,7 +319,7 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 			Campaign: in.Campaign, Round: in.Round, Method: string(in.Method), Kind: kindServerState, Vectors: v,
 		}})
 		if err != nil {
-			return pipeline.AggregateOutput{}, wrap(err)
+			return pipeline.AggregateOutput{}, err
 		}
 		res.ServerState = &ref
 	}
@@ -334,10 +338,10 @@ func (s *Server) CommitRound(ctx context.Context, in pipeline.CommitRoundInput) 
 	ref, err := s.store.PutJSONIfAbsentOrSame(ctx, artifact.ManifestKey(m.Campaign, m.Round), m)
 	if errors.Is(err, store.ErrConflict) {
 		return pipeline.CommitRoundOutput{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("round %d: commit manifest: %v", m.Round, err), "ManifestConflict", err)
+			err.Error(), "ManifestConflict", nil)
 	}
-	if err != nil {
-		return pipeline.CommitRoundOutput{}, fmt.Errorf("round %d: commit manifest: %w", m.Round, err)
+	if err != nil { // the round workflow adds "round N: commit manifest:"
+		return pipeline.CommitRoundOutput{}, err
 	}
 	return pipeline.CommitRoundOutput{Manifest: ref}, nil
 }

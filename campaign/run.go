@@ -136,9 +136,35 @@ func (s *Service) Await(ctx context.Context, run client.WorkflowRun, spec pipeli
 	err := awaitResult(ctx, run, &out)
 	close(done)
 	if err != nil {
-		return out, fmt.Errorf("campaign %s: %w", spec.Campaign, err)
+		return out, campaignError(spec.Campaign, err)
 	}
 	return out, nil
+}
+
+// FailedError is a campaign whose workflow failed. Error is one sentence
+// (pipeline.Failure: campaign, round, step, the root cause once, what to do);
+// Unwrap gives Temporal's whole chain, so errors.As still finds its
+// ApplicationErrors and their types.
+type FailedError struct {
+	Failure pipeline.Failure
+	Err     error
+}
+
+// Error is the sentence the user reads.
+func (e *FailedError) Error() string { return e.Failure.String() }
+
+// Unwrap is Temporal's error.
+func (e *FailedError) Unwrap() error { return e.Err }
+
+// campaignError is err from waiting for campaign's result: a FailedError
+// when the workflow itself ended in failure, else err with the campaign
+// named (the wait, not the campaign, went wrong).
+func campaignError(campaign string, err error) error {
+	var outcome *temporal.WorkflowExecutionError
+	if errors.As(err, &outcome) {
+		return &FailedError{Failure: pipeline.DescribeFailure(campaign, err), Err: err}
+	}
+	return fmt.Errorf("campaign %s: %w", campaign, err)
 }
 
 // resultPoll bounds each wait for a workflow's result. Temporal v1.32's

@@ -71,7 +71,7 @@ func (s *Service) Status(ctx context.Context, campaign string) (pipeline.Campaig
 	err = s.Client.GetWorkflow(ctx, campaign, "").Get(ctx, &out)
 	if err != nil {
 		st.State = pipeline.StateFailed
-		st.FailureReason = err.Error()
+		st.FailureReason = pipeline.DescribeFailure(campaign, err).Reason()
 		if s := info.GetStatus(); s != enumspb.WORKFLOW_EXECUTION_STATUS_FAILED {
 			st.State = strings.ToLower(strings.TrimPrefix(s.String(), "WORKFLOW_EXECUTION_STATUS_"))
 		}

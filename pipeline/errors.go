@@ -1,7 +1,10 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"go.temporal.io/sdk/temporal"
 )
@@ -18,4 +21,133 @@ func NewBadSiteDataError(site, file string, line int, format string, args ...any
 	}
 	msg := fmt.Sprintf("site %s: %s: %s", site, where, fmt.Sprintf(format, args...))
 	return temporal.NewNonRetryableApplicationError(msg, ErrTypeBadSiteData, nil)
+}
+
+// Failure is a campaign's failure as its user reads it: where it happened
+// and the message of the error that started it, once. Temporal delivers a
+// failure as a chain (workflow → child round workflow → activity → cause)
+// in which every layer's text repeats the text of the layers below it.
+type Failure struct {
+	Campaign string
+	Round    int    // the round whose workflow failed; 0 when none did
+	Step     string // the activity that failed ("Aggregate"); "" when none did
+	Type     string // the root ApplicationError's type ("AggregationFailed"); "" when the root is not one
+	Message  string // the root error's own message
+}
+
+// DescribeFailure reduces the error of campaign's workflow to a Failure.
+// The root is the error returned by the innermost activity or workflow of
+// the chain (the cause below its last ActivityError,
+// ChildWorkflowExecutionError or WorkflowExecutionError); for an
+// ApplicationError its Message, without the causes that Error appends.
+// The round comes from a failed child round workflow's ID (RoundWorkflowID).
+// An error that is no Temporal chain is its own root.
+func DescribeFailure(campaign string, err error) Failure {
+	f := Failure{Campaign: campaign}
+	if err == nil {
+		return f
+	}
+	root := err
+	var prev error
+	for e := err; e != nil; prev, e = e, errors.Unwrap(e) {
+		var boundary error
+		var child *temporal.ChildWorkflowExecutionError
+		var act *temporal.ActivityError
+		var wf *temporal.WorkflowExecutionError
+		switch {
+		case errors.As(e, &child) && child == e:
+			// Only a round workflow's ID names a round: a sweep's child
+			// campaign may itself be called "round-5".
+			if r, ok := roundOfWorkflowID(child.WorkflowID()); ok && child.WorkflowType() == RoundWorkflowName {
+				f.Round = r
+			}
+			boundary = child
+		case errors.As(e, &act) && act == e:
+			f.Step = activityStep(prev, act)
+			boundary = act
+		case errors.As(e, &wf) && wf == e:
+			boundary = wf
+		}
+		if boundary != nil {
+			if cause := errors.Unwrap(boundary); cause != nil {
+				root = cause
+			} else {
+				root = boundary
+			}
+		}
+	}
+	var app *temporal.ApplicationError
+	if errors.As(root, &app) && app == root {
+		f.Type, f.Message = app.Type(), app.Message()
+	} else {
+		f.Message = root.Error()
+	}
+	// A campaign's own failure (the quorum) names the campaign; the
+	// sentence names it once already.
+	for _, p := range []string{"campaign " + campaign + " stopped: ", "campaign " + campaign + ": "} {
+		f.Message = strings.TrimPrefix(f.Message, p)
+	}
+	return f
+}
+
+// activityStep names the step whose activity failed: the context the
+// workflow gave the activity's error ("round 3: aggregate: %w" gives
+// "aggregate"), read from wrapper, the error above act in the chain; else
+// the activity type. (A local activity's type is its function's name, not
+// the name it runs under, so the workflow's words are the reliable ones.)
+func activityStep(wrapper error, act *temporal.ActivityError) string {
+	var app *temporal.ApplicationError
+	if errors.As(wrapper, &app) && app == wrapper {
+		if context, ok := strings.CutSuffix(app.Message(), ": "+act.Error()); ok {
+			if _, rest, ok := strings.Cut(context, ": "); ok && strings.HasPrefix(context, "round ") {
+				context = rest
+			}
+			return context
+		}
+	}
+	return act.ActivityType().GetName()
+}
+
+// roundOfWorkflowID is n for a RoundWorkflowID "<campaign>/round-<n>".
+func roundOfWorkflowID(id string) (int, bool) {
+	i := strings.LastIndex(id, "/round-")
+	if i < 0 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(id[i+len("/round-"):])
+	return n, err == nil && n > 0
+}
+
+// Reason is where and what, without the campaign and the advice:
+// "round 1 (Aggregate): aggregate round 1 (krum): krum: …".
+func (f Failure) Reason() string {
+	msg := strings.TrimRight(f.Message, ". ")
+	var where []string
+	if f.Round > 0 {
+		where = append(where, fmt.Sprintf("round %d", f.Round))
+	}
+	if f.Step != "" {
+		where = append(where, "("+f.Step+")")
+	}
+	if len(where) == 0 {
+		return msg
+	}
+	return strings.Join(where, " ") + ": " + msg
+}
+
+// String is one sentence: what happened, to which campaign and round, and
+// what to do about it.
+func (f Failure) String() string {
+	return fmt.Sprintf("campaign %s failed: %s; %s", f.Campaign, f.Reason(), f.advice())
+}
+
+// advice says what to do after a failure of f's kind.
+func (f Failure) advice() string {
+	switch f.Type {
+	case ErrTypeInvalidSpec:
+		return "fix the campaign spec and start the campaign again"
+	case ErrTypeQuorumNotMet:
+		return "the round's manifest lists the sites that dropped out and why; bring them back (or lower min_sites) and run the campaign again"
+	}
+	return "the rounds it committed stay in the audit record; remove the cause and run the campaign again"
 }

@@ -169,7 +169,9 @@ func (c *campaign) fail(n int, err error) error {
 			fmt.Sprintf("campaign %s stopped: %s", c.spec.Campaign, appErr.Message()),
 			pipeline.ErrTypeQuorumNotMet, nil, qf)
 	}
-	c.failureReason = err.Error()
+	// The status query's reason is the root cause once; the error returned
+	// keeps the whole chain, its types and retry flags.
+	c.failureReason = pipeline.DescribeFailure(c.spec.Campaign, err).Reason()
 	return fmt.Errorf("campaign %s: round %d: %w", c.spec.Campaign, n, err)
 }
 

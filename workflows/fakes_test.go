@@ -26,6 +26,8 @@ type fakeFederation struct {
 	badDescriptor map[string]int
 	// recheck[round]: ClusterSites asks the next round for fresh descriptors.
 	recheck map[int]bool
+	// clusterErr and aggregateErr[round]: the server activity's error in that round.
+	clusterErr, aggregateErr map[int]error
 
 	mu        sync.Mutex // the test environment runs activities on their own goroutines
 	manifests []pipeline.RoundManifest
@@ -105,6 +107,9 @@ func fakeScore(call pipeline.SiteCall) pipeline.EvaluateOutput {
 
 func (f *fakeFederation) ClusterSites(ctx context.Context, in pipeline.ClusterSitesInput) (pipeline.ClusterSitesOutput, error) {
 	f.count(pipeline.ActivityClusterSites)
+	if err := f.clusterErr[in.Round]; err != nil {
+		return pipeline.ClusterSitesOutput{}, err
+	}
 	out := pipeline.ClusterSitesOutput{
 		Clustering:         fakeRef(in.Bucket, artifact.RoundPrefix(in.Campaign, in.Round)+"clustering.json"),
 		RecheckDescriptors: f.recheck[in.Round],
@@ -117,6 +122,9 @@ func (f *fakeFederation) ClusterSites(ctx context.Context, in pipeline.ClusterSi
 
 func (f *fakeFederation) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pipeline.AggregateOutput, error) {
 	f.count(pipeline.ActivityAggregate)
+	if err := f.aggregateErr[in.Round]; err != nil {
+		return pipeline.AggregateOutput{}, err
+	}
 	var out pipeline.AggregateOutput
 	cluster := map[string]int{}
 	for _, c := range in.Clusters {

@@ -162,7 +162,8 @@ func (s *sweep) start(ctx workflow.Context, c pipeline.SweepCampaign) {
 		err := fut.Get(gctx, &out)
 		o := pipeline.CampaignOutcome{Index: c.Index, Campaign: c.Spec.Campaign}
 		if err != nil {
-			o.State, o.Error = pipeline.StateFailed, err.Error()
+			// The reason once, not the chain that repeats it per layer.
+			o.State, o.Error = pipeline.StateFailed, pipeline.DescribeFailure(c.Spec.Campaign, err).Reason()
 			var appErr *temporal.ApplicationError
 			var qf pipeline.QuorumFailure
 			if errors.As(err, &appErr) && appErr.Type() == pipeline.ErrTypeQuorumNotMet && appErr.HasDetails() && appErr.Details(&qf) == nil {
