@@ -40,6 +40,10 @@ const (
 	UpdatePause  = "pause"  // ControlInput → CampaignStatus; rejected when already paused, stopping or done
 	UpdateResume = "resume" // ControlInput → CampaignStatus; rejected unless paused
 	UpdateStop   = "stop"   // ControlInput → CampaignStatus; rejected when already stopping or done
+	// SignalStop (ControlInput) stops the campaign as UpdateStop does, for a
+	// parent workflow (a sweep being stopped), which can signal its children
+	// but not update them; ignored when already stopping or done.
+	SignalStop = "stop-signal"
 )
 
 // Application error types. An activity that fails with ErrTypeBadSiteData

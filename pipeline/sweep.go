@@ -301,7 +301,7 @@ func SettingLabel(set []method.ParamValue) string {
 const (
 	SweepRunning  = "running"
 	SweepPaused   = "paused"   // no new campaign starts until resume; running ones go on
-	SweepStopping = "stopping" // no new campaign starts; the running ones finish, then results are built
+	SweepStopping = "stopping" // no new campaign starts; the running ones stop after their running round, then results are built
 	SweepDone     = "done"
 	SweepStopped  = "stopped"
 )

@@ -274,5 +274,18 @@ func (c *campaign) registerHandlers(ctx workflow.Context) error {
 			return err
 		}
 	}
+	// A sweep stops its running campaigns with a signal (a workflow cannot
+	// update another). Receiving it changes state only, no command, so
+	// histories without the signal replay as before.
+	stops := workflow.GetSignalChannel(ctx, pipeline.SignalStop)
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		for {
+			var in pipeline.ControlInput
+			stops.Receive(gctx, &in)
+			if c.finished == "" && !c.st.Stopping {
+				c.st.Stopping, c.st.StopReason = true, in.Reason
+			}
+		}
+	})
 	return nil
 }

@@ -303,6 +303,26 @@ func (s *CampaignSuite) Test_StopWhilePausedEndsAtOnce() {
 	s.Less(out.RoundsDone, 3)
 }
 
+// Test_StopSignalActsLikeStop: the stop signal a stopping sweep sends its
+// campaigns lets the running round commit and then ends the campaign with
+// the signal's reason; a second one changes nothing.
+func (s *CampaignSuite) Test_StopSignalActsLikeStop() {
+	s.env.OnActivity(pipeline.ActivityTrainLocal, mock.Anything, mock.Anything).
+		Return(s.fed.TrainLocal).After(10 * time.Minute)
+	s.mockAll()
+	signal := func(reason string) func() {
+		return func() { s.env.SignalWorkflow(pipeline.SignalStop, pipeline.ControlInput{Reason: reason}) }
+	}
+	s.env.RegisterDelayedCallback(signal("sweep sw stopped: enough"), 15*time.Minute) // mid round 2
+	s.env.RegisterDelayedCallback(signal("again"), 16*time.Minute)
+	out, err := s.run(pipeline.CampaignWorkflowInput{Spec: testSpec(5)})
+	s.Require().NoError(err)
+	s.Equal(pipeline.StateStopped, out.State)
+	s.Equal(2, out.RoundsDone)
+	s.Equal("sweep sw stopped: enough", out.StopReason)
+	s.Len(s.fed.committed(), 2)
+}
+
 func (s *CampaignSuite) Test_StatusQueryMidRound() {
 	s.env.OnActivity(pipeline.ActivityTrainLocal, mock.Anything, mock.Anything).
 		Return(s.fed.TrainLocal).After(10 * time.Minute)

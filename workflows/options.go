@@ -89,3 +89,8 @@ func serverActivityOptions() workflow.ActivityOptions {
 // method against the quorum's size (pipeline.CampaignSpec.Validate).
 // Version workflow.DefaultVersion runs pipeline.CampaignSpec.LegacyValidate.
 const versionSpecSizeChecks = "spec-size-checks"
+
+// versionStopChildren is the workflow.GetVersion change ID of a sweep's
+// stop update signalling its running campaigns to stop (version 1); at
+// workflow.DefaultVersion they ran to their end.
+const versionStopChildren = "sweep-stop-children"

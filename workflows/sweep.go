@@ -29,8 +29,9 @@ const sweepResultsTimeout = 30 * time.Minute
 // done out of total). "pause" stops the sweep from starting new campaigns
 // (running ones go on; pause a campaign itself to halt it between rounds),
 // "resume" lets it start them again, and "stop" starts no new campaign,
-// lets the running ones finish and then builds the tables from the
-// campaigns that ran (state "stopped").
+// stops the running ones after their running round (pipeline.SignalStop,
+// with reason "sweep <name> stopped: <reason>") and then builds the tables
+// from the campaigns that ran (state "stopped").
 //
 // Failures. A campaign that fails (below quorum, say) is recorded as failed
 // with its error and does not fail the sweep: the other grid points are
@@ -57,7 +58,7 @@ func SweepWorkflow(ctx workflow.Context, in pipeline.SweepWorkflowInput) (pipeli
 	if err != nil { // Validate expanded the same grid: cannot happen
 		return pipeline.SweepWorkflowOutput{}, err
 	}
-	s := &sweep{spec: spec, campaigns: campaigns, running: map[int]bool{}}
+	s := &sweep{spec: spec, campaigns: campaigns, running: map[int]bool{}, children: map[int]workflow.ChildWorkflowFuture{}}
 	if in.State != nil {
 		s.st = *in.State
 	}
@@ -141,7 +142,8 @@ type sweep struct {
 	spec      pipeline.SweepSpec
 	campaigns []pipeline.SweepCampaign
 	st        pipeline.SweepState
-	running   map[int]bool // campaign index → running; read only through sorted keys
+	running   map[int]bool                         // campaign index → running; read only through sorted keys
+	children  map[int]workflow.ChildWorkflowFuture // campaign index → its child, while running
 	building  bool
 	finished  string
 }
@@ -157,6 +159,7 @@ func (s *sweep) start(ctx workflow.Context, c pipeline.SweepCampaign) {
 		TaskQueue:  pipeline.ServerTaskQueue,
 	})
 	fut := workflow.ExecuteChildWorkflow(cctx, pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: c.Spec})
+	s.children[c.Index] = fut
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		var out pipeline.CampaignWorkflowOutput
 		err := fut.Get(gctx, &out)
@@ -181,7 +184,42 @@ func (s *sweep) start(ctx workflow.Context, c pipeline.SweepCampaign) {
 		}
 		s.st.Outcomes = append(s.st.Outcomes, o)
 		delete(s.running, c.Index)
+		delete(s.children, c.Index)
 	})
+}
+
+// stopChildren signals every running campaign to stop after its running
+// round (pipeline.SignalStop), in campaign index order, so that stopping a
+// sweep stops its work instead of waiting for whole campaigns. Sweeps
+// stopped before versionStopChildren let their campaigns run to the end,
+// and replay so.
+func (s *sweep) stopChildren(ctx workflow.Context, reason string) {
+	if workflow.GetVersion(ctx, versionStopChildren, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return
+	}
+	for _, i := range s.runningIndices() {
+		fut, name := s.children[i], s.campaigns[i].Spec.Campaign
+		workflow.Go(ctx, func(gctx workflow.Context) {
+			// SignalChildWorkflow waits for the child to have started. A
+			// child that ended meanwhile cannot be signalled; its outcome
+			// is recorded as it ended.
+			if err := fut.SignalChildWorkflow(gctx, pipeline.SignalStop, pipeline.ControlInput{Reason: reason}).Get(gctx, nil); err != nil {
+				workflow.GetLogger(gctx).Info("stop signal not delivered", "campaign", name, "error", err)
+			}
+		})
+	}
+}
+
+// runningIndices are the indices of the running campaigns, sorted: ranging
+// over the map would visit them in a different order on replay.
+func (s *sweep) runningIndices() []int {
+	idx := make([]int, 0, len(s.running))
+	//workflowcheck:ignore (the keys are sorted below)
+	for i := range s.running {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	return idx
 }
 
 func (s *sweep) sortedOutcomes() []pipeline.CampaignOutcome {
@@ -201,13 +239,7 @@ func (s *sweep) status() pipeline.SweepStatus {
 			st.Failed++
 		}
 	}
-	idx := make([]int, 0, len(s.running))
-	//workflowcheck:ignore (the keys are sorted below)
-	for i := range s.running {
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
-	for _, i := range idx {
+	for _, i := range s.runningIndices() {
 		st.Running = append(st.Running, s.campaigns[i].Spec.Campaign)
 	}
 	switch {
@@ -262,6 +294,13 @@ func (s *sweep) registerHandlers(ctx workflow.Context) error {
 		err := workflow.SetUpdateHandlerWithOptions(ctx, h.name,
 			func(ctx workflow.Context, in pipeline.ControlInput) (pipeline.SweepStatus, error) {
 				h.apply(in)
+				if h.name == pipeline.UpdateStop {
+					reason := "sweep " + name + " stopped"
+					if in.Reason != "" {
+						reason += ": " + in.Reason
+					}
+					s.stopChildren(ctx, reason)
+				}
 				return s.status(), nil
 			},
 			workflow.UpdateHandlerOptions{

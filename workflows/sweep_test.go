@@ -209,11 +209,12 @@ func (s *SweepSuite) Test_StopRunsNoNewCampaignAndBuildsResults() {
 	s.NoError(*stopErr)
 	s.Equal(pipeline.SweepStopped, out.State)
 	s.Equal("enough", out.StopReason)
-	s.Equal(2, out.CampaignsDone, "the two running campaigns finish")
+	s.Equal(2, out.CampaignsDone, "the two running campaigns end")
 	s.Equal(6, out.CampaignsTotal)
 	s.Len(s.started, 2)
 	s.Require().NotNil(s.resultsIn)
 	s.Len(s.resultsIn.Outcomes, 2)
+
 	// Once over, control updates are rejected.
 	s.Equal(pipeline.SweepStopped, s.status().State)
 }
@@ -319,5 +320,62 @@ func TestSweepCampaignsGrid(t *testing.T) {
 	bad.Settings = []pipeline.SweepSetting{{Label: "x", Set: []method.ParamValue{{Name: "betta", Value: 1}}}}
 	if err := bad.WithDefaults().Validate(); err == nil {
 		t.Error("unknown hyper-parameter accepted")
+	}
+}
+
+// TestSweepStopStopsRunningCampaigns: the sweep's stop update also stops
+// the campaigns it is running (a signal: a workflow cannot update another),
+// which end "stopped" after their running round with the sweep's reason,
+// instead of running every remaining round. The campaigns here stand in for
+// CampaignWorkflow: an hour per round, a stop signal honoured between rounds.
+func TestSweepStopStopsRunningCampaigns(t *testing.T) {
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestWorkflowEnvironment()
+	RegisterSweep(env)
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (pipeline.CampaignWorkflowOutput, error) {
+		out := pipeline.CampaignWorkflowOutput{Campaign: in.Spec.Campaign, Method: in.Spec.Method, State: pipeline.StateDone}
+		stops := workflow.GetSignalChannel(ctx, pipeline.SignalStop)
+		for out.RoundsDone < in.Spec.Rounds {
+			if err := workflow.Sleep(ctx, time.Hour); err != nil {
+				return out, err
+			}
+			out.RoundsDone++
+			var stop pipeline.ControlInput
+			if stops.ReceiveAsync(&stop) {
+				out.State, out.StopReason = pipeline.StateStopped, stop.Reason
+				break
+			}
+		}
+		return out, nil
+	}, workflow.RegisterOptions{Name: pipeline.CampaignWorkflowName})
+	env.RegisterActivityWithOptions(func(context.Context, pipeline.RecordSweepInput) (pipeline.RecordSweepOutput, error) {
+		return pipeline.RecordSweepOutput{}, nil
+	}, activity.RegisterOptions{Name: pipeline.ActivityRecordSweep})
+	env.RegisterActivityWithOptions(func(_ context.Context, in pipeline.BuildSweepResultsInput) (pipeline.BuildSweepResultsOutput, error) {
+		return pipeline.BuildSweepResultsOutput{Rows: len(in.Outcomes)}, nil
+	}, activity.RegisterOptions{Name: pipeline.ActivityBuildSweepResults})
+
+	spec := sweepSpec(2)
+	spec.Rounds = 10
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(pipeline.UpdateStop, "stop", &testsuite.TestUpdateCallback{
+			OnAccept: func() {}, OnReject: func(err error) { t.Errorf("stop rejected: %v", err) }, OnComplete: func(any, error) {},
+		}, pipeline.ControlInput{Reason: "enough"})
+	}, 150*time.Minute) // during round 3 of the first two campaigns
+	env.ExecuteWorkflow(SweepWorkflow, pipeline.SweepWorkflowInput{Spec: spec})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var out pipeline.SweepWorkflowOutput
+	if err := env.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	if out.State != pipeline.SweepStopped || len(out.Outcomes) != 2 {
+		t.Fatalf("sweep %s with %d outcomes, want stopped with the 2 campaigns it had started", out.State, len(out.Outcomes))
+	}
+	for _, o := range out.Outcomes {
+		if o.State != pipeline.StateStopped || o.RoundsDone != 3 {
+			t.Errorf("campaign %s: %s after %d rounds, want stopped after round 3 of 10", o.Campaign, o.State, o.RoundsDone)
+		}
 	}
 }
