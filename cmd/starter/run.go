@@ -38,7 +38,7 @@ func (f *campaignFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.spec.Preset, "preset", method.Default, "hyper-parameter preset: default or paper")
 	fs.IntVar(&f.spec.Rounds, "rounds", 15, "number of rounds")
 	fs.Uint64Var(&f.spec.Seed, "seed", 42, "campaign seed")
-	fs.IntVar(&f.spec.MinSites, "min-sites", 0, "quorum (default: all sites)")
+	fs.IntVar(&f.spec.MinSites, "min-sites", 0, "quorum: the fewest sites a round may go on with (0: all sites)")
 	fs.DurationVar(&f.spec.RoundDeadline, "round-deadline", 0, "deadline of a round (default 30m)")
 	fs.StringVar(&f.spec.DescriptorRows, "descriptor-rows", "", "JSON file: site → row indices used for its descriptor")
 	fs.Var(&f.set, "set", "hyper-parameter override NAME=VALUE (JSON names of the campaign file's hyperparameters; repeatable)")
