@@ -227,7 +227,7 @@ var Params = []Param{
 		field: func(h *Hyperparameters) any { return &h.PersonalSteps },
 		core:  func(v Value, c *Config) { c.Site.PFedMe.Steps = int(v.Num) }},
 	// The default 0.2 trims one model at each end of 5 to 9 models and two of 10 to 14; the former 0.1 trimmed
-	// nothing below 10 models, so on the adversarial experiment's 8 sites "trimmed mean" was plain FedAvg.
+	// nothing below 10 models, so on the adversarial experiment's 8 sites "trimmed mean" was the unweighted mean.
 	{Name: "trim_fraction", Doc: "trimmed mean: fraction cut at each end, in [0, 0.5); ⌊trim_fraction·n⌋ of n models are cut, so a fraction that cuts nothing for the campaign's min_sites (e.g. 0.1 with 9 or fewer models) is rejected; 0 is the plain mean", Kind: Float,
 		Methods: []learn.Method{learn.TrimmedMean}, ZeroIsSetting: true, Default: num(0.2),
 		Check: func(v Value) string {
