@@ -118,8 +118,8 @@ type SiteTrace struct {
 	H0Entropy []float64
 	H1Entropy []float64
 	Drift     []float64
-	// Reclustered lists the rounds in which re-clustering fired for the
-	// site (in increasing order).
+	// Reclustered lists the rounds in which drift re-clustering moved the
+	// site to another cluster (in increasing order).
 	Reclustered []int
 }
 

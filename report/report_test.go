@@ -176,7 +176,7 @@ func TestReports(t *testing.T) {
 			figures: []string{"fig5_entropy", "fig5_drift"},
 			want: []string{
 				"1.800 → 2.450", "0.700 → n/a", "yes (round 3)", "0.750",
-				"Re-clustering fired for 1 of 1 shifted sites and for 0 of 2 unshifted sites.",
+				"Drift re-clustering moved 1 of 1 shifted sites and 0 of 2 unshifted sites to another cluster.",
 				"Re-clustering threshold on Δ: 0.500.",
 			},
 		},

@@ -15,8 +15,8 @@ import (
 // and the drift monitor (the paper's Fig. 5 and Eq. 9). It tabulates per
 // site its H0 and H1 persistence entropy in the first and last round, its
 // final drift Δ, whether its data really shift, and the rounds in which
-// re-clustering fired for it, and says how many shifted and unshifted
-// sites were re-clustered. Its figures are fig5_entropy (H0 and H1
+// drift re-clustering moved it to another cluster (the manifests'
+// "reassigned"), and says how many shifted and unshifted sites were moved. Its figures are fig5_entropy (H0 and H1
 // entropy over rounds, one line per site, dashed for shifted sites) and
 // fig5_drift (Δ over rounds with the threshold and the re-clustering
 // rounds marked). It returns an error when there are no rounds or sites or
@@ -37,7 +37,7 @@ func Stability(in StabilityInput) (*Report, error) {
 		d.title = "Stability of topological signatures"
 	}
 	first, last := 0, len(in.Rounds)-1
-	d.para("H0 and H1 persistence entropy per site in rounds %d and %d, the drift Δ of Eq. 9 after round %d, and the rounds in which re-clustering fired.", in.Rounds[first], in.Rounds[last], in.Rounds[last])
+	d.para("H0 and H1 persistence entropy per site in rounds %d and %d, the drift Δ of Eq. 9 after round %d, and the rounds in which drift re-clustering moved the site to another cluster (a site above the threshold whose own cluster is still the closest stays).", in.Rounds[first], in.Rounds[last], in.Rounds[last])
 	if in.DriftThreshold > 0 {
 		d.para("Re-clustering threshold on Δ: %.3f.", in.DriftThreshold)
 	}
@@ -73,8 +73,8 @@ func Stability(in StabilityInput) (*Report, error) {
 			fmtNum(s.H1Entropy[first]) + " → " + fmtNum(s.H1Entropy[last]),
 			fmtNum(s.Drift[last]), re})
 	}
-	d.table([]string{"Site", "Data shift", "H0 entropy", "H1 entropy", "Final Δ", "Re-clustered in rounds"}, rows)
-	d.para("Re-clustering fired for %d of %d shifted sites and for %d of %d unshifted sites.", shiftedRe, shifted, stableRe, stable)
+	d.table([]string{"Site", "Data shift", "H0 entropy", "H1 entropy", "Final Δ", "Re-assigned in rounds"}, rows)
+	d.para("Drift re-clustering moved %d of %d shifted sites and %d of %d unshifted sites to another cluster.", shiftedRe, shifted, stableRe, stable)
 
 	x := make([]float64, len(in.Rounds))
 	for i, r := range in.Rounds {
@@ -128,7 +128,7 @@ func Stability(in StabilityInput) (*Report, error) {
 		return nil, err
 	}
 	d.figure(fig5)
-	fig5d, err := render("fig5_drift", "Drift Δ (Eq. 9) per site over rounds; rings mark rounds where re-clustering fired, the dotted line the threshold.", [][]*plot.Plot{{pd}})
+	fig5d, err := render("fig5_drift", "Drift Δ (Eq. 9) per site over rounds; rings mark rounds where re-clustering moved the site, the dotted line the threshold.", [][]*plot.Plot{{pd}})
 	if err != nil {
 		return nil, err
 	}
