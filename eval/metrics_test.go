@@ -85,12 +85,12 @@ func TestSettlingRound(t *testing.T) {
 		tol   float64
 		want  int
 	}{
-		{nil, 0.005, 0},                                      // 0
-		{[]float64{0.8}, 0.005, 1},                           // 1
-		{[]float64{0.80, 0.80, 0.80}, 0, 1},                  // 2: flat from round 1
-		{[]float64{0.79, 0.795, 0.798, 0.799}, 0.005, 2},     // 3: 0.795 is within 0.004 of 0.799, 0.79 is not
-		{[]float64{0.80, 0.70, 0.80, 0.80}, 0.005, 3},        // 4: a dip resets the count
-		{[]float64{0.5, 0.6, 0.7, 0.8}, 0.005, 4},            // 5: still moving in the last round
+		{nil, 0.005, 0},                                  // 0
+		{[]float64{0.8}, 0.005, 1},                       // 1
+		{[]float64{0.80, 0.80, 0.80}, 0, 1},              // 2: flat from round 1
+		{[]float64{0.79, 0.795, 0.798, 0.799}, 0.005, 2}, // 3: 0.795 is within 0.004 of 0.799, 0.79 is not
+		{[]float64{0.80, 0.70, 0.80, 0.80}, 0.005, 3},    // 4: a dip resets the count
+		{[]float64{0.5, 0.6, 0.7, 0.8}, 0.005, 4},        // 5: still moving in the last round
 		{[]float64{0.8179, 0.8286, 0.8342, 0.8370, 0.8389, 0.8404, 0.8411, 0.8417, 0.8423, 0.8428}, 0.005, 5}, // 6: FedAvg on benchmark under default, 10 seeds (README)
 	} {
 		if got := SettlingRound(tc.curve, tc.tol); got != tc.want {

@@ -27,6 +27,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/internal/devstack"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
@@ -34,32 +35,13 @@ import (
 func TestGenerateGoldenHistory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	srv, err := devstack.StartTemporal(ctx, devstack.TemporalConfig{Dir: t.TempDir()})
-	require.NoError(t, err)
-	defer srv.Stop()
-	c, err := client.Dial(client.Options{HostPort: srv.HostPort(), Namespace: devstack.DefaultNamespace})
-	require.NoError(t, err)
-	defer c.Close()
+	c := goldenServer(t, ctx)
 
 	spec := replaySpec()
 	fed := newFakeFederation()
 	fed.bad["c1"] = true // a dropped site in the history
 
-	server := worker.New(c, pipeline.ServerTaskQueue, worker.Options{})
-	Register(server)
-	server.RegisterActivityWithOptions(fed.ClusterSites, activity.RegisterOptions{Name: pipeline.ActivityClusterSites})
-	server.RegisterActivityWithOptions(fed.Aggregate, activity.RegisterOptions{Name: pipeline.ActivityAggregate})
-	server.RegisterActivityWithOptions(fed.CommitRound, activity.RegisterOptions{Name: pipeline.ActivityCommitRound})
-	require.NoError(t, server.Start())
-	defer server.Stop()
-	for _, site := range spec.SiteNames() {
-		w := worker.New(c, pipeline.SiteTaskQueue(site), worker.Options{})
-		w.RegisterActivityWithOptions(fed.ComputeDescriptor, activity.RegisterOptions{Name: pipeline.ActivityComputeDescriptor})
-		w.RegisterActivityWithOptions(fed.TrainLocal, activity.RegisterOptions{Name: pipeline.ActivityTrainLocal})
-		w.RegisterActivityWithOptions(fed.Evaluate, activity.RegisterOptions{Name: pipeline.ActivityEvaluate})
-		require.NoError(t, w.Start())
-		defer w.Stop()
-	}
+	startFakeFederation(t, c, fed, spec.SiteNames(), nil)
 
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: spec.Campaign, TaskQueue: pipeline.ServerTaskQueue,
@@ -106,21 +88,8 @@ func TestGenerateGoldenHistory(t *testing.T) {
 	require.Equal(t, pipeline.StateDone, out.State)
 	require.Equal(t, spec.Rounds, out.RoundsDone)
 
-	write := func(id, runID, file string) {
-		it := c.GetWorkflowHistory(ctx, id, runID, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		var events historyEvents
-		for it.HasNext() {
-			e, err := it.Next()
-			require.NoError(t, err)
-			events = append(events, e)
-		}
-		b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(events.history())
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join("testdata", file), append(b, '\n'), 0o644))
-		t.Logf("wrote testdata/%s: %d events", file, len(events))
-	}
-	write(spec.Campaign, run.GetRunID(), campaignHistoryFile)
-	write(pipeline.RoundWorkflowID(spec.Campaign, 1), "", roundHistoryFile)
+	writeGoldenHistory(t, ctx, c, spec.Campaign, run.GetRunID(), campaignHistoryFile)
+	writeGoldenHistory(t, ctx, c, pipeline.RoundWorkflowID(spec.Campaign, 1), "", roundHistoryFile)
 }
 
 // TestGenerateGoldenSweepHistory records the golden SweepWorkflow history:
@@ -130,41 +99,23 @@ func TestGenerateGoldenHistory(t *testing.T) {
 func TestGenerateGoldenSweepHistory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	srv, err := devstack.StartTemporal(ctx, devstack.TemporalConfig{Dir: t.TempDir()})
-	require.NoError(t, err)
-	defer srv.Stop()
-	c, err := client.Dial(client.Options{HostPort: srv.HostPort(), Namespace: devstack.DefaultNamespace})
-	require.NoError(t, err)
-	defer c.Close()
+	c := goldenServer(t, ctx)
 
 	spec := replaySweepSpec()
 	fed := newFakeFederation()
-	server := worker.New(c, pipeline.ServerTaskQueue, worker.Options{})
-	Register(server)
-	RegisterSweep(server)
-	server.RegisterActivityWithOptions(fed.ClusterSites, activity.RegisterOptions{Name: pipeline.ActivityClusterSites})
-	server.RegisterActivityWithOptions(fed.Aggregate, activity.RegisterOptions{Name: pipeline.ActivityAggregate})
-	server.RegisterActivityWithOptions(fed.CommitRound, activity.RegisterOptions{Name: pipeline.ActivityCommitRound})
-	server.RegisterActivityWithOptions(func(context.Context, pipeline.RecordSweepInput) (pipeline.RecordSweepOutput, error) {
-		return pipeline.RecordSweepOutput{Spec: fakeRef(spec.Bucket, pipeline.SweepSpecKey(spec.Sweep))}, nil
-	}, activity.RegisterOptions{Name: pipeline.ActivityRecordSweep})
-	server.RegisterActivityWithOptions(func(_ context.Context, in pipeline.BuildSweepResultsInput) (pipeline.BuildSweepResultsOutput, error) {
-		return pipeline.BuildSweepResultsOutput{
-			Results: fakeRef(spec.Bucket, pipeline.SweepResultsKey(spec.Sweep)),
-			Curves:  fakeRef(spec.Bucket, pipeline.SweepCurvesKey(spec.Sweep)),
-			Rows:    len(in.Outcomes), Rounds: len(in.Outcomes),
-		}, nil
-	}, activity.RegisterOptions{Name: pipeline.ActivityBuildSweepResults})
-	require.NoError(t, server.Start())
-	defer server.Stop()
-	for _, site := range []string{"c0", "c1", "c2"} {
-		w := worker.New(c, pipeline.SiteTaskQueue(site), worker.Options{})
-		w.RegisterActivityWithOptions(fed.ComputeDescriptor, activity.RegisterOptions{Name: pipeline.ActivityComputeDescriptor})
-		w.RegisterActivityWithOptions(fed.TrainLocal, activity.RegisterOptions{Name: pipeline.ActivityTrainLocal})
-		w.RegisterActivityWithOptions(fed.Evaluate, activity.RegisterOptions{Name: pipeline.ActivityEvaluate})
-		require.NoError(t, w.Start())
-		defer w.Stop()
-	}
+	startFakeFederation(t, c, fed, []string{"c0", "c1", "c2"}, func(w worker.Worker) {
+		RegisterSweep(w)
+		w.RegisterActivityWithOptions(func(context.Context, pipeline.RecordSweepInput) (pipeline.RecordSweepOutput, error) {
+			return pipeline.RecordSweepOutput{Spec: fakeRef(spec.Bucket, artifact.SweepSpecKey(spec.Sweep))}, nil
+		}, activity.RegisterOptions{Name: pipeline.ActivityRecordSweep})
+		w.RegisterActivityWithOptions(func(_ context.Context, in pipeline.BuildSweepResultsInput) (pipeline.BuildSweepResultsOutput, error) {
+			return pipeline.BuildSweepResultsOutput{
+				Results: fakeRef(spec.Bucket, artifact.SweepResultsKey(spec.Sweep)),
+				Curves:  fakeRef(spec.Bucket, artifact.SweepCurvesKey(spec.Sweep)),
+				Rows:    len(in.Outcomes), Rounds: len(in.Outcomes),
+			}, nil
+		}, activity.RegisterOptions{Name: pipeline.ActivityBuildSweepResults})
+	})
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: spec.Sweep, TaskQueue: pipeline.ServerTaskQueue},
 		pipeline.SweepWorkflowName, pipeline.SweepWorkflowInput{Spec: spec})
 	require.NoError(t, err)
@@ -173,7 +124,51 @@ func TestGenerateGoldenSweepHistory(t *testing.T) {
 	require.Equal(t, pipeline.SweepDone, out.State)
 	require.Equal(t, 2, out.CampaignsDone)
 
-	it := c.GetWorkflowHistory(ctx, spec.Sweep, run.GetRunID(), false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	writeGoldenHistory(t, ctx, c, spec.Sweep, run.GetRunID(), sweepHistoryFile)
+}
+
+// goldenServer starts an embedded Temporal server for a generator and
+// returns a client of it; both stop when the test ends.
+func goldenServer(t *testing.T, ctx context.Context) client.Client {
+	t.Helper()
+	srv, err := devstack.StartTemporal(ctx, devstack.TemporalConfig{Dir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Stop() })
+	c, err := client.Dial(client.Options{HostPort: srv.HostPort(), Namespace: devstack.DefaultNamespace})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+// startFakeFederation runs the workflows and fed's activities on the real
+// task queues: the server's and one per site. extra registers more on the
+// server worker. Every worker stops when the test ends.
+func startFakeFederation(t *testing.T, c client.Client, fed *fakeFederation, sites []string, extra func(worker.Worker)) {
+	t.Helper()
+	server := worker.New(c, pipeline.ServerTaskQueue, worker.Options{})
+	Register(server)
+	server.RegisterActivityWithOptions(fed.ClusterSites, activity.RegisterOptions{Name: pipeline.ActivityClusterSites})
+	server.RegisterActivityWithOptions(fed.Aggregate, activity.RegisterOptions{Name: pipeline.ActivityAggregate})
+	server.RegisterActivityWithOptions(fed.CommitRound, activity.RegisterOptions{Name: pipeline.ActivityCommitRound})
+	if extra != nil {
+		extra(server)
+	}
+	require.NoError(t, server.Start())
+	t.Cleanup(server.Stop)
+	for _, site := range sites {
+		w := worker.New(c, pipeline.SiteTaskQueue(site), worker.Options{})
+		w.RegisterActivityWithOptions(fed.ComputeDescriptor, activity.RegisterOptions{Name: pipeline.ActivityComputeDescriptor})
+		w.RegisterActivityWithOptions(fed.TrainLocal, activity.RegisterOptions{Name: pipeline.ActivityTrainLocal})
+		w.RegisterActivityWithOptions(fed.Evaluate, activity.RegisterOptions{Name: pipeline.ActivityEvaluate})
+		require.NoError(t, w.Start())
+		t.Cleanup(w.Stop)
+	}
+}
+
+// writeGoldenHistory writes the history of one workflow run to testdata.
+func writeGoldenHistory(t *testing.T, ctx context.Context, c client.Client, id, runID, file string) {
+	t.Helper()
+	it := c.GetWorkflowHistory(ctx, id, runID, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	var events historyEvents
 	for it.HasNext() {
 		e, err := it.Next()
@@ -182,6 +177,6 @@ func TestGenerateGoldenSweepHistory(t *testing.T) {
 	}
 	b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(events.history())
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join("testdata", sweepHistoryFile), append(b, '\n'), 0o644))
-	t.Logf("wrote testdata/%s: %d events", sweepHistoryFile, len(events))
+	require.NoError(t, os.WriteFile(filepath.Join("testdata", file), append(b, '\n'), 0o644))
+	t.Logf("wrote testdata/%s: %d events", file, len(events))
 }

@@ -35,6 +35,9 @@ const (
 const (
 	campaignHistoryV0File = "campaign_history_v0.json"
 	roundHistoryV0File    = "round_history_v0.json"
+	// sweepHistoryV0File was recorded before a sweep's stop also stopped
+	// its running campaigns (GetVersion "sweep-stop-children").
+	sweepHistoryV0File = "sweep_history_v0.json"
 )
 
 // replaySpec is the campaign of the golden histories. Changing it changes
@@ -81,6 +84,7 @@ func TestReplayGoldenHistories(t *testing.T) {
 		{campaignHistoryV0File, replaySpec().Campaign},
 		{roundHistoryV0File, pipeline.RoundWorkflowID(replaySpec().Campaign, 1)},
 		{sweepHistoryFile, replaySweepSpec().Sweep},
+		{sweepHistoryV0File, replaySweepSpec().Sweep},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := filepath.Join("testdata", tc.file)
