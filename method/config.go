@@ -10,8 +10,16 @@ import (
 // Presets. A preset is a set of defaults (Param.DefaultFor) plus the few
 // fixed settings of the core that no campaign tunes (Resolve).
 const (
-	// Default is the paper's intent: exact Vietoris–Rips H1, sites flagged
-	// by z > τ, drift re-clustering.
+	// Default is the paper's intent: exact Vietoris–Rips H1, the
+	// label-aware detector with sites flagged by z > τ, drift
+	// re-clustering, and bounded local work (local_solver gd: every L-BFGS
+	// method takes `steps` gradient steps of size `lr` per round, the
+	// budget FedProx and SCAFFOLD have). The FL literature's regime is local
+	// work that does not reach the local optimum (McMahan et al.'s E local
+	// epochs at a fixed step size): a site that solves its problem to the
+	// optimum every round makes the warm start irrelevant, so FedAvg
+	// becomes one-shot averaging of local optima and every round repeats
+	// the first.
 	Default = "default"
 	// Paper reproduces the authors' code: triangle H1, `flagged` as
 	// trust < 0.5 (their τ is unused), clusters fitted once.
