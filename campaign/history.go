@@ -3,9 +3,9 @@ package campaign
 import (
 	"context"
 	"fmt"
-	"github.com/ptopofl/ptopofl/artifact"
 	"strings"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"
 )

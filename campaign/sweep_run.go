@@ -3,13 +3,13 @@ package campaign
 import (
 	"context"
 	"fmt"
-	"github.com/ptopofl/ptopofl/artifact"
 	"io"
 	"math"
 	"time"
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"
 )

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/ptopofl/ptopofl/artifact"
 	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/store"
 )
 

@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/ptopofl/ptopofl/artifact"
 	"io"
+
+	"github.com/ptopofl/ptopofl/artifact"
 )
 
 // runVerify re-hashes every artifact the campaign's manifests list and

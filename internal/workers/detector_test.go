@@ -3,13 +3,13 @@ package workers_test
 import (
 	"context"
 	"fmt"
-	"github.com/ptopofl/ptopofl/artifact"
 	"slices"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/learn"
