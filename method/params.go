@@ -94,6 +94,13 @@ type Param struct {
 	// set, the value under the paper preset.
 	Default      Value
 	PaperDefault *Value
+	// Absent, when set, is what a spec without this parameter means: the
+	// behaviour before the parameter existed. A campaign started by an
+	// older version carries no such field and must keep running as it
+	// started (a default-preset pTopoFL campaign whose round-1 descriptors
+	// have 48 numbers cannot switch to the label-aware detector in round
+	// 2). New specs get the preset's default explicitly from Defaults.
+	Absent *Value
 	// Check returns what is wrong with a value ("must be > 0"), or "".
 	Check func(v Value) string
 
@@ -248,6 +255,7 @@ var Params = []Param{
 		core:  func(v Value, c *Config) { c.Server.MaxAutoClusters = int(v.Num) }},
 	{Name: "detector", Doc: `pTopoFL's anomaly detector: "labelled" (the label-aware summary of tda.LabelledSummary, which sees label flips), "descriptor" (the paper's z-score of the 48-number descriptor distance) or "combined" (flagged by either)`, Kind: Text,
 		Methods: []learn.Method{learn.PTopoFL}, Default: Value{Text: string(aggregation.LabelledDetector)}, PaperDefault: &Value{Text: string(aggregation.DescriptorDetector)},
+		Absent: &Value{Text: string(aggregation.DescriptorDetector)},
 		Check: func(v Value) string {
 			switch aggregation.Detector(v.Text) {
 			case aggregation.DescriptorDetector, aggregation.LabelledDetector, aggregation.CombinedDetector:
@@ -281,6 +289,7 @@ var Params = []Param{
 		core:  func(v Value, c *Config) { c.Server.ClipNorm = v.Num }},
 	{Name: "local_solver", Doc: `how the L-BFGS methods (FedAvg, pTopoFL, local, the robust baselines) train each round: "gd", steps full-batch gradient steps at lr from the model they were sent (bounded local work, the FL regime; the same budget as FedProx and SCAFFOLD), or "lbfgs", solve the local problem to tol (the paper's code: FedAvg becomes one-shot averaging of local optima and every round repeats the first)`, Kind: Text,
 		Methods: lbfgsMethods, Default: Value{Text: learn.SolverGD}, PaperDefault: &Value{Text: learn.SolverLBFGS},
+		Absent: &Value{Text: learn.SolverLBFGS},
 		Check: func(v Value) string {
 			if v.Text != learn.SolverGD && v.Text != learn.SolverLBFGS {
 				return `must be "gd" or "lbfgs"`
@@ -389,15 +398,20 @@ func Defaults(preset string) Hyperparameters {
 }
 
 // WithDefaults returns h with every zero field whose zero is not a setting
-// filled from preset's defaults (a spec written by hand, or one stored by
-// an older version that did not know a newer parameter).
+// filled in: with Param.Absent where the parameter has one (a spec stored
+// by an older version that did not know it keeps its behaviour), else with
+// preset's default (a spec written by hand).
 func (h Hyperparameters) WithDefaults(preset string) Hyperparameters {
 	for _, p := range Params {
 		if p.ZeroIsSetting {
 			continue
 		}
 		if v := p.Get(h); v.Num == 0 && v.Text == "" {
-			_ = p.Set(&h, p.DefaultFor(preset))
+			fill := p.DefaultFor(preset)
+			if p.Absent != nil {
+				fill = *p.Absent
+			}
+			_ = p.Set(&h, fill)
 		}
 	}
 	return h

@@ -1,6 +1,7 @@
 package method
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -203,5 +204,36 @@ func TestValidateFederationSuggestsAValueThatWorks(t *testing.T) {
 		if err := h.ValidateFederation(tc.m, tc.fewest); err != nil {
 			t.Errorf("case %d: the suggested value is rejected too: %v", i, err)
 		}
+	}
+}
+
+// TestOlderSpecKeepsItsBehaviour decodes the hyper-parameters of a
+// default-preset campaign stored before `detector` and `local_solver`
+// existed (the JSON of that version, without the two fields) and checks
+// that it resolves to the behaviour it started with — the paper's
+// detector and L-BFGS to the optimum — while a spec built today from
+// Defaults gets the new default explicitly.
+func TestOlderSpecKeepsItsBehaviour(t *testing.T) {
+	old := `{"clusters":2,"beta":0.3,"anomaly_threshold":2,"drift_threshold":0.1,"drift_check_every":0,"n_sub":80,` +
+		`"betti_resolution":20,"descriptor":"exact","c":1,"max_iter":1000,"tol":1e-10,"lr":0.05,"steps":30,"mu":0.1,` +
+		`"lambda":15,"lr_personal":0.01,"lr_outer":0.01,"personal_steps":20,"trim_fraction":0.1,"byzantine":1}`
+	var h Hyperparameters
+	if err := json.Unmarshal([]byte(old), &h); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Resolve(learn.PTopoFL, Default, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server.Detector != aggregation.DescriptorDetector || c.Site.LocalSolver != learn.SolverLBFGS {
+		t.Errorf("older spec resolved to detector %q, local solver %q; want %q and %q",
+			c.Server.Detector, c.Site.LocalSolver, aggregation.DescriptorDetector, learn.SolverLBFGS)
+	}
+	c, err = Resolve(learn.PTopoFL, Default, Defaults(Default))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server.Detector != aggregation.LabelledDetector || c.Site.LocalSolver != learn.SolverGD {
+		t.Errorf("new spec resolved to detector %q, local solver %q", c.Server.Detector, c.Site.LocalSolver)
 	}
 }
