@@ -88,6 +88,9 @@ func getSiteState(ctx context.Context, st *store.Store, ref *pipeline.ArtifactRe
 // per-site clustering state (that travels in the clustering artifact).
 type serverState struct {
 	Global, Control []float64
+	// vectors is the whole record, for the per-site vectors of a method
+	// (FoolsGold's histories, vecFoolsGold + site).
+	vectors map[string][]float64
 }
 
 func getServerState(ctx context.Context, st *store.Store, ref *pipeline.ArtifactRef) (serverState, error) {
@@ -101,7 +104,8 @@ func getServerState(ctx context.Context, st *store.Store, ref *pipeline.Artifact
 	if len(recs) != 1 {
 		return serverState{}, fmt.Errorf("%s holds %d server states, want 1", ref.Key, len(recs))
 	}
-	return serverState{Global: recs[0].Vectors[vecGlobal], Control: recs[0].Vectors[vecControl]}, nil
+	v := recs[0].Vectors
+	return serverState{Global: v[vecGlobal], Control: v[vecControl], vectors: v}, nil
 }
 
 // siteClustering is one site's row of a clustering artifact: what the

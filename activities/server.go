@@ -221,9 +221,7 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 	}
 	state := aggregation.ServerState{Round: in.Round - 1, Global: server.Global, Control: server.Control}
 	if method == learn.FoolsGold && in.ServerState != nil {
-		if state.FoolsGoldHistory, err = foolsGoldHistory(ctx, s.store, *in.ServerState, in.Updates); err != nil {
-			return pipeline.AggregateOutput{}, err
-		}
+		state.FoolsGoldHistory = foolsGoldHistory(server, in.Updates)
 	}
 	if method == learn.PTopoFL {
 		rows, err := getClustering(ctx, s.store, in.Clustering)
@@ -350,19 +348,12 @@ func (s *Server) CommitRound(ctx context.Context, in pipeline.CommitRoundInput) 
 // server state.
 const vecFoolsGold = "foolsgold/"
 
-// foolsGoldHistory reads FoolsGold's update histories from the server state
-// at ref, in the order of updates; a site without one gets nil.
-func foolsGoldHistory(ctx context.Context, st *store.Store, ref pipeline.ArtifactRef, updates []pipeline.SiteUpdate) ([][]float64, error) {
-	recs, err := getVectors(ctx, st, ref, kindServerState)
-	if err != nil {
-		return nil, err
-	}
-	if len(recs) != 1 {
-		return nil, fmt.Errorf("%s holds %d server states, want 1", ref.Key, len(recs))
-	}
+// foolsGoldHistory returns FoolsGold's update histories held in the server
+// state, in the order of updates; a site without one gets nil.
+func foolsGoldHistory(server serverState, updates []pipeline.SiteUpdate) [][]float64 {
 	hist := make([][]float64, len(updates))
 	for i, u := range updates {
-		hist[i] = recs[0].Vectors[vecFoolsGold+u.Site]
+		hist[i] = server.vectors[vecFoolsGold+u.Site]
 	}
-	return hist, nil
+	return hist
 }

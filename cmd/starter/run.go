@@ -141,7 +141,7 @@ func printResult(w io.Writer, r campaign.Result, e *env) {
 	if len(r.Flagged) > 0 {
 		fmt.Fprintf(w, "flagged    %s\n", strings.Join(r.Flagged, ", "))
 	}
-	printWhere(w, e, r.Campaign, r.LastManifest)
+	printWhere(w, e, artifact.CampaignPrefix(r.Campaign), r.Campaign, r.LastManifest)
 }
 
 func fmtTrust(t map[string]float64) string {
@@ -161,15 +161,11 @@ func fmtClusters(c map[string]int) string {
 	return strings.Join(parts, " ")
 }
 
-// printWhere says where the campaign's artifacts and manifests are. name
-// is a campaign name, or a placeholder such as "<campaign>" for a table
-// of campaigns (printed as is, not built into a key).
-func printWhere(w io.Writer, e *env, name, lastManifest string) {
+// printWhere says where a campaign's artifacts and manifests are: prefix
+// is its key prefix (artifact.CampaignPrefix, or a pattern for a table of
+// campaigns) and name what `starter history` takes.
+func printWhere(w io.Writer, e *env, prefix, name, lastManifest string) {
 	bucket := e.svc.Store.Bucket()
-	prefix := "campaigns/" + name + "/"
-	if artifact.ValidateName(name) == nil {
-		prefix = artifact.CampaignPrefix(name)
-	}
 	fmt.Fprintf(w, "artifacts  s3://%s/%s (history: starter history %s)\n", bucket, prefix, name)
 	if lastManifest != "" {
 		fmt.Fprintf(w, "manifest   %s\n", lastManifest)

@@ -127,7 +127,7 @@ func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	} else {
 		printTable(stdout, results, errs)
 		fmt.Fprintf(stdout, "\n%d campaigns in %.1fs\n", len(results), wall.Seconds())
-		printWhere(stdout, e, "<campaign>", "")
+		printWhere(stdout, e, "campaigns/<campaign>/", "<campaign>", "")
 		fmt.Fprintln(stdout, "campaigns  "+campaignNames(results))
 	}
 	if len(failed) > 0 {
