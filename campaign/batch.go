@@ -1,103 +1,196 @@
 package campaign
 
 import (
-	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
+	"path/filepath"
+	"reflect"
 	"slices"
-	"sync"
 
+	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
-// Job is one campaign of a batch, with the label its row carries.
-type Job struct {
-	Label string
-	Spec  pipeline.CampaignSpec
-}
-
-// Variant is one campaign of a batch as the user asks for it: a label, a
-// method and hyper-parameter overrides (NAME=VALUE) over the batch's.
+// Variant is one row of a results table as the user asks for it: a label,
+// a method and hyper-parameter overrides (NAME=VALUE) over the table's.
+// A variant whose Label is its Method and that sets nothing is the
+// method's base row.
 type Variant struct {
 	Label  string
 	Method string
 	Set    []string
 }
 
-// BuildJobs builds and validates the spec of every variant from the
-// campaign file cf (may be nil), the options o they share and the
-// federation fed (may be nil), as BuildSpec does for one campaign; an
-// error names the variant's label.
-func BuildJobs(cf *File, o SpecOptions, fed *Federation, variants []Variant) ([]Job, error) {
-	var jobs []Job
+// TableSetting is the sweep setting label of the table's base rows (the
+// methods as the options give them); a variant's setting is its label.
+const TableSetting = "base"
+
+// TablePlan turns a results table (several methods and variants on one
+// federation, one seed) into the sweep that runs it, so that a table is a
+// sweep like any other: durable, re-attachable by running it again, with
+// results.parquet. The campaign file cf (may be nil), the shared options o
+// and the federation fed (may be nil) are resolved per variant as
+// BuildSpec does for one campaign (an error names the variant's label);
+// the sweep's campaigns then carry exactly those specs, under sweep
+// campaign names. parallel bounds the campaigns running at once. The
+// sweep is named "table-" and a hash of what it runs, so running the
+// same table again re-attaches to it.
+func TablePlan(cf *File, o SpecOptions, fed *Federation, variants []Variant, parallel int) (SweepPlan, error) {
+	if len(variants) == 0 {
+		return SweepPlan{}, inputErrorf("table: at least one method")
+	}
+	if parallel < 1 {
+		return SweepPlan{}, inputErrorf("--parallel %d: want >= 1", parallel)
+	}
+	seen := map[string]bool{}
+	var want []pipeline.CampaignSpec
+	var s pipeline.SweepSpec
+	base := pipeline.SweepSetting{Label: TableSetting}
+	var variantSettings []pipeline.SweepSetting
 	for _, v := range variants {
-		vo := o
-		vo.Method, vo.Given = v.Method, maps.Clone(o.Given)
-		if vo.Given == nil {
-			vo.Given = map[string]bool{}
+		if seen[v.Label] {
+			return SweepPlan{}, inputErrorf("table: two rows labelled %q", v.Label)
 		}
-		vo.Given["method"] = true
-		vo.Set = append(slices.Clone(o.Set), v.Set...)
-		spec, err := BuildSpec(cf, vo, fed)
+		seen[v.Label] = true
+		spec, err := variantSpec(cf, o, fed, v.Label, v.Method, v.Set)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", v.Label, err)
+			return SweepPlan{}, err
 		}
-		if fed != nil {
-			if err := CheckSites(spec, fed); err != nil {
-				return nil, err
-			}
+		want = append(want, spec)
+		// The method's hyper-parameters before the variant's overrides
+		// are the sweep method's base.
+		bare, err := variantSpec(cf, o, fed, v.Label, v.Method, nil)
+		if err != nil {
+			return SweepPlan{}, err
 		}
-		jobs = append(jobs, Job{Label: v.Label, Spec: spec})
+		if !slices.ContainsFunc(s.Methods, func(m pipeline.SweepMethod) bool { return m.Method == bare.Method }) {
+			s.Methods = append(s.Methods, pipeline.SweepMethod{Method: bare.Method, Hyperparameters: bare.Hyperparameters})
+		}
+		if len(v.Set) == 0 && v.Label == v.Method {
+			base.Methods = append(base.Methods, bare.Method)
+			continue
+		}
+		if v.Label == TableSetting {
+			return SweepPlan{}, inputErrorf("table: %q is the label of the base rows; choose another for variant %s:%s", TableSetting, v.Label, v.Method)
+		}
+		m, err := parseSet(v.Set)
+		if err != nil {
+			return SweepPlan{}, fmt.Errorf("%s: %w", v.Label, err)
+		}
+		set, err := paramValues(m, v.Label+": --variant")
+		if err != nil {
+			return SweepPlan{}, err
+		}
+		variantSettings = append(variantSettings, pipeline.SweepSetting{Label: v.Label, Set: set, Methods: []learn.Method{bare.Method}})
 	}
-	return jobs, nil
-}
-
-// ExecuteAll runs the jobs' campaigns, parallel at a time, on this
-// service's workers, and waits for all of them. Their progress lines go to
-// progress (nil: silent), which must be safe for concurrent use (see
-// LockedWriter); done, if not
-// nil, is called (one call at a time) as each job ends. Result i and error
-// i belong to job i; a result's Label is its job's.
-func (s *Service) ExecuteAll(ctx context.Context, jobs []Job, parallel int, progress io.Writer, done func(i int, err error)) ([]Result, []error) {
-	results := make([]Result, len(jobs))
-	errs := make([]error, len(jobs))
-	sem := make(chan struct{}, max(parallel, 1))
-	var wg sync.WaitGroup
-	var doneMu sync.Mutex
-	for i, job := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			r, err := s.Execute(ctx, job.Spec, progress, false)
-			r.Label = job.Label
-			results[i], errs[i] = r, err
-			if done != nil {
-				doneMu.Lock()
-				done(i, err)
-				doneMu.Unlock()
-			}
-		}()
+	if len(base.Methods) > 0 {
+		s.Settings = append(s.Settings, base)
 	}
-	wg.Wait()
-	return results, errs
+	s.Settings = append(s.Settings, variantSettings...)
+
+	first := want[0]
+	fedName := "sites"
+	plan := SweepPlan{FedDirs: map[string]string{}}
+	if fed != nil {
+		fedName = filepath.Base(fed.Dir)
+		plan.FedDirs[fedName] = fed.Dir
+	}
+	s.Preset, s.Rounds, s.Seeds = first.Preset, first.Rounds, []uint64{first.Seed}
+	s.Federations = []pipeline.SweepFederation{{
+		Name: fedName, Sites: first.Sites, MinSites: first.MinSites, DescriptorRows: first.DescriptorRows,
+	}}
+	s.Concurrency = parallel
+	s.RoundDeadline, s.SiteActivityTimeout, s.TrainHeartbeat = first.RoundDeadline, first.SiteActivityTimeout, first.TrainHeartbeat
+	s.CampaignContinueAsNewEvery = first.ContinueAsNewEvery
+	s.Bucket, s.CodeVersion = first.Bucket, first.CodeVersion
+	s.Sweep = tableName(s, fed)
+	s = s.WithDefaults()
+	if err := s.Validate(); err != nil {
+		return SweepPlan{}, inputErrorf("table: %v", err)
+	}
+	plan.Spec = s
+	if err := sameCampaigns(s, want, variants); err != nil {
+		return SweepPlan{}, err
+	}
+	return plan, nil
 }
 
-// LockedWriter is w with every Write under mu, so that goroutines sharing
-// w never interleave within a line.
-func LockedWriter(w io.Writer, mu *sync.Mutex) io.Writer {
-	return lockedWriter{w: w, mu: mu}
+// variantSpec is BuildSpec for one row of a table.
+func variantSpec(cf *File, o SpecOptions, fed *Federation, label, m string, set []string) (pipeline.CampaignSpec, error) {
+	vo := o
+	vo.Method, vo.Given = m, maps.Clone(o.Given)
+	if vo.Given == nil {
+		vo.Given = map[string]bool{}
+	}
+	vo.Given["method"] = true
+	vo.Set = append(slices.Clone(o.Set), set...)
+	spec, err := BuildSpec(cf, vo, fed)
+	if err != nil {
+		return spec, fmt.Errorf("%s: %w", label, err)
+	}
+	if fed != nil {
+		if err := CheckSites(spec, fed); err != nil {
+			return spec, err
+		}
+	}
+	return spec, nil
 }
 
-type lockedWriter struct {
-	w  io.Writer
-	mu *sync.Mutex
+// sameCampaigns checks that the sweep s runs, row for row, the campaigns
+// the table asked for (want, one per variant), apart from their names: a
+// setting the sweep cannot express (a spec field that differs between
+// rows other than method and hyper-parameters) is refused, not run
+// differently.
+func sameCampaigns(s pipeline.SweepSpec, want []pipeline.CampaignSpec, variants []Variant) error {
+	got, err := s.Campaigns()
+	if err != nil {
+		return inputErrorf("table: %v", err)
+	}
+	byRow := map[string]pipeline.CampaignSpec{}
+	for _, c := range got {
+		label := c.Setting
+		if label == TableSetting {
+			label = string(c.Method)
+		}
+		byRow[label] = c.Spec
+	}
+	if len(got) != len(want) {
+		return fmt.Errorf("table: the sweep runs %d campaigns for %d rows", len(got), len(want))
+	}
+	for i, w := range want {
+		g, ok := byRow[variants[i].Label]
+		if !ok {
+			return fmt.Errorf("table: row %s has no campaign in the sweep", variants[i].Label)
+		}
+		g.Campaign, w.Campaign = "", ""
+		if !reflect.DeepEqual(g, w.WithDefaults()) {
+			return inputErrorf("table: row %s cannot run as part of one sweep (its spec differs from the others' in more than method and hyper-parameters); run it with `starter run`", variants[i].Label)
+		}
+	}
+	return nil
 }
 
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+// tableName is "table-" and 12 hex digits of a hash of the sweep (without
+// the code version) and of the federation's files.
+func tableName(s pipeline.SweepSpec, fed *Federation) string {
+	s.CodeVersion = ""
+	b, _ := json.Marshal(s) // a struct of plain fields: cannot fail
+	h := sha256.New()
+	h.Write(b)
+	if fed != nil {
+		fmt.Fprintf(h, "\n%s\n", fed.Hash)
+	}
+	return "table-" + hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// TableLabel is the row label of a table sweep's result row: the method
+// for a base row, the variant's label otherwise.
+func TableLabel(method, setting string) string {
+	if setting == TableSetting {
+		return method
+	}
+	return setting
 }

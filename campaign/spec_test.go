@@ -4,9 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"
 )
 
@@ -51,26 +53,71 @@ func TestSeedGroups(t *testing.T) {
 	}
 }
 
-// TestBuildJobs: each variant gets its method and overrides on top of the
-// shared options, and an error names the variant.
-func TestBuildJobs(t *testing.T) {
-	o := SpecOptions{Rounds: 3, Seed: 1, Preset: "default", Bucket: "b", Set: []string{"beta=0.3"}}
+// TestTablePlan: a table becomes one sweep whose campaigns carry exactly
+// the specs BuildSpec gives each row (method, options, the variant's
+// overrides), apart from their names; an error names the row.
+func TestTablePlan(t *testing.T) {
+	o := SpecOptions{Rounds: 3, Seed: 1, Preset: "default", Bucket: "b", Set: []string{"beta=0.3"},
+		Given: map[string]bool{"rounds": true, "seed": true}}
 	cf := &File{Sites: []string{"site0", "site1"}}
-	jobs, err := BuildJobs(cf, o, nil, []Variant{
+	rows := []Variant{
 		{Label: "fedavg", Method: "fedavg"},
+		{Label: "ptopofl", Method: "ptopofl"},
 		{Label: "M1", Method: "ptopofl", Set: []string{"clusters=1"}},
-	})
+		{Label: "prox2", Method: "fedprox", Set: []string{"mu=0.5"}}, // a variant of a method without a base row
+	}
+	plan, err := TablePlan(cf, o, nil, rows, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(jobs) != 2 || jobs[0].Spec.Method != "fedavg" || jobs[1].Label != "M1" || jobs[1].Spec.Hyperparameters.Clusters != 1 {
-		t.Errorf("jobs %+v", jobs)
+	cs, err := plan.Spec.Campaigns()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if jobs[0].Spec.Campaign == jobs[1].Spec.Campaign {
-		t.Errorf("two variants share the campaign name %s", jobs[0].Spec.Campaign)
+	if len(cs) != len(rows) || plan.Spec.Concurrency != 2 || len(plan.Spec.Seeds) != 1 || plan.Spec.Seeds[0] != 1 {
+		t.Fatalf("sweep %+v: %d campaigns", plan.Spec, len(cs))
 	}
-	_, err = BuildJobs(cf, o, nil, []Variant{{Label: "bad", Method: "nope"}})
-	if !errors.Is(err, ErrInput) || !strings.HasPrefix(err.Error(), "bad: ") {
-		t.Errorf("unknown method: %v", err)
+	got := map[string]pipeline.CampaignSpec{}
+	for _, c := range cs {
+		got[TableLabel(string(c.Method), c.Setting)] = c.Spec
+	}
+	for i, r := range rows {
+		want, err := BuildSpec(cf, SpecOptions{Rounds: 3, Seed: 1, Preset: "default", Bucket: "b", Method: r.Method,
+			Given: map[string]bool{"method": true, "rounds": true, "seed": true}, Set: append([]string{"beta=0.3"}, r.Set...)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, ok := got[r.Label]
+		if !ok {
+			t.Errorf("%d: row %s has no campaign", i, r.Label)
+			continue
+		}
+		g.Campaign, want.Campaign = "", ""
+		if !reflect.DeepEqual(g, want) {
+			t.Errorf("%d: row %s runs\n%+v\nwant\n%+v", i, r.Label, g, want)
+		}
+	}
+	if got["M1"].Hyperparameters.Clusters != 1 || got["ptopofl"].Hyperparameters.Clusters == 1 || got["prox2"].Hyperparameters.Mu != 0.5 {
+		t.Errorf("overrides: M1 %+v, ptopofl %+v, prox2 %+v", got["M1"].Hyperparameters, got["ptopofl"].Hyperparameters, got["prox2"].Hyperparameters)
+	}
+	again, _ := TablePlan(cf, o, nil, rows, 2)
+	if again.Spec.Sweep != plan.Spec.Sweep || !strings.HasPrefix(plan.Spec.Sweep, "table-") {
+		t.Errorf("sweep names %q, %q: want one stable table-<hash> name", plan.Spec.Sweep, again.Spec.Sweep)
+	}
+
+	for i, c := range []struct {
+		rows []Variant
+		want string
+	}{
+		{[]Variant{{Label: "bad", Method: "nope"}}, "bad: "},                                            // 0: unknown method, named by row
+		{[]Variant{{Label: "a", Method: "fedavg"}, {Label: "a", Method: "fedavg"}}, `two rows labelled "a"`}, // 1
+		{[]Variant{{Label: "base", Method: "ptopofl", Set: []string{"beta=0.1"}}}, `"base" is the label`}, // 2
+		{[]Variant{{Label: "x", Method: "ptopofl", Set: []string{"nope=1"}}}, "x: "},                       // 3: unknown parameter
+		{nil, "at least one"}, // 4
+	} {
+		_, err := TablePlan(cf, o, nil, c.rows, 1)
+		if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%d: %v; want an input error containing %q", i, err, c.want)
+		}
 	}
 }

@@ -93,14 +93,14 @@ import json, sys
 out, t0, t1 = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 names = {"ptopofl": "pTopoFL", "fedprox": "FedProx", "scaffold": "SCAFFOLD", "pfedme": "pFedMe",
          "fedavg": "FedAvg_true", "local": "LocalOnly"}
-print(f"{'scenario':11s} {'row':15s} {'AUC':>8s} {'authors':>8s} {'acc':>8s} {'conv':>5s} {'wall_s':>7s}")
+print(f"{'scenario':11s} {'row':15s} {'AUC':>8s} {'authors':>8s} {'acc':>8s} {'conv':>5s}")
 for sc in ("healthcare", "benchmark"):
     got = json.load(open(f"{out}/table-{sc}.json"))
     exp = json.load(open(f"testdata/paper/{sc}/expected.json"))["methods"]
     for r in got["results"]:
         key = names.get(r["label"], r["label"])
         a = exp.get(key, {}).get("final_auc", float("nan"))
-        print(f"{sc:11s} {r['label']:15s} {r['final_auc']:8.4f} {a:8.4f} {r['final_acc']:8.4f} {r['conv_round']:5d} {r['wall_seconds']:7.2f}")
+        print(f"{sc:11s} {r['label']:15s} {r['final_auc']:8.4f} {a:8.4f} {r['final_acc']:8.4f} {r['conv_round']:5d}")
     print(f"{sc:11s} table wall time {got['wall_seconds']:.2f} s")
 print(f"paper table, both scenarios, 18 campaigns: {t1 - t0:.2f} s wall (two starter processes, stack start included; target < 16 s)")
 PY

@@ -2,7 +2,7 @@
 // follows them, steers them and reads back their audit record.
 //
 //	starter run     [--file CAMPAIGN.yaml | --method NAME ...] [--local --federation DIR]
-//	starter table   --local --federation DIR [--methods a,b,...]   several campaigns on one stack, one table
+//	starter table   --local --federation DIR [--methods a,b,...]   one table: a sweep of methods and variants
 //	starter status  CAMPAIGN
 //	starter watch   CAMPAIGN
 //	starter pause   CAMPAIGN [--reason TEXT]

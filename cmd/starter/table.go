@@ -6,12 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/ptopofl/ptopofl/campaign"
-	"github.com/ptopofl/ptopofl/eval"
+	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/store"
 )
 
 // parseVariant parses "LABEL:METHOD:name=v,name=v" (an ablation such as
@@ -28,8 +28,36 @@ func parseVariant(v string) (campaign.Variant, error) {
 	return e, nil
 }
 
-// runTable runs several methods as campaigns on one stack (concurrently,
-// --parallel at a time) and prints the results table: `make run`.
+// tableRow is one row of `starter table --format json`: the sweep's
+// result row under the table's label.
+type tableRow struct {
+	Label string
+	Row   store.SweepResultRow
+}
+
+// MarshalJSON writes the result row's object with "label" first.
+func (r tableRow) MarshalJSON() ([]byte, error) {
+	row, err := json.Marshal(r.Row)
+	if err != nil {
+		return nil, err
+	}
+	label, err := json.Marshal(r.Label)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(`{"label":`), label...)
+	if len(row) > 2 { // row is a non-empty object
+		out = append(append(out, ','), row[1:]...)
+	} else {
+		out = append(out, '}')
+	}
+	return out, nil
+}
+
+// runTable runs several methods on one federation and prints one results
+// table (`make run`). It is a front over `starter sweep`: the table
+// becomes a sweep (campaign.TablePlan), so it is durable and running it
+// again re-attaches to it.
 func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("table", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -50,9 +78,6 @@ func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if *parallel < 1 {
-		return inputErrorf("--parallel %d: want >= 1", *parallel)
-	}
 	var entries []campaign.Variant
 	for _, m := range strings.Split(*methods, ",") {
 		if m = strings.TrimSpace(m); m != "" {
@@ -70,96 +95,70 @@ func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return inputErrorf("--methods: at least one method")
 	}
 	// Every spec is built and validated before the stack starts.
-	built, err := campaign.BuildJobs(cf, f.spec, fed, entries)
+	plan, err := campaign.TablePlan(cf, f.spec, fed, entries, *parallel)
 	if err != nil {
 		return err
 	}
-	quiet := f.conn.format == "json"
-	var progressOut io.Writer
-	if !quiet {
-		progressOut = stderr
-	}
-	start := time.Now()
-	e, err := f.conn.connect(ctx, stderr)
-	if err != nil {
-		return err
-	}
-	defer e.Close()
-	if f.conn.local {
-		stop, err := e.svc.StartLocalWorkers(fed, built[0].Spec.Sites, progressOut)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
-
-	// Campaigns done out of the total, a line each (the rounds of the
-	// campaigns print lines of their own in between, so never a rewritten
-	// terminal line: a locked writer is no terminal).
-	var mu sync.Mutex // serialises progress lines
-	var pw, meterOut io.Writer
-	if progressOut != nil {
-		pw = campaign.LockedWriter(progressOut, &mu)
-		meterOut = pw
-	}
-	meter := newProgressMeter(meterOut, len(built), "campaigns")
-	finished := 0
-	meter.update(0)
-	results, errs := e.svc.ExecuteAll(ctx, built, *parallel, pw, func(i int, err error) {
-		finished++
-		state := "done"
-		if err != nil {
-			state = "failed"
-		}
-		meter.updateDetail(finished, "last: "+built[i].Label+" "+state)
-	})
-	wall := time.Since(start)
 	var failed []string
-	for i, err := range errs {
-		if err != nil {
-			failed = append(failed, fmt.Sprintf("%s: %v", built[i].Label, err))
+	out, err := executeSweep(ctx, &f.conn, plan, stderr, func(e *env, out campaign.SweepOutput) error {
+		if f.conn.format == "json" {
+			return nil
 		}
+		failed = printTable(stdout, out.Rows)
+		fmt.Fprintf(stdout, "\n%d campaigns in %.1fs (sweep %s)\n", len(out.Rows), out.WallSeconds, out.Sweep)
+		printWhere(stdout, e, "campaigns/<campaign>/", "<campaign>", "")
+		fmt.Fprintln(stdout, "results    "+out.Results)
+		fmt.Fprintln(stdout, "campaigns  "+campaignNames(out.Rows))
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	if quiet {
-		if err := json.NewEncoder(stdout).Encode(map[string]any{"results": results, "wall_seconds": wall.Seconds()}); err != nil {
+	if f.conn.format == "json" {
+		rows := make([]tableRow, len(out.Rows))
+		for i, r := range out.Rows {
+			rows[i] = tableRow{Label: campaign.TableLabel(r.Method, r.Setting), Row: r}
+			if r.State != pipeline.StateDone {
+				failed = append(failed, fmt.Sprintf("%s: %s %s", rows[i].Label, r.State, r.Error))
+			}
+		}
+		if err := json.NewEncoder(stdout).Encode(map[string]any{"sweep": out.Sweep, "results": rows, "wall_seconds": out.WallSeconds}); err != nil {
 			return err
 		}
-	} else {
-		printTable(stdout, results, errs)
-		fmt.Fprintf(stdout, "\n%d campaigns in %.1fs\n", len(results), wall.Seconds())
-		printWhere(stdout, e, "campaigns/<campaign>/", "<campaign>", "")
-		fmt.Fprintln(stdout, "campaigns  "+campaignNames(results))
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("%d of %d campaigns failed:\n  %s", len(failed), len(results), strings.Join(failed, "\n  "))
+		return fmt.Errorf("%d of %d campaigns did not finish:\n  %s", len(failed), len(out.Rows), strings.Join(failed, "\n  "))
 	}
 	return nil
 }
 
-func campaignNames(rs []campaign.Result) string {
+func campaignNames(rs []store.SweepResultRow) string {
 	var names []string
 	for _, r := range rs {
-		if r.Campaign != "" {
-			names = append(names, r.Campaign)
-		}
+		names = append(names, r.Campaign)
 	}
 	return strings.Join(names, " ")
 }
 
-// printTable prints one row per campaign. Its "settled" column is the
-// round from which the mean AUC stays within eval.SettlingTolerance of its
-// final value (eval.SettlingRound): how long a method is still moving.
-func printTable(w io.Writer, rs []campaign.Result, errs []error) {
+// printTable prints one row per campaign and returns a line for each that
+// did not finish. Its "settled" column is the round from which the mean
+// AUC stays within eval.SettlingTolerance of its final value
+// (eval.SettlingRound, the sweep's conv_round): how long a method is still
+// moving.
+func printTable(w io.Writer, rs []store.SweepResultRow) (failed []string) {
 	fmt.Fprintf(w, "%-16s %9s %9s %7s  %-12s %s\n", "method", "final AUC", "accuracy", "settled", "flagged", "campaign")
-	for i, r := range rs {
-		if errs[i] != nil {
-			fmt.Fprintf(w, "%-16s %9s %9s %7s  %-12s failed: %v\n", r.Label, "-", "-", "-", "-", errs[i])
+	for _, r := range rs {
+		label := campaign.TableLabel(r.Method, r.Setting)
+		if r.State != pipeline.StateDone || math.IsNaN(r.FinalAUC) {
+			fmt.Fprintf(w, "%-16s %9s %9s %7s  %-12s %s: %s\n", label, "-", "-", "-", "-", r.State, r.Error)
+			failed = append(failed, fmt.Sprintf("%s: %s %s", label, r.State, r.Error))
 			continue
 		}
-		flagged := strings.Join(r.Flagged, ",")
+		flagged := r.Flagged
 		if flagged == "" {
 			flagged = "-"
 		}
-		fmt.Fprintf(w, "%-16s %9.4f %9.4f %7d  %-12s %s\n", r.Label, r.FinalAUC, r.FinalAcc, eval.SettlingRound(r.AUCCurve, eval.SettlingTolerance), flagged, r.Campaign)
+		fmt.Fprintf(w, "%-16s %9.4f %9.4f %7d  %-12s %s\n", label, r.FinalAUC, r.FinalAcc, r.ConvRound, flagged, r.Campaign)
 	}
+	return failed
 }
