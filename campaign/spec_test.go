@@ -109,10 +109,10 @@ func TestTablePlan(t *testing.T) {
 		rows []Variant
 		want string
 	}{
-		{[]Variant{{Label: "bad", Method: "nope"}}, "bad: "},                                            // 0: unknown method, named by row
+		{[]Variant{{Label: "bad", Method: "nope"}}, "bad: "},                                                 // 0: unknown method, named by row
 		{[]Variant{{Label: "a", Method: "fedavg"}, {Label: "a", Method: "fedavg"}}, `two rows labelled "a"`}, // 1
-		{[]Variant{{Label: "base", Method: "ptopofl", Set: []string{"beta=0.1"}}}, `"base" is the label`}, // 2
-		{[]Variant{{Label: "x", Method: "ptopofl", Set: []string{"nope=1"}}}, "x: "},                       // 3: unknown parameter
+		{[]Variant{{Label: "base", Method: "ptopofl", Set: []string{"beta=0.1"}}}, `"base" is the label`},    // 2
+		{[]Variant{{Label: "x", Method: "ptopofl", Set: []string{"nope=1"}}}, "x: "},                         // 3: unknown parameter
 		{nil, "at least one"}, // 4
 	} {
 		_, err := TablePlan(cf, o, nil, c.rows, 1)
