@@ -18,8 +18,10 @@ import (
 	"github.com/ptopofl/ptopofl/tda"
 )
 
-// Server holds the server activities. They read only what sites sent
-// (descriptors, models, control variates), never site data.
+// Server holds the server activities: those of the rounds, which read only
+// what sites sent (descriptors, models, control variates), never site
+// data, and those of SweepWorkflow, which read and write only specs,
+// round manifests and the sweep's tables.
 type Server struct {
 	store *store.Store
 }
@@ -34,6 +36,8 @@ func (s *Server) Register(r interface {
 	r.RegisterActivityWithOptions(s.ClusterSites, activity.RegisterOptions{Name: pipeline.ActivityClusterSites})
 	r.RegisterActivityWithOptions(s.Aggregate, activity.RegisterOptions{Name: pipeline.ActivityAggregate})
 	r.RegisterActivityWithOptions(s.CommitRound, activity.RegisterOptions{Name: pipeline.ActivityCommitRound})
+	r.RegisterActivityWithOptions(s.RecordSweep, activity.RegisterOptions{Name: pipeline.ActivityRecordSweep})
+	r.RegisterActivityWithOptions(s.BuildSweepResults, activity.RegisterOptions{Name: pipeline.ActivityBuildSweepResults})
 }
 
 func (s *Server) checkBucket(bucket string) error {

@@ -15,32 +15,11 @@ import (
 	"github.com/ptopofl/ptopofl/store"
 )
 
-// Sweep holds the server activities of SweepWorkflow. They read and write
-// only the store: specs, round manifests and the sweep's tables.
-type Sweep struct {
-	store *store.Store
-}
-
-// NewSweep returns the sweep activities writing to st.
-func NewSweep(st *store.Store) *Sweep { return &Sweep{store: st} }
-
-// Register registers the sweep activities under their pipeline names.
-func (s *Sweep) Register(r interface {
-	RegisterActivityWithOptions(any, activity.RegisterOptions)
-}) {
-	r.RegisterActivityWithOptions(s.RecordSweep, activity.RegisterOptions{Name: pipeline.ActivityRecordSweep})
-	r.RegisterActivityWithOptions(s.BuildSweepResults, activity.RegisterOptions{Name: pipeline.ActivityBuildSweepResults})
-}
-
-func (s *Sweep) checkBucket(bucket string) error {
-	return (&Server{store: s.store}).checkBucket(bucket)
-}
-
 // RecordSweep writes sweeps/<sweep>/spec.json and every campaign's
 // campaigns/<campaign>/spec.json (the same record `starter run` writes), so
 // the audit trail of a swept campaign starts like any other's. Canonical
 // JSON at fixed keys: a retry writes the same bytes.
-func (s *Sweep) RecordSweep(ctx context.Context, in pipeline.RecordSweepInput) (pipeline.RecordSweepOutput, error) {
+func (s *Server) RecordSweep(ctx context.Context, in pipeline.RecordSweepInput) (pipeline.RecordSweepOutput, error) {
 	if err := s.checkBucket(in.Spec.Bucket); err != nil {
 		return pipeline.RecordSweepOutput{}, err
 	}
@@ -67,7 +46,7 @@ func (s *Sweep) RecordSweep(ctx context.Context, in pipeline.RecordSweepInput) (
 // and writes results.parquet (one row per campaign) and curves.parquet (one
 // row per campaign and round) under sweeps/<sweep>/. Every number comes
 // from the manifests, the audit record, not from the workflow's summaries.
-func (s *Sweep) BuildSweepResults(ctx context.Context, in pipeline.BuildSweepResultsInput) (pipeline.BuildSweepResultsOutput, error) {
+func (s *Server) BuildSweepResults(ctx context.Context, in pipeline.BuildSweepResultsInput) (pipeline.BuildSweepResultsOutput, error) {
 	if err := s.checkBucket(in.Spec.Bucket); err != nil {
 		return pipeline.BuildSweepResultsOutput{}, err
 	}
@@ -112,7 +91,7 @@ func (s *Sweep) BuildSweepResults(ctx context.Context, in pipeline.BuildSweepRes
 
 // campaignRows reads the manifests of rounds 1.. of one campaign, up to the
 // last one it committed (and the failed round's manifest, if it failed).
-func (s *Sweep) campaignRows(ctx context.Context, sweep string, c pipeline.SweepCampaign, o pipeline.CampaignOutcome) (store.SweepResultRow, []store.SweepCurveRow, error) {
+func (s *Server) campaignRows(ctx context.Context, sweep string, c pipeline.SweepCampaign, o pipeline.CampaignOutcome) (store.SweepResultRow, []store.SweepCurveRow, error) {
 	row := store.SweepResultRow{
 		Sweep: sweep, Campaign: c.Spec.Campaign, WorkflowID: c.WorkflowID, CampaignIndex: c.Index,
 		Federation: c.Federation, Method: string(c.Method), Setting: c.Setting, Seed: c.Seed,

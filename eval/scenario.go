@@ -109,17 +109,11 @@ type ShiftedSite struct {
 // their labels flipped (paper §4.1; golden/paper/README.md).
 func DefaultHealthcareOptions(seed uint64) HealthcareOptions {
 	return HealthcareOptions{
-		Seed:            seed,
-		Sites:           8,
-		MinSize:         60,
-		MaxSize:         250,
-		Features:        20,
-		Informative:     10,
-		PoolSize:        10000,
-		MinPositiveRate: 0.10,
-		MaxPositiveRate: 0.45,
-		Adversarial:     []int{1, 5},
-		FlipFraction:    0.3,
+		Seed: seed, Sites: 8,
+		MinSize: 60, MaxSize: 250, // rows
+		Features: 20, Informative: 10, PoolSize: 10000,
+		MinPositiveRate: 0.10, MaxPositiveRate: 0.45,
+		Adversarial: []int{1, 5}, FlipFraction: 0.3,
 	}
 }
 
@@ -311,15 +305,10 @@ type BenchmarkOptions struct {
 // golden/paper/README.md).
 func DefaultBenchmarkOptions(seed uint64) BenchmarkOptions {
 	return BenchmarkOptions{
-		Seed:            seed,
-		Sites:           10,
-		Samples:         5000,
-		Features:        20,
-		Informative:     12,
-		OriginalClasses: 5,
-		MinPositiveRate: 0.1,
-		MaxPositiveRate: 0.9,
-		NoiseStd:        0.3,
+		Seed: seed, Sites: 10, Samples: 5000,
+		Features: 20, Informative: 12, OriginalClasses: 5,
+		MinPositiveRate: 0.1, MaxPositiveRate: 0.9,
+		NoiseStd: 0.3,
 	}
 }
 

@@ -18,10 +18,7 @@ func Ablation(in AblationInput) (*Report, error) {
 	if len(in.Variants) == 0 {
 		return nil, fmt.Errorf("report: ablation: no variants")
 	}
-	d := &document{title: in.Title}
-	if d.title == "" {
-		d.title = "Ablation study"
-	}
+	d := newDocument(in.Title, "Ablation study")
 	if in.Scenario != "" {
 		d.para("Scenario: %s. Final AUC-ROC, mean ± sample standard deviation over seeds.", in.Scenario)
 	} else {

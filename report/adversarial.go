@@ -25,10 +25,7 @@ func Adversarial(in AdversarialInput) (*Report, error) {
 	if len(in.Levels) == 0 {
 		return nil, fmt.Errorf("report: adversarial: no attack levels")
 	}
-	d := &document{title: in.Title}
-	if d.title == "" {
-		d.title = "Robustness under label-flip attacks"
-	}
+	d := newDocument(in.Title, "Robustness under label-flip attacks")
 	ref := in.Reference
 	if ref == "" {
 		ref = "ptopofl"

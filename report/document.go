@@ -19,6 +19,15 @@ type document struct {
 	figures []figure
 }
 
+// newDocument starts a report titled title, or fallback when title is
+// empty (the report's own name).
+func newDocument(title, fallback string) *document {
+	if title == "" {
+		title = fallback
+	}
+	return &document{title: title}
+}
+
 type blockKind int
 
 const (

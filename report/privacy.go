@@ -20,10 +20,7 @@ func Privacy(in PrivacyInput) (*Report, error) {
 	if len(in.Federations) == 0 {
 		return nil, fmt.Errorf("report: privacy: no federations")
 	}
-	d := &document{title: in.Title}
-	if d.title == "" {
-		d.title = "Privacy: reconstruction risk and mutual-information proxy"
-	}
+	d := newDocument(in.Title, "Privacy: reconstruction risk and mutual-information proxy")
 	d.para("Reconstruction risk ρ_grad = min(1, p/(n·d)) of sending a gradient and ρ_topo = m/(n·d)·α_c of sending a topological descriptor (Eqs. 10–11), and the mutual-information proxy log2(1 + dim·α_c). These are the paper's proxies, not a differential-privacy guarantee.")
 	var siteLabels, feds []string
 	var gradRisk, topoRisk []float64

@@ -32,10 +32,7 @@ func Stability(in StabilityInput) (*Report, error) {
 			}
 		}
 	}
-	d := &document{title: in.Title}
-	if d.title == "" {
-		d.title = "Stability of topological signatures"
-	}
+	d := newDocument(in.Title, "Stability of topological signatures")
 	first, last := 0, len(in.Rounds)-1
 	d.para("H0 and H1 persistence entropy per site in rounds %d and %d, the drift Δ of Eq. 9 after round %d, and the rounds in which drift re-clustering moved the site to another cluster (a site above the threshold whose own cluster is still the closest stays).", in.Rounds[first], in.Rounds[last], in.Rounds[last])
 	if in.DriftThreshold > 0 {

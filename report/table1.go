@@ -33,10 +33,7 @@ func Table1(in Table1Input) (*Report, error) {
 	if ref == "" {
 		ref = DefaultReference
 	}
-	d := &document{title: in.Title}
-	if d.title == "" {
-		d.title = "Table 1: pTopoFL against the baselines"
-	}
+	d := newDocument(in.Title, "Table 1: pTopoFL against the baselines")
 	methods := methodOrder(ref, in.Scenarios)
 	idx := make(map[string]int, len(methods))
 	for i, m := range methods {

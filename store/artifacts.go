@@ -21,15 +21,7 @@ func (s *Store) PutDescriptor(ctx context.Context, d DescriptorRecord) (artifact
 
 // GetDescriptor fetches, verifies and decodes a descriptor.
 func (s *Store) GetDescriptor(ctx context.Context, ref artifact.Ref) (DescriptorRecord, error) {
-	b, err := s.Get(ctx, ref)
-	if err != nil {
-		return DescriptorRecord{}, err
-	}
-	d, err := DecodeDescriptor(b)
-	if err != nil {
-		return DescriptorRecord{}, fmt.Errorf("%s: %w", ref.Key, err)
-	}
-	return d, nil
+	return getVerified(ctx, s, ref, DecodeDescriptor)
 }
 
 // PutModel writes m at artifact.ModelKey for KindModel, artifact.AggregateKey for KindAggregate
@@ -51,15 +43,7 @@ func (s *Store) PutModel(ctx context.Context, m ModelRecord) (artifact.Ref, erro
 
 // GetModel fetches, verifies and decodes a model.
 func (s *Store) GetModel(ctx context.Context, ref artifact.Ref) (ModelRecord, error) {
-	b, err := s.Get(ctx, ref)
-	if err != nil {
-		return ModelRecord{}, err
-	}
-	m, err := DecodeModel(b)
-	if err != nil {
-		return ModelRecord{}, fmt.Errorf("%s: %w", ref.Key, err)
-	}
-	return m, nil
+	return getVerified(ctx, s, ref, DecodeModel)
 }
 
 // PutMetrics writes one site's metrics for a round at artifact.MetricsKey.
@@ -76,15 +60,7 @@ func (s *Store) PutMetrics(ctx context.Context, m MetricsRecord) (artifact.Ref, 
 
 // GetMetrics fetches, verifies and decodes a metrics file.
 func (s *Store) GetMetrics(ctx context.Context, ref artifact.Ref) ([]MetricsRecord, error) {
-	b, err := s.Get(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := DecodeMetrics(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", ref.Key, err)
-	}
-	return rows, nil
+	return getVerified(ctx, s, ref, DecodeMetrics)
 }
 
 func checkNames(campaign, site string) error {
@@ -95,4 +71,19 @@ func checkNames(campaign, site string) error {
 		return fmt.Errorf("store: site: %w", err)
 	}
 	return nil
+}
+
+// getVerified fetches and verifies the object ref names (Store.Get) and
+// decodes it; a decoding error names the key.
+func getVerified[T any](ctx context.Context, s *Store, ref artifact.Ref, decode func([]byte) (T, error)) (T, error) {
+	var zero T
+	b, err := s.Get(ctx, ref)
+	if err != nil {
+		return zero, err
+	}
+	v, err := decode(b)
+	if err != nil {
+		return zero, fmt.Errorf("%s: %w", ref.Key, err)
+	}
+	return v, nil
 }

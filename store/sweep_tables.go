@@ -3,7 +3,9 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -95,34 +97,48 @@ type column[R any] struct {
 	get  func(a arrow.Array, i int, r *R)
 }
 
-func strCol[R any](name string, f func(*R) *string) column[R] {
-	return column[R]{name, arrow.BinaryTypes.String,
-		func(b array.Builder, r *R) { b.(*array.StringBuilder).Append(*f(r)) },
-		func(a arrow.Array, i int, r *R) { *f(r) = a.(*array.String).Value(i) }}
-}
-
-func intCol[R any](name string, f func(*R) *int) column[R] {
-	return column[R]{name, arrow.PrimitiveTypes.Int64,
-		func(b array.Builder, r *R) { b.(*array.Int64Builder).Append(int64(*f(r))) },
-		func(a arrow.Array, i int, r *R) { *f(r) = int(a.(*array.Int64).Value(i)) }}
-}
-
-func u64Col[R any](name string, f func(*R) *uint64) column[R] {
-	return column[R]{name, arrow.PrimitiveTypes.Uint64,
-		func(b array.Builder, r *R) { b.(*array.Uint64Builder).Append(*f(r)) },
-		func(a arrow.Array, i int, r *R) { *f(r) = a.(*array.Uint64).Value(i) }}
-}
-
-func f64Col[R any](name string, f func(*R) *float64) column[R] {
-	return column[R]{name, arrow.PrimitiveTypes.Float64,
-		func(b array.Builder, r *R) { b.(*array.Float64Builder).Append(*f(r)) },
-		func(a arrow.Array, i int, r *R) { *f(r) = a.(*array.Float64).Value(i) }}
-}
-
-func boolCol[R any](name string, f func(*R) *bool) column[R] {
-	return column[R]{name, arrow.FixedWidthTypes.Boolean,
-		func(b array.Builder, r *R) { b.(*array.BooleanBuilder).Append(*f(r)) },
-		func(a arrow.Array, i int, r *R) { *f(r) = a.(*array.Boolean).Value(i) }}
+// fieldColumns returns one column per field of the struct R that is not
+// embedded, in declaration order, named by its json tag: string, int (as
+// int64), uint64, float64 and bool fields. The row types declare their
+// columns once, as fields.
+func fieldColumns[R any]() []column[R] {
+	t := reflect.TypeFor[R]()
+	var cols []column[R]
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		field := func(r *R) reflect.Value { return reflect.ValueOf(r).Elem().Field(i) }
+		var c column[R]
+		switch f.Type.Kind() {
+		case reflect.String:
+			c = column[R]{name, arrow.BinaryTypes.String,
+				func(b array.Builder, r *R) { b.(*array.StringBuilder).Append(field(r).String()) },
+				func(a arrow.Array, j int, r *R) { field(r).SetString(a.(*array.String).Value(j)) }}
+		case reflect.Int:
+			c = column[R]{name, arrow.PrimitiveTypes.Int64,
+				func(b array.Builder, r *R) { b.(*array.Int64Builder).Append(field(r).Int()) },
+				func(a arrow.Array, j int, r *R) { field(r).SetInt(a.(*array.Int64).Value(j)) }}
+		case reflect.Uint64:
+			c = column[R]{name, arrow.PrimitiveTypes.Uint64,
+				func(b array.Builder, r *R) { b.(*array.Uint64Builder).Append(field(r).Uint()) },
+				func(a arrow.Array, j int, r *R) { field(r).SetUint(a.(*array.Uint64).Value(j)) }}
+		case reflect.Float64:
+			c = column[R]{name, arrow.PrimitiveTypes.Float64,
+				func(b array.Builder, r *R) { b.(*array.Float64Builder).Append(field(r).Float()) },
+				func(a arrow.Array, j int, r *R) { field(r).SetFloat(a.(*array.Float64).Value(j)) }}
+		case reflect.Bool:
+			c = column[R]{name, arrow.FixedWidthTypes.Boolean,
+				func(b array.Builder, r *R) { b.(*array.BooleanBuilder).Append(field(r).Bool()) },
+				func(a arrow.Array, j int, r *R) { field(r).SetBool(a.(*array.Boolean).Value(j)) }}
+		default:
+			panic(fmt.Sprintf("store: %s.%s: no parquet column for %s", t.Name(), f.Name, f.Type)) // a programming error, caught by every test
+		}
+		cols = append(cols, c)
+	}
+	return cols
 }
 
 type resultRow = SweepResultRow
@@ -131,41 +147,16 @@ type curveRow = SweepCurveRow
 // resultColumns lists the results table's columns: the campaign's
 // identity, then one column per hyper-parameter (hyperparameterColumns),
 // then the outcome and the record.
-var resultColumns = slices.Concat(resultIdentityColumns, hyperparameterColumns(), resultOutcomeColumns)
+var resultColumns = resultColumnsOf()
 
-var resultIdentityColumns = []column[resultRow]{
-	strCol("sweep", func(r *resultRow) *string { return &r.Sweep }),
-	strCol("campaign", func(r *resultRow) *string { return &r.Campaign }),
-	strCol("workflow_id", func(r *resultRow) *string { return &r.WorkflowID }),
-	intCol("campaign_index", func(r *resultRow) *int { return &r.CampaignIndex }),
-	strCol("federation", func(r *resultRow) *string { return &r.Federation }),
-	strCol("method", func(r *resultRow) *string { return &r.Method }),
-	strCol("setting", func(r *resultRow) *string { return &r.Setting }),
-	u64Col("seed", func(r *resultRow) *uint64 { return &r.Seed }),
-	strCol("preset", func(r *resultRow) *string { return &r.Preset }),
-	intCol("rounds", func(r *resultRow) *int { return &r.Rounds }),
-	intCol("rounds_done", func(r *resultRow) *int { return &r.RoundsDone }),
-	strCol("state", func(r *resultRow) *string { return &r.State }),
-	strCol("error", func(r *resultRow) *string { return &r.Error }),
-	intCol("n_sites", func(r *resultRow) *int { return &r.NumSites }),
-	intCol("min_sites", func(r *resultRow) *int { return &r.MinSites }),
-}
-
-var resultOutcomeColumns = []column[resultRow]{
-	f64Col("final_auc", func(r *resultRow) *float64 { return &r.FinalAUC }),
-	f64Col("final_acc", func(r *resultRow) *float64 { return &r.FinalAcc }),
-	f64Col("best_auc", func(r *resultRow) *float64 { return &r.BestAUC }),
-	intCol("conv_round", func(r *resultRow) *int { return &r.ConvRound }),
-	intCol("n_clusters", func(r *resultRow) *int { return &r.NumClusters }),
-	intCol("n_flagged", func(r *resultRow) *int { return &r.NumFlagged }),
-	strCol("flagged", func(r *resultRow) *string { return &r.Flagged }),
-	strCol("excluded", func(r *resultRow) *string { return &r.Excluded }),
-	intCol("participants", func(r *resultRow) *int { return &r.Participants }),
-	strCol("spec_hash", func(r *resultRow) *string { return &r.SpecHash }),
-	strCol("spec_key", func(r *resultRow) *string { return &r.SpecKey }),
-	strCol("artifacts_prefix", func(r *resultRow) *string { return &r.ArtifactsPrefix }),
-	strCol("last_manifest_key", func(r *resultRow) *string { return &r.LastManifestKey }),
-	strCol("last_manifest_sha256", func(r *resultRow) *string { return &r.LastManifestSHA256 }),
+// resultColumnsOf lists the results table's columns: the fields of
+// SweepResultRow in order, with the embedded hyper-parameters (one column
+// each, hyperparameterColumns) where they stand.
+func resultColumnsOf() []column[resultRow] {
+	fields := fieldColumns[resultRow]()
+	f, _ := reflect.TypeFor[resultRow]().FieldByName("Hyperparameters")
+	at := f.Index[0] // the fields before it are all columns
+	return slices.Concat(fields[:at], hyperparameterColumns(), fields[at:])
 }
 
 // hyperparameterColumns returns one column per method.Params entry, in
@@ -203,29 +194,7 @@ func hyperparameterColumns() []column[resultRow] {
 	return cols
 }
 
-var curveColumns = []column[curveRow]{
-	strCol("sweep", func(r *curveRow) *string { return &r.Sweep }),
-	strCol("campaign", func(r *curveRow) *string { return &r.Campaign }),
-	strCol("federation", func(r *curveRow) *string { return &r.Federation }),
-	strCol("method", func(r *curveRow) *string { return &r.Method }),
-	strCol("setting", func(r *curveRow) *string { return &r.Setting }),
-	u64Col("seed", func(r *curveRow) *uint64 { return &r.Seed }),
-	intCol("round", func(r *curveRow) *int { return &r.Round }),
-	strCol("outcome", func(r *curveRow) *string { return &r.Outcome }),
-	f64Col("auc", func(r *curveRow) *float64 { return &r.AUC }),
-	f64Col("acc", func(r *curveRow) *float64 { return &r.Acc }),
-	intCol("sites_evaluated", func(r *curveRow) *int { return &r.SitesEvaluated }),
-	intCol("participants", func(r *curveRow) *int { return &r.Participants }),
-	intCol("dropped", func(r *curveRow) *int { return &r.Dropped }),
-	intCol("n_clusters", func(r *curveRow) *int { return &r.NumClusters }),
-	intCol("n_flagged", func(r *curveRow) *int { return &r.NumFlagged }),
-	strCol("flagged", func(r *curveRow) *string { return &r.Flagged }),
-	f64Col("max_drift", func(r *curveRow) *float64 { return &r.MaxDrift }),
-	f64Col("mean_drift", func(r *curveRow) *float64 { return &r.MeanDrift }),
-	boolCol("descriptors_recomputed", func(r *curveRow) *bool { return &r.DescriptorsRecomputed }),
-	strCol("manifest_key", func(r *curveRow) *string { return &r.ManifestKey }),
-	strCol("manifest_sha256", func(r *curveRow) *string { return &r.ManifestSHA256 }),
-}
+var curveColumns = fieldColumns[curveRow]()
 
 // SweepResultColumns lists the column names of results.parquet in order.
 func SweepResultColumns() []string {

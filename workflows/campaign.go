@@ -178,7 +178,7 @@ func (c *campaign) fail(n int, err error) error {
 func (c *campaign) status() pipeline.CampaignStatus {
 	s := pipeline.CampaignStatus{
 		Campaign:      c.spec.Campaign,
-		State:         pipeline.StateRunning,
+		State:         controlState(c.finished, c.st.Stopping, c.st.Paused),
 		RoundsDone:    c.st.NextRound - 1,
 		RoundsTotal:   c.spec.Rounds,
 		CurrentRound:  c.currentRound,
@@ -189,15 +189,22 @@ func (c *campaign) status() pipeline.CampaignStatus {
 		StopReason:    c.st.StopReason,
 		FailureReason: c.failureReason,
 	}
-	switch {
-	case c.finished != "":
-		s.State = c.finished
-	case c.st.Stopping:
-		s.State = pipeline.StateStopping
-	case c.st.Paused:
-		s.State = pipeline.StatePaused
-	}
 	return s
+}
+
+// controlState is the state a workflow under pause and stop control
+// reports (campaigns and sweeps name their states alike): its end state
+// once finished, else stopping, paused or running.
+func controlState(finished string, stopping, paused bool) string {
+	switch {
+	case finished != "":
+		return finished
+	case stopping:
+		return pipeline.StateStopping
+	case paused:
+		return pipeline.StatePaused
+	}
+	return pipeline.StateRunning
 }
 
 // registerHandlers installs the status query and the control updates.

@@ -230,7 +230,7 @@ func (s *sweep) sortedOutcomes() []pipeline.CampaignOutcome {
 
 func (s *sweep) status() pipeline.SweepStatus {
 	st := pipeline.SweepStatus{
-		Sweep: s.spec.Sweep, State: pipeline.SweepRunning,
+		Sweep: s.spec.Sweep, State: controlState(s.finished, s.st.Stopping, s.st.Paused),
 		CampaignsDone: len(s.st.Outcomes), CampaignsTotal: len(s.campaigns),
 		PauseReason: s.st.PauseReason, StopReason: s.st.StopReason,
 	}
@@ -241,14 +241,6 @@ func (s *sweep) status() pipeline.SweepStatus {
 	}
 	for _, i := range s.runningIndices() {
 		st.Running = append(st.Running, s.campaigns[i].Spec.Campaign)
-	}
-	switch {
-	case s.finished != "":
-		st.State = s.finished
-	case s.st.Stopping:
-		st.State = pipeline.SweepStopping
-	case s.st.Paused:
-		st.State = pipeline.SweepPaused
 	}
 	return st
 }

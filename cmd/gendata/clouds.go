@@ -7,8 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/eval"
@@ -28,13 +26,17 @@ func runClouds(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args, out); err != nil {
 		return err
 	}
-	var ns []int
-	for _, f := range strings.Split(*sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return fmt.Errorf("%w: --n: %q is not a positive number of points", errInput, f)
+	ns, err := parseInts(*sizes)
+	if err != nil {
+		return fmt.Errorf("%w: --n: %v", errInput, err)
+	}
+	if len(ns) == 0 {
+		return fmt.Errorf("%w: --n: at least one number of points", errInput)
+	}
+	for _, n := range ns {
+		if n < 1 {
+			return fmt.Errorf("%w: --n: %d is not a positive number of points", errInput, n)
 		}
-		ns = append(ns, n)
 	}
 	clouds := make([][][]float64, len(ns))
 	for i, n := range ns {

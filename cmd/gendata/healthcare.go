@@ -4,8 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/eval"
@@ -25,7 +23,7 @@ func runHealthcare(args []string, stdout, stderr io.Writer) error {
 	if common.sites > 0 {
 		opt.Sites = common.sites
 	}
-	idx, err := parseIndices(*adversarial)
+	idx, err := parseInts(*adversarial)
 	if err != nil {
 		return fmt.Errorf("%w: --adversarial: %v", errInput, err)
 	}
@@ -38,22 +36,6 @@ func runHealthcare(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%w: %v", errInput, err)
 	}
 	return write(common.out, fed, stdout)
-}
-
-// parseIndices parses "1,5" into [1 5]; the empty string means none.
-func parseIndices(s string) ([]int, error) {
-	if strings.TrimSpace(s) == "" {
-		return []int{}, nil
-	}
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		k, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a site index", f)
-		}
-		out = append(out, k)
-	}
-	return out, nil
 }
 
 // write writes fed to dir and reports what it wrote on stdout.

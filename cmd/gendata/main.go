@@ -19,6 +19,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 )
 
 const usage = `usage:
@@ -119,4 +121,21 @@ func parseFlags(fs *flag.FlagSet, args []string, out *string) error {
 		return fmt.Errorf("%w: --out DIR is required", errInput)
 	}
 	return nil
+}
+
+// parseInts parses comma-separated integers ("1,5" → [1 5]); the empty
+// string means none.
+func parseInts(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return []int{}, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an integer", strings.TrimSpace(f))
+		}
+		out = append(out, k)
+	}
+	return out, nil
 }

@@ -76,17 +76,17 @@ func TestRunErrors(t *testing.T) {
 		want string
 	}{
 		{nil, "usage"}, // 0
-		{[]string{"federate"}, `unknown command "federate"`},                                        // 1
-		{[]string{"healthcare"}, "--out DIR is required"},                                           // 2
-		{[]string{"benchmark", "--out", "x", "--sites", "-1"}, "--sites -1"},                        // 3
-		{[]string{"healthcare", "--out", "x", "--sites", "4"}, "pass --adversarial"},                // 4
-		{[]string{"healthcare", "--out", "x", "--adversarial", "one"}, `"one" is not a site index`}, // 5
-		{[]string{"benchmark", "--out", "x", "--seed", "-3"}, "invalid value"},                      // 6
-		{[]string{"benchmark", "--out", "x", "extra"}, `unexpected argument "extra"`},               // 7
-		{[]string{"clouds"}, "--out DIR is required"},                                               // 8
-		{[]string{"clouds", "--out", "x", "--n", "10,zero"}, `"zero" is not a positive number`},     // 9
-		{[]string{"clouds", "--out", "x", "--d", "0"}, "D = 0"},                                     // 10
-		{[]string{"clouds", "--out", "x", "--n", "-5"}, `"-5" is not a positive number`},            // 11
+		{[]string{"federate"}, `unknown command "federate"`},                                      // 1
+		{[]string{"healthcare"}, "--out DIR is required"},                                         // 2
+		{[]string{"benchmark", "--out", "x", "--sites", "-1"}, "--sites -1"},                      // 3
+		{[]string{"healthcare", "--out", "x", "--sites", "4"}, "pass --adversarial"},              // 4
+		{[]string{"healthcare", "--out", "x", "--adversarial", "one"}, `"one" is not an integer`}, // 5
+		{[]string{"benchmark", "--out", "x", "--seed", "-3"}, "invalid value"},                    // 6
+		{[]string{"benchmark", "--out", "x", "extra"}, `unexpected argument "extra"`},             // 7
+		{[]string{"clouds"}, "--out DIR is required"},                                             // 8
+		{[]string{"clouds", "--out", "x", "--n", "10,zero"}, `"zero" is not an integer`},          // 9
+		{[]string{"clouds", "--out", "x", "--d", "0"}, "D = 0"},                                   // 10
+		{[]string{"clouds", "--out", "x", "--n", "-5"}, `-5 is not a positive number`},            // 11
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(test.args, &stdout, &stderr); code != exitInput {

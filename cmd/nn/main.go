@@ -27,13 +27,6 @@ const usage = `usage:
 Run "nn COMMAND -h" for the flags of a command.
 `
 
-// Exit statuses.
-const (
-	exitOK    = subcommand.ExitOK
-	exitWrite = subcommand.ExitWrite
-	exitInput = subcommand.ExitInput
-)
-
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

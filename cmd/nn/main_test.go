@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"github.com/ptopofl/ptopofl/internal/subcommand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +21,7 @@ func runCmd(args ...string) (int, string, string) {
 // model, params, step_ms_min and step_ms_median.
 func TestBenchJSON(t *testing.T) {
 	code, out, stderr := runCmd("bench", "--model", "mlp", "--classes", "10", "--batch", "8", "--steps", "3", "--format", "json")
-	if code != exitOK {
+	if code != subcommand.ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	if strings.Count(strings.TrimSpace(out), "\n") != 0 {
@@ -55,7 +56,7 @@ func TestBadFlags(t *testing.T) {
 		{"eval", "--model", "mlp"},                     // 9: no params
 	} {
 		code, out, stderr := runCmd(args...)
-		if code != exitInput || out != "" || stderr == "" {
+		if code != subcommand.ExitInput || out != "" || stderr == "" {
 			t.Errorf("case %d: exit %d, stdout %q, stderr %q; want exit 2 with a message", i, code, out, stderr)
 		}
 	}
@@ -93,7 +94,7 @@ func TestTrainEval(t *testing.T) {
 	params := filepath.Join(dir, "mlp.params")
 	code, out, stderr := runCmd("train", "--model", "mlp", "--hidden", "8", "--format", "idx", "--train", img, "--labels", lbl,
 		"--out", params, "--epochs", "10", "--batch", "10", "--lr", "0.05")
-	if code != exitOK {
+	if code != subcommand.ExitOK {
 		t.Fatalf("train: exit %d: %s", code, stderr)
 	}
 	var tr map[string]any
@@ -105,7 +106,7 @@ func TestTrainEval(t *testing.T) {
 		t.Errorf("train output %v", tr)
 	}
 	code, out, stderr = runCmd("eval", "--model", "mlp", "--hidden", "8", "--format", "idx", "--test", img, "--labels", lbl, "--params", params)
-	if code != exitOK {
+	if code != subcommand.ExitOK {
 		t.Fatalf("eval: exit %d: %s", code, stderr)
 	}
 	var ev map[string]any
@@ -115,14 +116,14 @@ func TestTrainEval(t *testing.T) {
 	}
 	// A parameter file for another network is rejected.
 	code, _, stderr = runCmd("eval", "--model", "mlp", "--hidden", "9", "--format", "idx", "--test", img, "--labels", lbl, "--params", params)
-	if code != exitInput || !strings.Contains(stderr, params) {
+	if code != subcommand.ExitInput || !strings.Contains(stderr, params) {
 		t.Errorf("mismatched parameters: exit %d, %q", code, stderr)
 	}
 	// A truncated image file: the message names the file and the offset.
 	bad := filepath.Join(dir, "bad")
 	os.WriteFile(bad, idx([]uint32{n, side, side}, pix[:10]), 0o644)
 	code, _, stderr = runCmd("train", "--model", "mlp", "--format", "idx", "--train", bad, "--labels", lbl, "--out", params)
-	if code != exitInput || !strings.Contains(stderr, bad+": byte offset 26") {
+	if code != subcommand.ExitInput || !strings.Contains(stderr, bad+": byte offset 26") {
 		t.Errorf("truncated file: exit %d, %q", code, stderr)
 	}
 }

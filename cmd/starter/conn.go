@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -23,7 +24,11 @@ type connFlags struct {
 	dataDir string
 	remote  connect.Flags
 	format  string
+	given   []string // the flags the user set (parseCommand)
 }
+
+// set reports whether the user set the flag name.
+func (c *connFlags) set(name string) bool { return slices.Contains(c.given, name) }
 
 func (c *connFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.local, "local", false, "use the local stack (embedded Temporal and S3 over --data-dir)")

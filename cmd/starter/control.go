@@ -14,11 +14,11 @@ import (
 // runControl sends one of the pause, resume and stop Updates and prints the
 // acknowledgement (the campaign's status after it) or the rejection.
 func runControl(ctx context.Context, update string, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet(update, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var conn connFlags
-	reason := fs.String("reason", "", "why, recorded in the campaign's status")
-	e, name, err := openCampaign(ctx, fs, &conn, args, stderr)
+	var reason *string
+	e, conn, name, err := openCampaign(ctx, update, args, stderr, func(fs *flag.FlagSet) func() error {
+		reason = fs.String("reason", "", "why, recorded in the campaign's status")
+		return nil
+	})
 	if err != nil {
 		return err
 	}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -16,24 +14,24 @@ import (
 // S3 (the audit record), so it works whether or not Temporal still holds
 // the campaign's history.
 func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("history", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var conn connFlags
-	e, name, err := openCampaign(ctx, fs, &conn, args, stderr)
-	if err != nil {
-		return err
-	}
-	defer e.Close()
-	rows, err := e.svc.History(ctx, name)
-	if err != nil {
-		return err
-	}
-	if conn.format == "json" {
-		return json.NewEncoder(stdout).Encode(map[string]any{"campaign": name, "rounds": rows})
-	}
+	return query(ctx, "history", args, stdout, stderr, nil, func(e *env, name string) (historyOutput, error) {
+		rows, err := e.svc.History(ctx, name)
+		return historyOutput{Campaign: name, Rounds: rows, Manifests: fmt.Sprintf("s3://%s/%sround-*/manifest.json", e.svc.Store.Bucket(), artifact.CampaignPrefix(name))}, err
+	}, printHistory, nil)
+}
+
+// historyOutput is what `starter history --format json` prints.
+type historyOutput struct {
+	Campaign  string                `json:"campaign"`
+	Rounds    []campaign.HistoryRow `json:"rounds"`
+	Manifests string                `json:"manifests"`
+}
+
+// printHistory prints a row per round, with its artifacts' hashes.
+func printHistory(stdout io.Writer, h historyOutput) {
 	fmt.Fprintf(stdout, "%5s  %-9s %5s  %-24s %-18s %-18s %-10s %8s  %8s %8s  %-8s\n",
 		"round", "outcome", "sites", "dropped (why)", "clusters", "trust", "flagged", "max drift", "mean AUC", "mean acc", "manifest")
-	for _, r := range rows {
+	for _, r := range h.Rounds {
 		var drops []string
 		for _, d := range r.Dropped {
 			drops = append(drops, fmt.Sprintf("%s(%s/%s)", d.Site, d.Phase, d.Reason))
@@ -50,8 +48,7 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			dash(strings.Join(tr, " ")), dash(strings.Join(r.Flagged, ",")), maxDrift, r.MeanAUC, r.MeanAcc, r.SHA256)
 		printArtifactHashes(stdout, r.Artifacts)
 	}
-	fmt.Fprintf(stdout, "manifests  s3://%s/%sround-*/manifest.json\n", e.svc.Store.Bucket(), artifact.CampaignPrefix(name))
-	return nil
+	fmt.Fprintf(stdout, "manifests  %s\n", h.Manifests)
 }
 
 func dash(s string) string {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -14,18 +12,13 @@ import (
 // runLs lists campaigns from Temporal's visibility store, newest first, one
 // row per campaign (continue-as-new runs of a campaign are one campaign).
 func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("ls", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var conn connFlags
-	conn.register(fs)
-	rest, err := parseFlags(fs, args)
+	conn, _, err := parseCommand("ls", args, stderr, nil, func(rest []string) error {
+		if len(rest) > 0 {
+			return inputErrorf("unexpected argument %q", rest[0])
+		}
+		return nil
+	})
 	if err != nil {
-		return err
-	}
-	if len(rest) > 0 {
-		return inputErrorf("unexpected argument %q", rest[0])
-	}
-	if err := conn.check(); err != nil {
 		return err
 	}
 	e, err := conn.connect(ctx, stderr)
@@ -37,15 +30,16 @@ func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if conn.format == "json" {
-		if rows == nil {
-			rows = []campaign.Listed{}
-		}
-		return json.NewEncoder(stdout).Encode(rows)
+	if rows == nil {
+		rows = []campaign.Listed{}
 	}
+	return emit(stdout, conn, rows, printList)
+}
+
+// printList prints a row per campaign.
+func printList(stdout io.Writer, rows []campaign.Listed) {
 	fmt.Fprintf(stdout, "%-40s %-11s %-19s %5s %s\n", "campaign", "status", "started", "runs", "largest history")
 	for _, r := range rows {
 		fmt.Fprintf(stdout, "%-40s %-11s %-19s %5d %d events, %d KiB\n", r.Campaign, r.Status, r.Started.Local().Format(time.DateTime), r.Runs, r.MaxHistoryEvents, r.MaxHistoryBytes/1024)
 	}
-	return nil
 }

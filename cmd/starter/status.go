@@ -2,31 +2,23 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
+
+	"github.com/ptopofl/ptopofl/pipeline"
 )
 
 // runStatus prints a campaign's state. A running campaign answers the
 // status query; a closed one is described from its result, so status works
 // even when no worker is polling.
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var conn connFlags
-	e, campaign, err := openCampaign(ctx, fs, &conn, args, stderr)
-	if err != nil {
-		return err
-	}
-	defer e.Close()
-	st, err := e.svc.Status(ctx, campaign)
-	if err != nil {
-		return err
-	}
-	if conn.format == "json" {
-		return json.NewEncoder(stdout).Encode(st)
-	}
+	return query(ctx, "status", args, stdout, stderr, nil, func(e *env, name string) (pipeline.CampaignStatus, error) {
+		return e.svc.Status(ctx, name)
+	}, printStatus, nil)
+}
+
+// printStatus prints the status st, a field a line.
+func printStatus(stdout io.Writer, st pipeline.CampaignStatus) {
 	fmt.Fprintf(stdout, "campaign   %s\nstate      %s\nrounds     %d/%d\n", st.Campaign, st.State, st.RoundsDone, st.RoundsTotal)
 	if st.CurrentRound > 0 {
 		fmt.Fprintf(stdout, "running    round %d\n", st.CurrentRound)
@@ -45,5 +37,4 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if st.LastManifest != nil {
 		fmt.Fprintf(stdout, "manifest   %s\n", st.LastManifest.String())
 	}
-	return nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -15,22 +14,15 @@ import (
 
 // runSweep runs a sweep file: `starter sweep FILE.yaml`.
 func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var conn connFlags
-	conn.register(fs)
-	rest, err := parseFlags(fs, args)
+	conn, rest, err := parseCommand("sweep", args, stderr, nil, func(rest []string) error {
+		if len(rest) != 1 {
+			return inputErrorf("want one sweep file: starter sweep FILE.yaml")
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	if len(rest) != 1 {
-		return inputErrorf("want one sweep file: starter sweep FILE.yaml")
-	}
-	if err := conn.check(); err != nil {
-		return err
-	}
-	bucketGiven := false
-	fs.Visit(func(f *flag.Flag) { bucketGiven = bucketGiven || f.Name == "bucket" })
 	file, err := filepath.Abs(rest[0])
 	if err != nil {
 		return inputErrorf("%v", err)
@@ -39,11 +31,11 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	plan, err := campaign.BuildSweepPlan(sf, file, conn.bucket(), bucketGiven)
+	plan, err := campaign.BuildSweepPlan(sf, file, conn.bucket(), conn.set("bucket"))
 	if err != nil {
 		return err
 	}
-	out, err := executeSweep(ctx, &conn, plan, stderr, nil)
+	out, err := executeSweep(ctx, conn, plan, stderr, nil)
 	if err != nil {
 		return err
 	}

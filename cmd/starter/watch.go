@@ -14,11 +14,11 @@ import (
 // metrics, elapsed, ETA) until the campaign ends; with --format json, one
 // JSON object per line.
 func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var conn connFlags
-	every := fs.Duration("every", time.Second, "polling interval")
-	e, name, err := openCampaign(ctx, fs, &conn, args, stderr)
+	var every *time.Duration
+	e, conn, name, err := openCampaign(ctx, "watch", args, stderr, func(fs *flag.FlagSet) func() error {
+		every = fs.Duration("every", time.Second, "polling interval")
+		return nil
+	})
 	if err != nil {
 		return err
 	}

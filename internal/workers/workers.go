@@ -37,7 +37,6 @@ func NewServer(c client.Client, st *store.Store, opts Options) worker.Worker {
 	workflows.Register(w) // every workflow, under its pipeline name
 	workflows.RegisterSweep(w)
 	activities.NewServer(st).Register(w)
-	activities.NewSweep(st).Register(w)
 	return w
 }
 

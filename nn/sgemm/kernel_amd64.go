@@ -26,13 +26,13 @@ func kernel(kc int, a, b, c []float32, ldc int, overwrite bool) {
 // their contracts. kc must be at least 1.
 //
 //go:noescape
-func packA6N(dst, src *float32, kc, lda int)
+func packA6N(dst, src *float32, kc, ld int)
 
 //go:noescape
-func packA6T(dst, src *float32, kc, lda int)
+func packA6T(dst, src *float32, kc, ld int)
 
 //go:noescape
-func packB16N(dst, src *float32, kc, ldb int)
+func packB16N(dst, src *float32, kc, ld int)
 
 // packPanelA packs one full MR-row panel of op(A) whose first element is
 // src[0]: kc columns from rows of stride ld (transA false) or kc rows of

@@ -1,15 +1,20 @@
 #include "textflag.h"
 
-// func packA6N(dst, src *float32, kc, lda int)
-// dst[q*6+r] = src[r*lda+q] for r < 6, q < kc: six rows of A interleaved,
+// PACK_ARGS loads the arguments every pack routine takes, (dst, src
+// *float32, kc, ld int): DI = dst, SI = src, CX = kc, R8 = ld in bytes.
+#define PACK_ARGS \
+	MOVQ dst+0(FP), DI; \
+	MOVQ src+8(FP), SI; \
+	MOVQ kc+16(FP), CX; \
+	MOVQ ld+24(FP), R8; \
+	SHLQ $2, R8
+
+// func packA6N(dst, src *float32, kc, ld int)
+// dst[q*6+r] = src[r*ld+q] for r < 6, q < kc: six rows of A interleaved,
 // four columns at a time by a 4x4 SSE transpose of rows 0-3 and an unpack
 // of rows 4-5.
 TEXT ·packA6N(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ kc+16(FP), CX
-	MOVQ lda+24(FP), R8
-	SHLQ $2, R8
+	PACK_ARGS
 	LEAQ (SI)(R8*1), R9
 	LEAQ (R9)(R8*1), R10
 	LEAQ (R10)(R8*1), R11
@@ -89,14 +94,10 @@ loop6n1:
 done6n:
 	RET
 
-// func packA6T(dst, src *float32, kc, lda int)
-// dst[q*6+r] = src[q*lda+r] for r < 6, q < kc.
+// func packA6T(dst, src *float32, kc, ld int)
+// dst[q*6+r] = src[q*ld+r] for r < 6, q < kc.
 TEXT ·packA6T(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ kc+16(FP), CX
-	MOVQ lda+24(FP), R8
-	SHLQ $2, R8
+	PACK_ARGS
 
 loop6t:
 	MOVUPS (SI), X0
@@ -109,14 +110,10 @@ loop6t:
 	JNZ    loop6t
 	RET
 
-// func packB16N(dst, src *float32, kc, ldb int)
-// dst[q*16+c] = src[q*ldb+c] for c < 16, q < kc. Needs AVX.
+// func packB16N(dst, src *float32, kc, ld int)
+// dst[q*16+c] = src[q*ld+c] for c < 16, q < kc. Needs AVX.
 TEXT ·packB16N(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ kc+16(FP), CX
-	MOVQ ldb+24(FP), R8
-	SHLQ $2, R8
+	PACK_ARGS
 
 loop16:
 	VMOVUPS (SI), Y0
