@@ -67,8 +67,12 @@ type CampaignSpec struct {
 	// used for its descriptor, for exact reproduction of published numbers.
 	// Empty: the descriptor activity subsamples with the derived seed.
 	DescriptorRows map[string][]int `json:"descriptor_rows,omitempty"`
-	// CodeVersion is the version of the code that started the campaign,
-	// recorded in every manifest.
+	// CodeVersion is the version of the code that started the campaign, in
+	// specs stored before the campaign's identity left it out. New specs
+	// leave it empty (it is not part of what the campaign is: a rebuild
+	// must not make the same spec another campaign); every manifest
+	// records the version of the binary that committed its round. Kept so
+	// that stored specs still decode and hash as they did.
 	CodeVersion string `json:"code_version,omitempty"`
 }
 

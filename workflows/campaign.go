@@ -27,6 +27,14 @@ import (
 // "failed"), since going on would hide a federation that no longer meets
 // the guarantee it was started with. Every round committed before stays.
 //
+// Attempts. A failed or stopped campaign is started again as a new run
+// under the same workflow ID with Attempt n+1, the State its last run
+// reports through the "resume" query, and the earlier attempt's manifest
+// of the next round as Supersedes. Its round workflows and objects are
+// named after the attempt (AttemptRoundWorkflowID, artifact.RoundKeys), so
+// nothing of the earlier attempt is overwritten. A history without Attempt
+// (every one begun before attempts existed) runs exactly as before.
+//
 // History size. The campaign continues as new after ContinueAsNewEvery
 // rounds, or earlier when the server suggests it, carrying only a
 // pipeline.CampaignState of references and a few numbers per round.
@@ -45,7 +53,7 @@ func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (
 		return pipeline.CampaignWorkflowOutput{}, temporal.NewNonRetryableApplicationError(
 			"invalid campaign spec: "+err.Error(), pipeline.ErrTypeInvalidSpec, nil)
 	}
-	c := &campaign{spec: spec, st: pipeline.CampaignState{NextRound: 1}}
+	c := &campaign{spec: spec, st: pipeline.CampaignState{NextRound: 1}, attempt: in.Attempt, supersedes: in.Supersedes}
 	if in.State != nil {
 		c.st = *in.State
 	}
@@ -78,7 +86,7 @@ func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (
 			// The original spec, not the defaulted one: defaults are
 			// re-applied by the next run, so both runs see the same spec.
 			return pipeline.CampaignWorkflowOutput{}, workflow.NewContinueAsNewError(ctx, CampaignWorkflow,
-				pipeline.CampaignWorkflowInput{Spec: in.Spec, State: &c.st})
+				pipeline.CampaignWorkflowInput{Spec: in.Spec, State: &c.st, Attempt: in.Attempt, Supersedes: c.supersedes})
 		}
 	}
 
@@ -118,6 +126,14 @@ type campaign struct {
 	lastDropped   []pipeline.SiteDrop // drops of the last finished round
 	finished      string              // "" while running, then done/stopped/failed
 	failureReason string
+	// attempt is the input's Attempt (0 or 1: the first); supersedes the
+	// earlier attempt's manifest of the next round, until that round commits.
+	attempt    int
+	supersedes *pipeline.ArtifactRef
+	// failedManifest is the manifest of a round that failed below quorum:
+	// the status reports it as the last manifest, while st keeps the state
+	// after the last committed round, where a new attempt resumes.
+	failedManifest *pipeline.ArtifactRef
 }
 
 func (c *campaign) runRound(ctx workflow.Context) error {
@@ -128,16 +144,20 @@ func (c *campaign) runRound(ctx workflow.Context) error {
 		// A deterministic ID per round: a replayed or continued campaign finds
 		// its round again instead of starting a second one, and operators can
 		// find a round by name.
-		WorkflowID: pipeline.RoundWorkflowID(c.spec.Campaign, n),
+		// A later attempt's rounds get IDs of their own, so they never meet
+		// the earlier attempt's workflow of the same round.
+		WorkflowID: pipeline.AttemptRoundWorkflowID(c.spec.Campaign, n, c.attempt),
 		TaskQueue:  pipeline.ServerTaskQueue,
 	})
 	var out pipeline.RoundWorkflowOutput
 	err := workflow.ExecuteChildWorkflow(cctx, RoundWorkflow, pipeline.RoundWorkflowInput{
 		Spec: c.spec, Round: n, Carry: c.st.Carry, Protocol: pipeline.RoundProtocolCurrent,
+		Attempt: c.attempt, Supersedes: c.supersedes,
 	}).Get(ctx, &out)
 	if err != nil {
 		return c.fail(n, err)
 	}
+	c.supersedes = nil
 	c.st.Carry = out.Carry
 	c.st.NextRound = n + 1
 	c.st.AUCCurve = append(c.st.AUCCurve, out.Mean.AUC)
@@ -161,7 +181,7 @@ func (c *campaign) fail(n int, err error) error {
 			c.failureReason = qf.Reason
 			c.lastDropped = qf.Dropped
 			manifest := qf.Manifest
-			c.st.LastManifest = &manifest
+			c.failedManifest = &manifest
 		} else {
 			c.failureReason = appErr.Message()
 		}
@@ -189,6 +209,9 @@ func (c *campaign) status() pipeline.CampaignStatus {
 		StopReason:    c.st.StopReason,
 		FailureReason: c.failureReason,
 	}
+	if c.failedManifest != nil {
+		s.LastManifest = c.failedManifest
+	}
 	switch {
 	case c.finished != "":
 		s.State = c.finished
@@ -207,6 +230,15 @@ func (c *campaign) status() pipeline.CampaignStatus {
 func (c *campaign) registerHandlers(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, pipeline.QueryStatus, func() (pipeline.CampaignStatus, error) {
 		return c.status(), nil
+	}); err != nil {
+		return err
+	}
+	// Where a new attempt resumes: Temporal answers this for a closed run
+	// too, by replaying it, so the starter reads the state after the last
+	// committed round from the run that failed or stopped. Queries add
+	// nothing to the history.
+	if err := workflow.SetQueryHandler(ctx, pipeline.QueryResume, func() (pipeline.ResumePoint, error) {
+		return pipeline.ResumePoint{Attempt: max(c.attempt, 1), State: c.st}, nil
 	}); err != nil {
 		return err
 	}
