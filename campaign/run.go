@@ -215,27 +215,31 @@ func pollInterrupted(err error) bool {
 	return false
 }
 
-// Execute records the spec in the store (part of the audit record; writing
-// the same spec again is harmless), starts or re-attaches to the campaign
-// and, unless detach, waits for its result. Progress lines go to
-// progressOut (nil: silent). A detached run returns a Result naming only
-// the campaign.
+// Execute records the spec in the store once (ClaimSpec: spec.json is
+// never overwritten, and a different spec under the same name is refused
+// with a *SpecConflictError before anything starts), starts the campaign,
+// re-attaches to it, or starts its next attempt after a failure or a stop
+// (StartAttempt), and, unless detach, waits for its result. Progress lines,
+// and the line announcing a new attempt, go to progressOut (nil: silent).
+// A detached run returns a Result naming only the campaign.
 func (s *Service) Execute(ctx context.Context, spec pipeline.CampaignSpec, progressOut io.Writer, detach bool) (Result, error) {
 	start := time.Now()
-	if _, err := s.Store.PutJSON(ctx, artifact.SpecKey(spec.Campaign), spec); err != nil {
-		return Result{}, err
-	}
-	run, err := s.Start(ctx, spec)
+	spec, err := s.ClaimSpec(ctx, spec)
 	if err != nil {
 		return Result{}, err
 	}
+	a, err := s.StartAttempt(ctx, spec)
+	if err != nil {
+		return Result{}, err
+	}
+	announce(progressOut, spec.Campaign, a)
 	if progressOut != nil {
 		fmt.Fprintf(progressOut, "campaign %s: %s, %d sites, %d rounds\n", spec.Campaign, spec.Method, len(spec.Sites), spec.Rounds)
 	}
 	if detach {
 		return Result{Campaign: spec.Campaign}, nil
 	}
-	out, err := s.Await(ctx, run, spec, progressOut)
+	out, err := s.Await(ctx, a.Run, spec, progressOut)
 	if err != nil {
 		return Result{}, err
 	}

@@ -22,6 +22,8 @@ import (
 type fakeFederation struct {
 	bucket string
 	bad    map[string]bool // sites whose training fails with BadSiteData
+	// badFrom[site] = round: the site's training fails from that round on.
+	badFrom map[string]int
 	// badDescriptor[site] = round: the site's descriptor fails in that round only.
 	badDescriptor map[string]int
 	// recheck[round]: ClusterSites asks the next round for fresh descriptors.
@@ -35,7 +37,7 @@ type fakeFederation struct {
 }
 
 func newFakeFederation() *fakeFederation {
-	return &fakeFederation{bucket: "ptopofl", bad: map[string]bool{}, badDescriptor: map[string]int{},
+	return &fakeFederation{bucket: "ptopofl", bad: map[string]bool{}, badFrom: map[string]int{}, badDescriptor: map[string]int{},
 		recheck: map[int]bool{}, calls: map[string]int{}}
 }
 
@@ -75,11 +77,11 @@ func (f *fakeFederation) ComputeDescriptor(ctx context.Context, in pipeline.Comp
 
 func (f *fakeFederation) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pipeline.TrainLocalOutput, error) {
 	f.count(pipeline.ActivityTrainLocal)
-	if f.bad[in.Site] {
+	if r, ok := f.badFrom[in.Site]; f.bad[in.Site] || (ok && in.Round >= r) {
 		return pipeline.TrainLocalOutput{}, pipeline.NewBadSiteDataError(in.Site, in.Site+"_train.csv", 17, "expected 20 features, got 19")
 	}
 	out := pipeline.TrainLocalOutput{
-		Model:    fakeRef(in.Bucket, artifact.ModelKey(in.Campaign, in.Round, in.Site)),
+		Model:    fakeRef(in.Bucket, in.Keys().Model(in.Site)),
 		NumTrain: 100 + in.SiteIndex,
 		Loss:     0.5,
 	}
@@ -151,7 +153,7 @@ func (f *fakeFederation) CommitRound(ctx context.Context, in pipeline.CommitRoun
 	f.mu.Unlock()
 	sum := sha256.Sum256(b)
 	return pipeline.CommitRoundOutput{Manifest: pipeline.ArtifactRef{
-		Bucket: in.Bucket, Key: artifact.ManifestKey(in.Manifest.Campaign, in.Manifest.Round),
+		Bucket: in.Bucket, Key: artifact.RoundKeys{Campaign: in.Manifest.Campaign, Round: in.Manifest.Round, Attempt: in.Manifest.Attempt}.Manifest(),
 		SHA256: hex.EncodeToString(sum[:]), Size: int64(len(b)),
 	}}, nil
 }

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/ptopofl/ptopofl/artifact"
+	"github.com/ptopofl/ptopofl/campaign"
+	"github.com/ptopofl/ptopofl/dataset"
+	"github.com/ptopofl/ptopofl/internal/connect"
+	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/store"
+)
+
+// breakSiteFrom gives site a training file without rows from round on
+// (dataset.ShiftDir), so that its activities fail with BadSiteData in
+// that round and later ones; the returned func removes it again.
+func breakSiteFrom(t *testing.T, fed, site string, round int) (fix func()) {
+	t.Helper()
+	dir := dataset.ShiftDir(fed, round)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	train, err := os.ReadFile(filepath.Join(fed, site+"_train.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	header, _, _ := bytes.Cut(train, []byte("\n"))
+	if err := os.WriteFile(filepath.Join(dir, site+"_train.csv"), append(header, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	test, err := os.ReadFile(filepath.Join(fed, site+"_test.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, site+"_test.csv"), test, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRestartAfterQuorumFailure runs a 3-round FedAvg campaign on the local
+// stack whose spec.json was stored by an "older binary" (with a
+// code_version), with site1's data broken from round 2, so round 2 falls
+// below the quorum (min_sites = all 3) and the campaign fails: the error
+// is one sentence naming the campaign and the round, with the cause once.
+// After the site's data is fixed, the same command resumes from round 2 as
+// attempt 2 and completes; verify passes across both attempts, the failed
+// round's manifest is still at its key with its bytes, superseded by
+// attempt 2's manifest of round 2, and spec.json was never rewritten. The
+// same name with another spec is then refused with exit 2 naming the
+// field, and --new-campaign runs it under a derived name.
+func TestRestartAfterQuorumFailure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the local stack")
+	}
+	fed := smallFederation(t)
+	dataDir := filepath.Join(t.TempDir(), "local")
+	const name = "restart"
+	args := []string{"run", "--local", "--data-dir", dataDir, "--federation", fed, "--method", "fedavg",
+		"--rounds", "3", "--seed", "5", "--campaign", name, "--round-deadline", "2m"}
+
+	// The spec an older binary stored: the same spec with its code version.
+	f, err := campaign.DiscoverFederation(fed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := campaign.BuildSpec(nil, campaign.SpecOptions{
+		Campaign: name, Method: "fedavg", Preset: "default", Rounds: 3, Seed: 5, RoundDeadline: 2 * time.Minute,
+		Bucket: connect.DefaultBucket,
+		Given:  map[string]bool{"campaign": true, "method": true, "rounds": true, "seed": true, "round-deadline": true},
+	}, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.CodeVersion = "older-build"
+	var specBytes []byte
+	onStack(t, dataDir, func(ctx context.Context, st *store.Store, _ *minio.Client) {
+		if _, err := st.PutJSON(ctx, artifact.SpecKey(name), spec); err != nil {
+			t.Fatal(err)
+		}
+		_, specBytes, err = st.GetKey(ctx, artifact.SpecKey(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	fix := breakSiteFrom(t, fed, "site1", 2)
+	code, stdout, stderr := runCLI(args...)
+	if code != exitFailure {
+		t.Fatalf("attempt 1: exit %d, want %d\nstdout %s\nstderr %s", code, exitFailure, stdout, stderr)
+	}
+	// The last line is the error: one sentence naming the campaign and the
+	// round, the quorum's reason once.
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	msg := lines[len(lines)-1]
+	t.Logf("attempt 1 ends with: %s", msg)
+	for _, want := range []string{"campaign " + name + " failed: round 2", "below the quorum min_sites=3", "run the campaign again"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("attempt 1's error %q does not say %q", msg, want)
+		}
+	}
+	if n := strings.Count(msg, "below the quorum"); n != 1 {
+		t.Errorf("attempt 1's error repeats its cause %d times: %s", n, msg)
+	}
+
+	fix()
+	code, stdout, stderr = runCLI(args...)
+	if code != exitOK {
+		t.Fatalf("attempt 2: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	if want := "campaign " + name + ": attempt 1 failed; starting attempt 2 from round 2 (round 1 stays committed)"; !strings.Contains(stderr, want) {
+		t.Errorf("attempt 2 does not announce itself with %q:\n%s", want, stderr)
+	}
+	t.Logf("attempt 2 stderr:\n%s", stderr)
+	if !strings.Contains(stdout, "done after 3 rounds") {
+		t.Errorf("attempt 2: %s", stdout)
+	}
+
+	vcode, rep := verifyJSON(t, dataDir, name)
+	if vcode != exitOK || !rep.OK || rep.Rounds != 3 || rep.Attempts != 2 || rep.Superseded != 1 || !rep.TipChecked {
+		t.Errorf("verify: exit %d, %+v; want ok, 3 rounds, 2 attempts, 1 superseded, tip checked", vcode, rep)
+	}
+
+	onStack(t, dataDir, func(ctx context.Context, st *store.Store, _ *minio.Client) {
+		_, now, err := st.GetKey(ctx, artifact.SpecKey(name))
+		if err != nil || !bytes.Equal(now, specBytes) {
+			t.Errorf("spec.json was rewritten (err %v):\nbefore %s\nafter  %s", err, specBytes, now)
+		}
+		var failed, second pipeline.RoundManifest
+		ref, err := st.GetJSONKey(ctx, artifact.ManifestKey(name, 2), &failed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if failed.Outcome != pipeline.OutcomeFailed || failed.Attempt != 0 {
+			t.Errorf("round 2's first manifest: outcome %q attempt %d; want the failed attempt 1", failed.Outcome, failed.Attempt)
+		}
+		key := artifact.RoundKeys{Campaign: name, Round: 2, Attempt: 2}.Manifest()
+		if _, err := st.GetJSONKey(ctx, key, &second); err != nil {
+			t.Fatal(err)
+		}
+		if second.Outcome != pipeline.OutcomeCommitted || second.Attempt != 2 || second.Supersedes == nil ||
+			second.Supersedes.SHA256 != ref.SHA256 || second.Supersedes.Key != ref.Key {
+			t.Errorf("attempt 2's round 2: outcome %q attempt %d supersedes %+v; want committed, 2, %s %s",
+				second.Outcome, second.Attempt, second.Supersedes, ref.Key, ref.SHA256)
+		}
+		var first pipeline.RoundManifest
+		r1, err := st.GetJSONKey(ctx, artifact.ManifestKey(name, 1), &first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if second.PrevManifestSHA256 != r1.SHA256 || failed.PrevManifestSHA256 != r1.SHA256 {
+			t.Errorf("round 2's manifests chain to %s and %s, round 1's is %s", second.PrevManifestSHA256, failed.PrevManifestSHA256, r1.SHA256)
+		}
+		stored := spec.WithDefaults().SpecHash()
+		for _, m := range []pipeline.RoundManifest{first, failed, second} {
+			if m.SpecHash != stored {
+				t.Errorf("round %d attempt %d: spec_hash %s, want the stored spec's %s", m.Round, m.Attempt, m.SpecHash, stored)
+			}
+		}
+	})
+
+	// The same name, another spec: refused before anything starts.
+	other := append(append([]string(nil), args...), "--rounds", "4")
+	code, stdout, stderr = runCLI(other...)
+	want := "campaign " + name + " exists with a different spec: rounds 3 → 4; use --new-campaign"
+	if code != exitInput || !strings.Contains(stderr, want) || stdout != "" {
+		t.Errorf("another spec under the same name: exit %d, stderr %q; want exit 2 saying %q", code, stderr, want)
+	}
+	code, stdout, stderr = runCLI(append(other, "--new-campaign")...)
+	if code != exitOK || !strings.Contains(stdout, name+"-2 ") || !strings.Contains(stdout, "done after 4 rounds") {
+		t.Errorf("--new-campaign: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+}
