@@ -293,16 +293,22 @@ func VerifyRecord(ctx context.Context, st *store.Store, campaign string, paralle
 	for _, m := range effective {
 		prev[m.Round] = m.SHA256
 	}
-	named := map[string]bool{} // sha256 of manifests a later attempt supersedes
+	named := map[string]StoredManifest{} // key → the manifest naming it as superseded
 	for _, sm := range objs.Manifests {
 		if s := sm.Manifest.Supersedes; sm.Err == nil && s != nil {
-			named[s.Key+" "+s.SHA256] = true
+			named[s.Key] = sm
 		}
 	}
 	for _, sm := range superseded {
-		if !named[sm.Key+" "+sm.SHA256] {
+		by, ok := named[sm.Key]
+		switch {
+		case !ok:
 			add(Problem{Round: sm.Round, Kind: ProblemNotSuperseded, Key: sm.Key, Got: sm.SHA256,
-				Detail: fmt.Sprintf("attempt %d's manifest of round %d is not named by a later attempt's manifest of the round: a later attempt overwrote the record, or this manifest was altered", sm.Attempt, sm.Round)})
+				Detail: fmt.Sprintf("attempt %d's manifest of round %d is not named by a later attempt's manifest of the round", sm.Attempt, sm.Round)})
+		case by.Manifest.Supersedes.SHA256 != sm.SHA256:
+			add(Problem{Round: sm.Round, Kind: ProblemChainBreak, Key: sm.Key, Expected: by.Manifest.Supersedes.SHA256, Got: sm.SHA256,
+				Detail: fmt.Sprintf("attempt %d's manifest of round %d superseded it with sha256 %s, it hashes to %s: it changed after it was superseded",
+					max(by.Manifest.Attempt, 1), sm.Round, short(by.Manifest.Supersedes.SHA256), short(sm.SHA256))})
 		}
 	}
 	rep.Rounds = len(effective)
@@ -317,13 +323,13 @@ func VerifyRecord(ctx context.Context, st *store.Store, campaign string, paralle
 				Detail: fmt.Sprintf("the manifest says campaign %q round %d attempt %d", m.Campaign, m.Round, max(m.Attempt, 1))})
 		}
 		if s := m.Supersedes; s != nil {
-			found := false
+			found := false // the key of an earlier attempt at the round (its hash is checked above)
 			for _, o := range objs.Manifests {
-				found = found || (o.Round == sm.Round && o.Attempt < sm.Attempt && o.Key == s.Key && o.SHA256 == s.SHA256)
+				found = found || (o.Round == sm.Round && o.Attempt < sm.Attempt && o.Key == s.Key)
 			}
 			if !found {
 				add(Problem{Round: sm.Round, Kind: ProblemChainBreak, Key: sm.Key, Expected: s.SHA256,
-					Detail: fmt.Sprintf("supersedes %s with sha256 %s, which is not an earlier attempt's manifest of the round in S3", s.Key, short(s.SHA256))})
+					Detail: fmt.Sprintf("supersedes %s, which is not an earlier attempt's manifest of round %d in S3", s.Key, sm.Round)})
 			}
 		}
 		switch want, ok := prev[sm.Round-1]; {

@@ -205,6 +205,14 @@ func (s CampaignSpec) SiteNames() []string {
 	return names
 }
 
+// SameCampaign reports whether s and o describe the same campaign: equal
+// with their defaults applied, whatever code version each carries (a spec
+// stored by an older binary names one; the campaign is the same).
+func (s CampaignSpec) SameCampaign(o CampaignSpec) bool {
+	s.CodeVersion, o.CodeVersion = "", ""
+	return s.WithDefaults().SpecHash() == o.WithDefaults().SpecHash()
+}
+
 // SpecHash is the hex SHA-256 of the spec's JSON encoding. encoding/json
 // writes struct fields in declaration order and map keys sorted, so the
 // encoding, and the hash, is canonical for a given spec and code version.

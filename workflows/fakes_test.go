@@ -30,6 +30,8 @@ type fakeFederation struct {
 	recheck map[int]bool
 	// clusterErr and aggregateErr[round]: the server activity's error in that round.
 	clusterErr, aggregateErr map[int]error
+	// commitErr[round]: CommitRound's error in that round.
+	commitErr map[int]error
 
 	mu        sync.Mutex // the test environment runs activities on their own goroutines
 	manifests []pipeline.RoundManifest
@@ -144,6 +146,9 @@ func (f *fakeFederation) Aggregate(ctx context.Context, in pipeline.AggregateInp
 
 func (f *fakeFederation) CommitRound(ctx context.Context, in pipeline.CommitRoundInput) (pipeline.CommitRoundOutput, error) {
 	f.count(pipeline.ActivityCommitRound)
+	if err := f.commitErr[in.Manifest.Round]; err != nil {
+		return pipeline.CommitRoundOutput{}, err
+	}
 	b, err := json.Marshal(in.Manifest)
 	if err != nil {
 		return pipeline.CommitRoundOutput{}, err

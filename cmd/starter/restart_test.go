@@ -182,4 +182,27 @@ func TestRestartAfterQuorumFailure(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, name+"-2 ") || !strings.Contains(stdout, "done after 4 rounds") {
 		t.Errorf("--new-campaign: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
+
+	// The superseded manifest is protected by the chain too: altering it
+	// is found.
+	onStack(t, dataDir, func(ctx context.Context, st *store.Store, mc *minio.Client) {
+		key := artifact.ManifestKey(name, 2)
+		_, b, err := st.GetKey(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		altered := bytes.Replace(b, []byte(`"failed"`), []byte(`"passed"`), 1)
+		if bytes.Equal(altered, b) {
+			t.Fatalf("no outcome to alter in %s", b)
+		}
+		b = altered
+		if _, err := mc.PutObject(ctx, st.Bucket(), key, bytes.NewReader(b), int64(len(b)), minio.PutObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	vcode, rep = verifyJSON(t, dataDir, name)
+	if vcode != exitFailure || rep.OK || len(rep.Problems) != 1 || rep.Problems[0].Kind != campaign.ProblemChainBreak ||
+		rep.Problems[0].Key != artifact.ManifestKey(name, 2) {
+		t.Errorf("verify after altering the superseded manifest: exit %d, %+v; want one chain_break of round 2's first manifest", vcode, rep)
+	}
 }
