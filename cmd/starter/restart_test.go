@@ -3,8 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +19,7 @@ import (
 	"github.com/ptopofl/ptopofl/campaign"
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/internal/connect"
+	"github.com/ptopofl/ptopofl/internal/devstack"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"
 )
@@ -204,5 +209,93 @@ func TestRestartAfterQuorumFailure(t *testing.T) {
 	if vcode != exitFailure || rep.OK || len(rep.Problems) != 1 || rep.Problems[0].Kind != campaign.ProblemChainBreak ||
 		rep.Problems[0].Key != artifact.ManifestKey(name, 2) {
 		t.Errorf("verify after altering the superseded manifest: exit %d, %+v; want one chain_break of round 2's first manifest", vcode, rep)
+	}
+}
+
+// TestRestartAfterStop: a campaign paused and then stopped from a second
+// "terminal" ends as stopped; running the same command again starts
+// attempt 2 from the round after the last committed one and completes
+// every round; verify passes with two attempts and nothing superseded (a
+// stop commits every round it started).
+func TestRestartAfterStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the local stack")
+	}
+	fed := smallFederation(t)
+	dataDir := filepath.Join(t.TempDir(), "local")
+	const name, rounds = "stopped", 30
+	args := []string{"run", "--local", "--data-dir", dataDir, "--federation", fed,
+		"--method", "fedavg", "--rounds", strconv.Itoa(rounds), "--campaign", name, "--format", "json"}
+	type result struct {
+		code           int
+		stdout, stderr string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, out, errOut := runCLI(args...)
+		done <- result{code, out, errOut}
+	}()
+	var ep devstack.Endpoints
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		b, err := os.ReadFile(filepath.Join(dataDir, devstack.EndpointsFile))
+		if err == nil && json.Unmarshal(b, &ep) == nil && ep.Temporal != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the local stack did not come up")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ak, sk, err := devstack.ReadCredentials(ep.CredentialsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(store.EnvAccessKey, ak)
+	t.Setenv(store.EnvSecretKey, sk)
+	conn := []string{"--temporal", ep.Temporal, "--namespace", ep.Namespace, "--s3", ep.S3URL, "--bucket", ep.Bucket, "--format", "json"}
+	cli := func(args ...string) (int, string, string) { return runCLI(append(args, conn...)...) }
+	for {
+		var st pipeline.CampaignStatus
+		code, out, _ := cli("status", name)
+		if code == exitOK && json.Unmarshal([]byte(out), &st) == nil && st.RoundsDone >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("campaign never reached round 2: %+v", st)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// Paused first, so that the stop lands between rounds however fast
+	// they run.
+	if code, out, errOut := cli("pause", name); code != exitOK || !strings.Contains(out, `"accepted":true`) {
+		t.Fatalf("pause: exit %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut := cli("stop", name, "--reason", "maintenance"); code != exitOK || !strings.Contains(out, `"accepted":true`) {
+		t.Fatalf("stop: exit %d %s %s", code, out, errOut)
+	}
+	r := <-done
+	var first campaign.Result
+	if err := json.Unmarshal([]byte(r.stdout), &first); r.code != exitOK || err != nil || first.State != pipeline.StateStopped || first.RoundsDone >= rounds {
+		t.Fatalf("attempt 1: exit %d %v %s\n%s", r.code, err, r.stdout, r.stderr)
+	}
+
+	text := slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--format" || a == "json" })
+	code, stdout, stderr := runCLI(text...)
+	if code != exitOK || !strings.Contains(stdout, fmt.Sprintf("done after %d rounds", rounds)) {
+		t.Fatalf("attempt 2: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	want := fmt.Sprintf("campaign %s: attempt 1 stopped; starting attempt 2 from round %d", name, first.RoundsDone+1)
+	if !strings.Contains(stderr, want) {
+		t.Errorf("attempt 2 does not say %q:\n%s", want, stderr)
+	}
+	vcode, rep := verifyJSON(t, dataDir, name)
+	if vcode != exitOK || !rep.OK || rep.Rounds != rounds || rep.Attempts != 2 || rep.Superseded != 0 || !rep.TipChecked {
+		t.Errorf("verify: exit %d, %+v; want ok, %d rounds, 2 attempts, none superseded, tip checked", vcode, rep, rounds)
+	}
+	// A third run re-attaches to the finished campaign.
+	code, stdout, stderr = runCLI(text...)
+	if code != exitOK || strings.Contains(stderr, "attempt") || !strings.Contains(stdout, fmt.Sprintf("done after %d rounds", rounds)) {
+		t.Errorf("re-run after done: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
 }
