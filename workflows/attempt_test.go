@@ -105,3 +105,33 @@ func TestAttemptResumesAfterTheLastCommittedRound(t *testing.T) {
 		t.Errorf("attempt 2's round 2 chains to %s, want round 1's %s", second[0].PrevManifestSHA256, rp.State.Carry.PrevManifestSHA256)
 	}
 }
+
+// TestResumeQueryOfARunThatFailedItsSpecChecks: a run that fails before
+// its first round still tells where the next attempt starts (round 1, or
+// the round its continued state had reached), so a restart never meets a
+// run that cannot answer.
+func TestResumeQueryOfARunThatFailedItsSpecChecks(t *testing.T) {
+	spec := testSpec(10000) // above artifact.MaxRound: refused by Validate
+	state := pipeline.CampaignState{NextRound: 4, AUCCurve: []float64{0.7, 0.8, 0.9}}
+	for i, tc := range []struct {
+		in      pipeline.CampaignWorkflowInput
+		attempt int
+		next    int
+	}{
+		{pipeline.CampaignWorkflowInput{Spec: spec}, 1, 1},                            // 0
+		{pipeline.CampaignWorkflowInput{Spec: spec, State: &state, Attempt: 3}, 3, 4}, // 1
+	} {
+		env, _, err := runFake(t, newFakeFederation(), tc.in)
+		if err == nil || !strings.Contains(err.Error(), "invalid campaign spec") {
+			t.Fatalf("%d: want the spec refused, got %v", i, err)
+		}
+		v, err := env.QueryWorkflow(pipeline.QueryResume)
+		if err != nil {
+			t.Fatalf("%d: %v", i, err)
+		}
+		var rp pipeline.ResumePoint
+		if err := v.Get(&rp); err != nil || rp.Attempt != tc.attempt || rp.State.NextRound != tc.next {
+			t.Errorf("%d: resume point %+v (%v); want attempt %d, next round %d", i, rp, err, tc.attempt, tc.next)
+		}
+	}
+}

@@ -42,6 +42,16 @@ func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (
 	// Defaults are applied inside the workflow, not only by the starter, so a
 	// spec that reaches Temporal by another route is held to the same rules.
 	spec := in.Spec.WithDefaults()
+	c := &campaign{spec: spec, st: pipeline.CampaignState{NextRound: 1}, attempt: in.Attempt, supersedes: in.Supersedes}
+	if in.State != nil {
+		c.st = *in.State
+	}
+	// The resume query first, so that even a run that fails its spec
+	// checks says where a next attempt would start. A query handler adds
+	// nothing to the history.
+	if err := c.registerResumeQuery(ctx); err != nil {
+		return pipeline.CampaignWorkflowOutput{}, err
+	}
 	// Histories begun before the spec checks of versionSpecSizeChecks
 	// replay under the rules they started with (a running campaign must
 	// not fail its own validation on upgrade); new runs get every check.
@@ -52,10 +62,6 @@ func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (
 	if err := validate(); err != nil {
 		return pipeline.CampaignWorkflowOutput{}, temporal.NewNonRetryableApplicationError(
 			"invalid campaign spec: "+err.Error(), pipeline.ErrTypeInvalidSpec, nil)
-	}
-	c := &campaign{spec: spec, st: pipeline.CampaignState{NextRound: 1}, attempt: in.Attempt, supersedes: in.Supersedes}
-	if in.State != nil {
-		c.st = *in.State
 	}
 	if err := c.registerHandlers(ctx); err != nil {
 		return pipeline.CampaignWorkflowOutput{}, err
@@ -223,6 +229,16 @@ func (c *campaign) status() pipeline.CampaignStatus {
 	return s
 }
 
+// registerResumeQuery installs the query that says where a new attempt
+// resumes. Temporal answers it for a closed run too, by replaying it, so
+// the starter reads the state after the last committed round from the run
+// that failed or stopped.
+func (c *campaign) registerResumeQuery(ctx workflow.Context) error {
+	return workflow.SetQueryHandler(ctx, pipeline.QueryResume, func() (pipeline.ResumePoint, error) {
+		return pipeline.ResumePoint{Attempt: max(c.attempt, 1), State: c.st}, nil
+	})
+}
+
 // registerHandlers installs the status query and the control updates.
 // Validators only read state: a validator that changed it would change
 // the workflow even for a rejected update, which is never written to the
@@ -233,15 +249,7 @@ func (c *campaign) registerHandlers(ctx workflow.Context) error {
 	}); err != nil {
 		return err
 	}
-	// Where a new attempt resumes: Temporal answers this for a closed run
-	// too, by replaying it, so the starter reads the state after the last
-	// committed round from the run that failed or stopped. Queries add
-	// nothing to the history.
-	if err := workflow.SetQueryHandler(ctx, pipeline.QueryResume, func() (pipeline.ResumePoint, error) {
-		return pipeline.ResumePoint{Attempt: max(c.attempt, 1), State: c.st}, nil
-	}); err != nil {
-		return err
-	}
+
 	notOver := func() error {
 		if c.finished != "" {
 			return fmt.Errorf("campaign %s is %s", c.spec.Campaign, c.finished)

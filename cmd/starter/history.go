@@ -48,6 +48,13 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stdout, "%5d  %-9s %5d  %-24s %-18s %-18s %-10s %8.4f  %8.4f %8.4f  %.8s\n",
 			r.Round, r.Outcome, len(r.Participants), dash(strings.Join(drops, " ")), dash(strings.Join(cl, " ")),
 			dash(strings.Join(tr, " ")), dash(strings.Join(r.Flagged, ",")), maxDrift, r.MeanAUC, r.MeanAcc, r.SHA256)
+		if r.Attempt > 1 {
+			fmt.Fprintf(stdout, "       attempt %d", r.Attempt)
+			if len(r.Superseded) > 0 {
+				fmt.Fprintf(stdout, ", superseding %s", strings.Join(r.Superseded, ", "))
+			}
+			fmt.Fprintln(stdout)
+		}
 		printArtifactHashes(stdout, r.Artifacts)
 	}
 	fmt.Fprintf(stdout, "manifests  s3://%s/%sround-*/manifest.json\n", e.svc.Store.Bucket(), artifact.CampaignPrefix(name))

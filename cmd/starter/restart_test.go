@@ -137,6 +137,10 @@ func TestRestartAfterQuorumFailure(t *testing.T) {
 	if vcode != exitOK || !rep.OK || rep.Rounds != 3 || rep.Attempts != 2 || rep.Superseded != 1 || !rep.TipChecked {
 		t.Errorf("verify: exit %d, %+v; want ok, 3 rounds, 2 attempts, 1 superseded, tip checked", vcode, rep)
 	}
+	code, stdout, stderr = runCLI("history", name, "--local", "--data-dir", dataDir)
+	if want := "attempt 2, superseding s3://ptopofl/" + artifact.ManifestKey(name, 2); code != exitOK || !strings.Contains(stdout, want) {
+		t.Errorf("history: exit %d, want %q in\n%s%s", code, want, stdout, stderr)
+	}
 
 	onStack(t, dataDir, func(ctx context.Context, st *store.Store, _ *minio.Client) {
 		_, now, err := st.GetKey(ctx, artifact.SpecKey(name))
