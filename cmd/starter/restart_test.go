@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/minio/minio-go/v7"
+	"go.temporal.io/sdk/client"
 
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/campaign"
@@ -216,20 +216,22 @@ func TestRestartAfterQuorumFailure(t *testing.T) {
 	}
 }
 
-// TestRestartAfterStop: a campaign paused and then stopped from a second
-// "terminal" ends as stopped; running the same command again starts
-// attempt 2 from the round after the last committed one and completes
-// every round; verify passes with two attempts and nothing superseded (a
-// stop commits every round it started).
-func TestRestartAfterStop(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the local stack")
-	}
+// interruptAndRestart runs a 30-round FedAvg campaign on the local stack
+// in the background, lets interrupt end it from a second "terminal" once
+// two rounds are committed (given the CLI with that terminal's connection
+// flags and the stack's endpoints), and checks that the run ended with
+// wantCode; then it runs the same command again and checks that attempt
+// 2 starts from the round after the last committed one, saying so after
+// "attempt 1 <previous>", that every round completes, that verify passes
+// with two attempts, and that a further run re-attaches.
+func interruptAndRestart(t *testing.T, name string, wantCode int, previous string,
+	interrupt func(cli func(args ...string) (int, string, string), ep devstack.Endpoints)) {
+	t.Helper()
 	fed := smallFederation(t)
 	dataDir := filepath.Join(t.TempDir(), "local")
-	const name, rounds = "stopped", 30
+	const rounds = 30
 	args := []string{"run", "--local", "--data-dir", dataDir, "--federation", fed,
-		"--method", "fedavg", "--rounds", strconv.Itoa(rounds), "--campaign", name, "--format", "json"}
+		"--method", "fedavg", "--rounds", strconv.Itoa(rounds), "--campaign", name}
 	type result struct {
 		code           int
 		stdout, stderr string
@@ -270,36 +272,68 @@ func TestRestartAfterStop(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	// Paused first, so that the stop lands between rounds however fast
-	// they run.
-	if code, out, errOut := cli("pause", name); code != exitOK || !strings.Contains(out, `"accepted":true`) {
-		t.Fatalf("pause: exit %d %s %s", code, out, errOut)
-	}
-	if code, out, errOut := cli("stop", name, "--reason", "maintenance"); code != exitOK || !strings.Contains(out, `"accepted":true`) {
-		t.Fatalf("stop: exit %d %s %s", code, out, errOut)
-	}
+	interrupt(cli, ep)
 	r := <-done
-	var first campaign.Result
-	if err := json.Unmarshal([]byte(r.stdout), &first); r.code != exitOK || err != nil || first.State != pipeline.StateStopped || first.RoundsDone >= rounds {
-		t.Fatalf("attempt 1: exit %d %v %s\n%s", r.code, err, r.stdout, r.stderr)
+	if r.code != wantCode || strings.Contains(r.stdout, fmt.Sprintf("done after %d rounds", rounds)) {
+		t.Fatalf("attempt 1: exit %d, want %d, and not done\nstdout %s\nstderr %s", r.code, wantCode, r.stdout, r.stderr)
 	}
 
-	text := slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "--format" || a == "json" })
-	code, stdout, stderr := runCLI(text...)
+	code, stdout, stderr := runCLI(args...)
 	if code != exitOK || !strings.Contains(stdout, fmt.Sprintf("done after %d rounds", rounds)) {
 		t.Fatalf("attempt 2: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
-	want := fmt.Sprintf("campaign %s: attempt 1 stopped; starting attempt 2 from round %d", name, first.RoundsDone+1)
-	if !strings.Contains(stderr, want) {
-		t.Errorf("attempt 2 does not say %q:\n%s", want, stderr)
+	want := fmt.Sprintf("campaign %s: attempt 1 %s; starting attempt 2 from round ", name, previous)
+	_, note, ok := strings.Cut(stderr, want)
+	from, _, _ := strings.Cut(note, " ")
+	if n, err := strconv.Atoi(from); !ok || err != nil || n < 3 || n > rounds {
+		t.Errorf("attempt 2 does not say %q and a round after the two committed:\n%s", want, stderr)
 	}
 	vcode, rep := verifyJSON(t, dataDir, name)
-	if vcode != exitOK || !rep.OK || rep.Rounds != rounds || rep.Attempts != 2 || rep.Superseded != 0 || !rep.TipChecked {
-		t.Errorf("verify: exit %d, %+v; want ok, %d rounds, 2 attempts, none superseded, tip checked", vcode, rep, rounds)
+	if vcode != exitOK || !rep.OK || rep.Rounds != rounds || rep.Attempts != 2 || !rep.TipChecked {
+		t.Errorf("verify: exit %d, %+v; want ok, %d rounds, 2 attempts, tip checked", vcode, rep, rounds)
 	}
 	// A third run re-attaches to the finished campaign.
-	code, stdout, stderr = runCLI(text...)
+	code, stdout, stderr = runCLI(args...)
 	if code != exitOK || strings.Contains(stderr, "attempt") || !strings.Contains(stdout, fmt.Sprintf("done after %d rounds", rounds)) {
 		t.Errorf("re-run after done: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
+}
+
+// TestRestartAfterStop: a campaign paused and then stopped ends as
+// stopped (exit 0, not done); running it again starts attempt 2 from the
+// round after its last committed one (interruptAndRestart).
+func TestRestartAfterStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the local stack")
+	}
+	interruptAndRestart(t, "stopped", exitOK, "stopped", func(cli func(args ...string) (int, string, string), _ devstack.Endpoints) {
+		// Paused first, so that the stop lands between rounds however fast
+		// they run.
+		if code, out, errOut := cli("pause", "stopped"); code != exitOK || !strings.Contains(out, `"accepted":true`) {
+			t.Fatalf("pause: exit %d %s %s", code, out, errOut)
+		}
+		if code, out, errOut := cli("stop", "stopped", "--reason", "maintenance"); code != exitOK || !strings.Contains(out, `"accepted":true`) {
+			t.Fatalf("stop: exit %d %s %s", code, out, errOut)
+		}
+	})
+}
+
+// TestRestartAfterTermination: a campaign whose workflow an operator
+// terminates mid-campaign (the run exits 1) starts attempt 2 from the
+// round after its last committed one when run again; whatever the
+// terminated round had written stays under attempt 1's keys.
+func TestRestartAfterTermination(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the local stack")
+	}
+	interruptAndRestart(t, "terminated", exitFailure, "terminated", func(_ func(args ...string) (int, string, string), ep devstack.Endpoints) {
+		c, err := client.Dial(client.Options{HostPort: ep.Temporal, Namespace: ep.Namespace, Logger: connect.QuietLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := c.TerminateWorkflow(context.Background(), "terminated", "", "operator"); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
