@@ -79,7 +79,10 @@ func (f *fakeFederation) ComputeDescriptor(ctx context.Context, in pipeline.Comp
 
 func (f *fakeFederation) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pipeline.TrainLocalOutput, error) {
 	f.count(pipeline.ActivityTrainLocal)
-	if r, ok := f.badFrom[in.Site]; f.bad[in.Site] || (ok && in.Round >= r) {
+	f.mu.Lock()
+	from, ok := f.badFrom[in.Site]
+	f.mu.Unlock()
+	if f.bad[in.Site] || (ok && in.Round >= from) {
 		return pipeline.TrainLocalOutput{}, pipeline.NewBadSiteDataError(in.Site, in.Site+"_train.csv", 17, "expected 20 features, got 19")
 	}
 	out := pipeline.TrainLocalOutput{
