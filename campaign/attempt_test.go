@@ -51,3 +51,21 @@ func TestSpecDiff(t *testing.T) {
 func fmtNum(v float64) string {
 	return specField{value: v}.text()
 }
+
+// TestSummaryReportsAttempts: a campaign restarted says across how many
+// attempts it was verified and how many manifests were superseded; one
+// never restarted reads as before.
+func TestSummaryReportsAttempts(t *testing.T) {
+	for i, tc := range []struct {
+		rep  VerifyReport
+		want string
+	}{
+		{VerifyReport{Rounds: 3, Artifacts: 14, Attempts: 1}, "verified 3 rounds, 14 artifacts"},                                                              // 0
+		{VerifyReport{Rounds: 3, Artifacts: 14, Attempts: 2, Superseded: 1}, "verified 3 rounds, 14 artifacts, across 2 attempts (1 superseded manifest)"},    // 1
+		{VerifyReport{Rounds: 30, Artifacts: 99, Attempts: 3, Superseded: 0}, "verified 30 rounds, 99 artifacts, across 3 attempts (0 superseded manifests)"}, // 2: stopped twice
+	} {
+		if got := tc.rep.Summary(); got != tc.want {
+			t.Errorf("%d: %q, want %q", i, got, tc.want)
+		}
+	}
+}

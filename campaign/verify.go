@@ -163,7 +163,11 @@ type VerifyReport struct {
 func (r VerifyReport) Summary() string {
 	s := fmt.Sprintf("verified %d rounds, %d artifacts", r.Rounds, r.Artifacts)
 	if r.Attempts > 1 {
-		s += fmt.Sprintf(", across %d attempts (%d superseded manifests)", r.Attempts, r.Superseded)
+		plural := "s"
+		if r.Superseded == 1 {
+			plural = ""
+		}
+		s += fmt.Sprintf(", across %d attempts (%d superseded manifest%s)", r.Attempts, r.Superseded, plural)
 	}
 	switch {
 	case r.TipChecked:
