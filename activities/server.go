@@ -23,11 +23,20 @@ import (
 // data, and those of SweepWorkflow, which read and write only specs,
 // round manifests and the sweep's tables.
 type Server struct {
-	store *store.Store
+	store       *store.Store
+	codeVersion string
 }
 
 // NewServer returns the server activities writing to st.
 func NewServer(st *store.Store) *Server { return &Server{store: st} }
+
+// WithCodeVersion sets the code version CommitRound records in every
+// manifest it writes: the version of the binary that commits the round
+// (internal/workers.CodeVersion), whatever the spec says.
+func (s *Server) WithCodeVersion(v string) *Server {
+	s.codeVersion = v
+	return s
+}
 
 // Register registers the server activities under their pipeline names.
 func (s *Server) Register(r interface {
@@ -131,7 +140,7 @@ func (s *Server) ClusterSites(ctx context.Context, in pipeline.ClusterSitesInput
 		res.Sites[i] = pipeline.SiteCluster{Site: d.Site, Cluster: out.Labels[i], Trust: out.Trust[i], Flagged: out.Flagged[i], Drift: out.Drift[i],
 			Reassigned: slices.Contains(out.Reassigned, i)}
 	}
-	ref, err := putVectors(ctx, s.store, artifact.ClusteringKey(in.Campaign, in.Round), clusteringRecords(in.ServerCall, rows))
+	ref, err := putVectors(ctx, s.store, in.Keys().Clustering(), clusteringRecords(in.ServerCall, rows))
 	if err != nil {
 		return pipeline.ClusterSitesOutput{}, err
 	}
@@ -248,7 +257,7 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 	}
 
 	put := func(name string, params []float64) (pipeline.ArtifactRef, error) {
-		ref, err := s.store.PutModelCached(ctx, artifact.AggregateKey(in.Campaign, in.Round, name), store.ModelRecord{
+		ref, err := s.store.PutModelCached(ctx, in.Keys().Aggregate(name), store.ModelRecord{
 			Campaign: in.Campaign, Round: in.Round, Site: name, Method: string(in.Method), Kind: store.KindAggregate, Params: params,
 		})
 		return ref, err
@@ -317,7 +326,7 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 		for i, h := range out.State.FoolsGoldHistory {
 			v[vecFoolsGold+in.Updates[i].Site] = h
 		}
-		ref, err := putVectors(ctx, s.store, artifact.ServerStateKey(in.Campaign, in.Round), []store.VectorRecord{{
+		ref, err := putVectors(ctx, s.store, in.Keys().ServerState(), []store.VectorRecord{{
 			Campaign: in.Campaign, Round: in.Round, Method: string(in.Method), Kind: kindServerState, Vectors: v,
 		}})
 		if err != nil {
@@ -328,24 +337,54 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 	return res, nil
 }
 
-// CommitRound writes the round's manifest, as canonical JSON, to
-// ManifestKey. A retry with the same manifest is a no-op; a different
-// manifest at a committed key is refused, so committed history never
-// changes.
+// CommitRound writes the round's manifest, as canonical JSON, to the
+// manifest key of its round and attempt (artifact.RoundKeys), with this
+// binary's code version. A retry with the same manifest is a no-op, and so
+// is one that differs only in the code version (the round was committed by
+// a binary replaced before the workflow recorded it); any other manifest
+// at a committed key is refused, so committed history never changes.
 func (s *Server) CommitRound(ctx context.Context, in pipeline.CommitRoundInput) (pipeline.CommitRoundOutput, error) {
 	if err := s.checkBucket(in.Bucket); err != nil {
 		return pipeline.CommitRoundOutput{}, err
 	}
 	m := in.Manifest
-	ref, err := s.store.PutJSONIfAbsentOrSame(ctx, artifact.ManifestKey(m.Campaign, m.Round), m)
+	if s.codeVersion != "" {
+		m.CodeVersion = s.codeVersion
+	}
+	key := artifact.RoundKeys{Campaign: m.Campaign, Round: m.Round, Attempt: m.Attempt}.Manifest()
+	ref, err := s.store.PutJSONIfAbsentOrSame(ctx, key, m)
 	if errors.Is(err, store.ErrConflict) {
+		var stored pipeline.RoundManifest
+		sref, gerr := s.store.GetJSONKey(ctx, key, &stored)
+		if gerr == nil {
+			stored.CodeVersion, m.CodeVersion = "", ""
+			same, serr := sameJSON(stored, m)
+			if serr == nil && same {
+				return pipeline.CommitRoundOutput{Manifest: sref}, nil
+			}
+		}
+		// One sentence, no wrapped cause: the workflows add the round.
 		return pipeline.CommitRoundOutput{}, temporal.NewNonRetryableApplicationError(
-			err.Error(), "ManifestConflict", nil)
+			fmt.Sprintf("%s already holds another manifest (sha256 %.12s)", key, sref.SHA256),
+			pipeline.ErrTypeManifestConflict, nil)
 	}
 	if err != nil { // the round workflow adds "round N: commit manifest:"
 		return pipeline.CommitRoundOutput{}, err
 	}
 	return pipeline.CommitRoundOutput{Manifest: ref}, nil
+}
+
+// sameJSON reports whether a and b have the same canonical JSON.
+func sameJSON(a, b any) (bool, error) {
+	ab, err := store.MarshalJSON(a)
+	if err != nil {
+		return false, err
+	}
+	bb, err := store.MarshalJSON(b)
+	if err != nil {
+		return false, err
+	}
+	return string(ab) == string(bb), nil
 }
 
 // vecFoolsGold prefixes the site name of a FoolsGold update history in the

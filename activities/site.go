@@ -9,7 +9,6 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
@@ -140,7 +139,7 @@ func (s *Site) ComputeDescriptor(ctx context.Context, in pipeline.ComputeDescrip
 	if err != nil {
 		return pipeline.ComputeDescriptorOutput{}, fmt.Errorf("site %s: %w", s.name, err)
 	}
-	ref, err := s.store.PutCached(ctx, artifact.DescriptorKey(in.Campaign, in.Round, s.name), b)
+	ref, err := s.store.PutCached(ctx, in.Keys().Descriptor(s.name), b)
 	if err != nil {
 		return pipeline.ComputeDescriptorOutput{}, fmt.Errorf("site %s: %w", s.name, err)
 	}
@@ -200,7 +199,7 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 	}
 
 	res := pipeline.TrainLocalOutput{NumTrain: out.N}
-	ref, err := s.store.PutModelCached(ctx, artifact.ModelKey(in.Campaign, in.Round, s.name), store.ModelRecord{
+	ref, err := s.store.PutModelCached(ctx, in.Keys().Model(s.name), store.ModelRecord{
 		Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method), Kind: store.KindModel, Params: out.Params,
 	})
 	if err != nil {
@@ -210,7 +209,7 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 	if out.Control != nil {
 		rec := store.VectorRecord{Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method),
 			Kind: kindControl, Vectors: map[string][]float64{vecControl: out.Control}}
-		ref, err := putVectors(ctx, s.store, artifact.ControlKey(in.Campaign, in.Round, s.name), []store.VectorRecord{rec})
+		ref, err := putVectors(ctx, s.store, in.Keys().Control(s.name), []store.VectorRecord{rec})
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(err)
 		}
@@ -220,7 +219,7 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 	// pTopoFL, the robust baselines) writes no state object: the round
 	// carries no state for the site, and the next round reads none.
 	if st := out.State; st.Control != nil || st.Personal != nil || st.Local != nil {
-		stateRef, err := putVectors(ctx, s.store, artifact.SiteStateKey(in.Campaign, in.Round, s.name),
+		stateRef, err := putVectors(ctx, s.store, in.Keys().SiteState(s.name),
 			[]store.VectorRecord{siteStateRecord(in.SiteCall, st)})
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(err)

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -18,7 +19,10 @@ import (
 // RecordSweep writes sweeps/<sweep>/spec.json and every campaign's
 // campaigns/<campaign>/spec.json (the same record `starter run` writes), so
 // the audit trail of a swept campaign starts like any other's. Canonical
-// JSON at fixed keys: a retry writes the same bytes.
+// JSON at fixed keys: a retry writes the same bytes. A campaign's spec.json
+// is written once: one already there for the same campaign (perhaps with
+// an older code version) is kept, and one for another campaign under the
+// same name is refused.
 func (s *Server) RecordSweep(ctx context.Context, in pipeline.RecordSweepInput) (pipeline.RecordSweepOutput, error) {
 	if err := s.checkBucket(in.Spec.Bucket); err != nil {
 		return pipeline.RecordSweepOutput{}, err
@@ -32,7 +36,21 @@ func (s *Server) RecordSweep(ctx context.Context, in pipeline.RecordSweepInput) 
 		return pipeline.RecordSweepOutput{}, err
 	}
 	for i, c := range campaigns {
-		if _, err := s.store.PutJSON(ctx, artifact.SpecKey(c.Spec.Campaign), c.Spec); err != nil {
+		key := artifact.SpecKey(c.Spec.Campaign)
+		_, err := s.store.PutJSONIfAbsentOrSame(ctx, key, c.Spec)
+		if errors.Is(err, store.ErrConflict) {
+			var stored pipeline.CampaignSpec
+			if _, gerr := s.store.GetJSONKey(ctx, key, &stored); gerr != nil {
+				return pipeline.RecordSweepOutput{}, gerr
+			}
+			if !stored.SameCampaign(c.Spec) {
+				return pipeline.RecordSweepOutput{}, temporal.NewNonRetryableApplicationError(
+					fmt.Sprintf("campaign %s exists with a different spec (%s); rename the sweep", c.Spec.Campaign, key),
+					pipeline.ErrTypeInvalidSpec, nil)
+			}
+			err = nil
+		}
+		if err != nil {
 			return pipeline.RecordSweepOutput{}, err
 		}
 		if i%20 == 0 {

@@ -53,6 +53,50 @@ func TestParseRoundPrefix(t *testing.T) {
 	}
 }
 
+// TestRoundKeys: a round's first attempt has the original keys, a later
+// one the same keys one folder deeper; ParseManifestKey reads both back
+// and nothing else. Expected strings written out by hand from DESIGN §4.
+func TestRoundKeys(t *testing.T) {
+	for i, tc := range []struct {
+		got, want string
+	}{
+		{RoundKeys{"c1", 7, 0}.Model("s1"), "campaigns/c1/round-0007/models/s1.parquet"},                          // 0: zero is the first attempt
+		{RoundKeys{"c1", 7, 1}.Manifest(), ManifestKey("c1", 7)},                                                  // 1
+		{RoundKeys{"c1", 7, 2}.Manifest(), "campaigns/c1/round-0007/attempt-2/manifest.json"},                     // 2
+		{RoundKeys{"c1", 7, 3}.Descriptor("s1"), "campaigns/c1/round-0007/attempt-3/descriptors/s1.parquet"},      // 3
+		{RoundKeys{"c1", 7, 2}.Aggregate("global"), "campaigns/c1/round-0007/attempt-2/aggregate/global.parquet"}, // 4
+		{RoundKeys{"c1", 7, 2}.Clustering(), "campaigns/c1/round-0007/attempt-2/clustering.parquet"},              // 5
+		{RoundKeys{"c1", 7, 2}.ServerState(), "campaigns/c1/round-0007/attempt-2/server-state.parquet"},           // 6
+		{RoundKeys{"c1", 7, 2}.SiteState("s1"), "campaigns/c1/round-0007/attempt-2/state/s1.parquet"},             // 7
+		{RoundKeys{"c1", 7, 2}.Control("s1"), "campaigns/c1/round-0007/attempt-2/control/s1.parquet"},             // 8
+		{RoundKeys{"c1", 7, 2}.Metrics("s1"), "campaigns/c1/round-0007/attempt-2/metrics/s1.parquet"},             // 9
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%d: got %s, want %s", i, tc.got, tc.want)
+		}
+	}
+	for i, tc := range []struct {
+		key            string
+		round, attempt int
+		ok             bool
+	}{
+		{ManifestKey("c1", 7), 7, 1, true},                                                  // 0
+		{RoundKeys{"c1", 7, 12}.Manifest(), 7, 12, true},                                    // 1
+		{RoundKeys{"c1", 7, 2}.Model("s"), 0, 0, false},                                     // 2: not a manifest
+		{"campaigns/c1/round-0007/attempt-1/manifest.json", 0, 0, false},                    // 3: attempt 1 has no folder
+		{"campaigns/c1/round-0007/attempt-02/manifest.json", 0, 0, false},                   // 4: not the canonical number
+		{"campaigns/c1/round-0007/attempt-/manifest.json", 0, 0, false},                     // 5
+		{"campaigns/c1/round-0007/attempt-2x/manifest.json", 0, 0, false},                   // 6
+		{"campaigns/c1/round-0007/attempt-99999999999999999999/manifest.json", 0, 0, false}, // 7: overflow
+		{"campaigns/c2/round-0007/manifest.json", 0, 0, false},                              // 8: another campaign
+	} {
+		r, a, ok := ParseManifestKey("c1", tc.key)
+		if r != tc.round || a != tc.attempt || ok != tc.ok {
+			t.Errorf("%d: ParseManifestKey(%q) = %d, %d, %v; want %d, %d, %v", i, tc.key, r, a, ok, tc.round, tc.attempt, tc.ok)
+		}
+	}
+}
+
 func TestValidateName(t *testing.T) {
 	for i, tc := range []struct {
 		name string

@@ -25,64 +25,181 @@ const MaxRound = 9999
 
 // RoundPrefix is "campaigns/<campaign>/round-0007/": rounds are zero-padded
 // to four digits, so keys sort by round up to MaxRound; later rounds
-// simply get more digits.
+// simply get more digits. It is the prefix of the round's first attempt
+// and of every later one (RoundKeys.Prefix).
 func RoundPrefix(campaign string, round int) string {
 	return fmt.Sprintf("%sround-%04d/", CampaignPrefix(campaign), mustRound(round))
 }
 
-// DescriptorKey is "campaigns/<campaign>/round-0007/descriptors/<site>.parquet".
+// RoundKeys builds the keys of one attempt at one round of a campaign.
+// Attempt 0 or 1 is the campaign's first attempt, whose keys are the
+// original ones ("campaigns/<campaign>/round-0007/models/<site>.parquet");
+// a campaign restarted after a failure or a stop runs its remaining rounds
+// as attempt 2, 3, …, whose keys are one folder deeper
+// ("campaigns/<campaign>/round-0007/attempt-2/models/<site>.parquet"). So a
+// new attempt never overwrites what an earlier one wrote: the failed
+// round's manifest and every artifact it lists keep their bytes, and an
+// activity of the old attempt still running somewhere cannot overwrite
+// the new attempt's objects.
+type RoundKeys struct {
+	Campaign string
+	Round    int
+	Attempt  int
+}
+
+// Prefix is RoundPrefix for attempt 1, else
+// "campaigns/<campaign>/round-0007/attempt-2/".
+func (k RoundKeys) Prefix() string {
+	p := RoundPrefix(k.Campaign, k.Round)
+	if k.Attempt > 1 {
+		p += fmt.Sprintf("attempt-%d/", k.Attempt)
+	}
+	return p
+}
+
+// Descriptor is "<prefix>descriptors/<site>.parquet".
+func (k RoundKeys) Descriptor(site string) string {
+	return k.Prefix() + "descriptors/" + mustName("site", site) + ".parquet"
+}
+
+// Model is "<prefix>models/<site>.parquet": the local model a site trained.
+func (k RoundKeys) Model(site string) string {
+	return k.Prefix() + "models/" + mustName("site", site) + ".parquet"
+}
+
+// Aggregate is "<prefix>aggregate/<target>.parquet": the model sent back
+// after aggregation, where target is a cluster ("cluster-1"), a site, or
+// "global".
+func (k RoundKeys) Aggregate(target string) string {
+	return k.Prefix() + "aggregate/" + mustName("aggregate target", target) + ".parquet"
+}
+
+// Metrics is "<prefix>metrics/<site>.parquet": one site's evaluation.
+func (k RoundKeys) Metrics(site string) string {
+	return k.Prefix() + "metrics/" + mustName("site", site) + ".parquet"
+}
+
+// SiteState is "<prefix>state/<site>.parquet": the method's per-site state
+// (local, control and personal vectors) after the site's training.
+func (k RoundKeys) SiteState(site string) string {
+	return k.Prefix() + "state/" + mustName("site", site) + ".parquet"
+}
+
+// Control is "<prefix>control/<site>.parquet": a site's SCAFFOLD
+// control-variate update.
+func (k RoundKeys) Control(site string) string {
+	return k.Prefix() + "control/" + mustName("site", site) + ".parquet"
+}
+
+// Clustering is "<prefix>clustering.parquet": the server's clustering,
+// trust scores and drift.
+func (k RoundKeys) Clustering() string { return k.Prefix() + "clustering.parquet" }
+
+// ServerState is "<prefix>server-state.parquet": the server's method state
+// (global model, control variate) after the round.
+func (k RoundKeys) ServerState() string { return k.Prefix() + "server-state.parquet" }
+
+// Manifest is "<prefix>manifest.json", the audit record of the attempt at
+// the round.
+func (k RoundKeys) Manifest() string { return k.Prefix() + "manifest.json" }
+
+// maxAttempt bounds the attempt numbers ParseManifestKey reads, so that a
+// long run of digits cannot overflow.
+const maxAttempt = 1_000_000
+
+// firstAttempt is the keys of a round's first attempt.
+func firstAttempt(campaign string, round int) RoundKeys {
+	return RoundKeys{Campaign: campaign, Round: round, Attempt: 1}
+}
+
+// DescriptorKey is "campaigns/<campaign>/round-0007/descriptors/<site>.parquet"
+// (the first attempt's; RoundKeys for the others, as for every key below).
 func DescriptorKey(campaign string, round int, site string) string {
-	return RoundPrefix(campaign, round) + "descriptors/" + mustName("site", site) + ".parquet"
+	return firstAttempt(campaign, round).Descriptor(site)
 }
 
 // ModelKey is "campaigns/<campaign>/round-0007/models/<site>.parquet": the
 // local model a site trained in the round.
 func ModelKey(campaign string, round int, site string) string {
-	return RoundPrefix(campaign, round) + "models/" + mustName("site", site) + ".parquet"
+	return firstAttempt(campaign, round).Model(site)
 }
 
 // AggregateKey is "campaigns/<campaign>/round-0007/aggregate/<target>.parquet":
 // the model sent back after aggregation, where target is a cluster
 // ("cluster-1"), a site, or "global".
 func AggregateKey(campaign string, round int, target string) string {
-	return RoundPrefix(campaign, round) + "aggregate/" + mustName("aggregate target", target) + ".parquet"
+	return firstAttempt(campaign, round).Aggregate(target)
 }
 
 // MetricsKey is "campaigns/<campaign>/round-0007/metrics/<site>.parquet": one
 // site's evaluation in the round.
 func MetricsKey(campaign string, round int, site string) string {
-	return RoundPrefix(campaign, round) + "metrics/" + mustName("site", site) + ".parquet"
+	return firstAttempt(campaign, round).Metrics(site)
 }
 
 // SiteStateKey is "campaigns/<campaign>/round-0007/state/<site>.parquet": the
 // method's per-site state (local, control and personal vectors) after the
 // site's training in the round.
 func SiteStateKey(campaign string, round int, site string) string {
-	return RoundPrefix(campaign, round) + "state/" + mustName("site", site) + ".parquet"
+	return firstAttempt(campaign, round).SiteState(site)
 }
 
 // ControlKey is "campaigns/<campaign>/round-0007/control/<site>.parquet": a
 // site's SCAFFOLD control-variate update of the round.
 func ControlKey(campaign string, round int, site string) string {
-	return RoundPrefix(campaign, round) + "control/" + mustName("site", site) + ".parquet"
+	return firstAttempt(campaign, round).Control(site)
 }
 
 // ClusteringKey is "campaigns/<campaign>/round-0007/clustering.parquet": the
 // server's clustering, trust scores and drift of the round.
 func ClusteringKey(campaign string, round int) string {
-	return RoundPrefix(campaign, round) + "clustering.parquet"
+	return firstAttempt(campaign, round).Clustering()
 }
 
 // ServerStateKey is "campaigns/<campaign>/round-0007/server-state.parquet":
 // the server's method state (global model, control variate) after the round.
 func ServerStateKey(campaign string, round int) string {
-	return RoundPrefix(campaign, round) + "server-state.parquet"
+	return firstAttempt(campaign, round).ServerState()
 }
 
 // ManifestKey is "campaigns/<campaign>/round-0007/manifest.json", the audit
-// record of the round.
+// record of the round's first attempt.
 func ManifestKey(campaign string, round int) string {
-	return RoundPrefix(campaign, round) + "manifest.json"
+	return firstAttempt(campaign, round).Manifest()
+}
+
+// ParseManifestKey returns the round and attempt of a manifest key of
+// campaign (RoundKeys.Manifest: attempt 1 for
+// "campaigns/<campaign>/round-0007/manifest.json", 2 for
+// ".../round-0007/attempt-2/manifest.json"), and false for any other key.
+func ParseManifestKey(campaign, key string) (round, attempt int, ok bool) {
+	round, ok = ParseRoundPrefix(campaign, key)
+	if !ok {
+		return 0, 0, false
+	}
+	rest := strings.TrimPrefix(key, RoundPrefix(campaign, round))
+	if rest == "manifest.json" {
+		return round, 1, true
+	}
+	num, ok := strings.CutPrefix(rest, "attempt-")
+	if !ok {
+		return 0, 0, false
+	}
+	num, ok = strings.CutSuffix(num, "/manifest.json")
+	if !ok || num == "" || num[0] == '0' {
+		return 0, 0, false
+	}
+	attempt = 0
+	for _, c := range num {
+		if c < '0' || c > '9' || attempt > maxAttempt/10 {
+			return 0, 0, false
+		}
+		attempt = attempt*10 + int(c-'0')
+	}
+	if attempt < 2 {
+		return 0, 0, false
+	}
+	return round, attempt, true
 }
 
 // ParseRoundPrefix returns the round of a key under RoundPrefix(campaign, …),

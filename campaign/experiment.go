@@ -16,7 +16,6 @@ import (
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/experiments"
-	"github.com/ptopofl/ptopofl/internal/workers"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
@@ -66,7 +65,7 @@ func WriteExperimentFederations(plan experiments.Plan, dir string) (SweepPlan, e
 func ExperimentSweepSpec(plan experiments.Plan, preset, bucket string, tiny bool) (pipeline.SweepSpec, error) {
 	s := pipeline.SweepSpec{
 		Preset: preset, Rounds: plan.Rounds, Settings: plan.Settings, Concurrency: plan.Concurrency,
-		Bucket: bucket, CodeVersion: workers.CodeVersion(),
+		Bucket: bucket, // no code version: every manifest records its committer's
 	}
 	for _, m := range plan.Methods {
 		h, err := method.Defaults(preset).Apply(plan.Base)

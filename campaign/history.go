@@ -3,9 +3,7 @@ package campaign
 import (
 	"context"
 	"fmt"
-	"strings"
 
-	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"
 )
@@ -27,6 +25,11 @@ type HistoryRow struct {
 	PrevSHA256   string              `json:"prev_sha256"`
 	SpecHash     string              `json:"spec_hash"`
 	Artifacts    []HistoryArtifact   `json:"artifacts"` // inputs, then outputs, as the manifest lists them
+	// Attempt is the campaign's attempt that committed the round (absent:
+	// the first); Superseded lists the manifests of earlier attempts at the
+	// round that this one replaced.
+	Attempt    int      `json:"attempt,omitempty"`
+	Superseded []string `json:"superseded,omitempty"`
 }
 
 // HistoryArtifact is one artifact a round read or wrote, with its full sha256.
@@ -40,33 +43,37 @@ type HistoryArtifact struct {
 	Size   int64  `json:"size"`
 }
 
-// History reads every round manifest of campaign in round order, one row
-// per round, and checks the sha256 chain as it goes.
+// History reads the record of every round of campaign in round order, one
+// row per round (the manifest of its latest attempt, naming the ones it
+// superseded), and checks the sha256 chain as it goes.
 func History(ctx context.Context, st *store.Store, campaign string) ([]HistoryRow, error) {
-	keys, err := st.List(ctx, artifact.CampaignPrefix(campaign))
+	objs, err := ReadManifests(ctx, st, campaign)
 	if err != nil {
 		return nil, err
 	}
+	effective, superseded := objs.Effective()
 	var rows []HistoryRow
 	prev := ""
-	for _, k := range keys {
-		if !strings.HasSuffix(k, "/manifest.json") {
-			continue
-		}
-		var m pipeline.RoundManifest
-		ref, err := st.GetJSONKey(ctx, k, &m)
-		if err != nil {
-			return nil, err
+	for _, sm := range effective {
+		k, m := sm.Key, sm.Manifest
+		if sm.Err != nil {
+			return nil, fmt.Errorf("%s: %w", k, sm.Err)
 		}
 		if len(rows) > 0 && m.PrevManifestSHA256 != prev {
 			return nil, fmt.Errorf("%s: prev_manifest_sha256 %s does not match the previous manifest's sha256 %s: the chain is broken", k, m.PrevManifestSHA256, prev)
 		}
-		prev = ref.SHA256
+		prev = sm.SHA256
 		r := HistoryRow{
 			Round: m.Round, Outcome: m.Outcome, Participants: m.Participants, Dropped: m.Dropped,
 			Clusters: map[string]int{}, Trust: map[string]float64{}, Drift: map[string]float64{},
 			Flagged: m.Flagged, MeanAUC: m.Mean.AUC, MeanAcc: m.Mean.Accuracy,
-			Manifest: "s3://" + st.Bucket() + "/" + k, SHA256: ref.SHA256, PrevSHA256: m.PrevManifestSHA256,
+			Manifest: "s3://" + st.Bucket() + "/" + k, SHA256: sm.SHA256, PrevSHA256: m.PrevManifestSHA256,
+			Attempt: m.Attempt,
+		}
+		for _, o := range superseded {
+			if o.Round == sm.Round {
+				r.Superseded = append(r.Superseded, "s3://"+st.Bucket()+"/"+o.Key)
+			}
 		}
 		r.SpecHash = m.SpecHash
 		for _, lst := range []struct {

@@ -75,12 +75,14 @@ func ResultFromOutput(spec pipeline.CampaignSpec, bucket string, out pipeline.Ca
 	return r
 }
 
-// Start starts the campaign's workflow, or attaches to the one already
-// running or finished under the same ID: a campaign is durable, and
-// running the same command again re-attaches to it. Only a failed,
-// terminated or timed-out campaign is started afresh.
+// Start starts the campaign's first attempt, or attaches to the run
+// already under the same ID, running or closed: a campaign is durable, and
+// running the same command again re-attaches to it. It never starts a
+// campaign afresh over a failed run, which would redo committed rounds
+// (and meet their manifests); StartAttempt starts the next attempt instead.
 func (s *Service) Start(ctx context.Context, spec pipeline.CampaignSpec) (client.WorkflowRun, error) {
-	return startOrAttach(ctx, s.Client, "campaign", spec.Campaign, pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: spec})
+	return startOrAttach(ctx, s.Client, "campaign", spec.Campaign, pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: spec},
+		enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE)
 }
 
 // Attach returns the latest run of the campaign (or sweep) named id,
@@ -91,13 +93,14 @@ func (s *Service) Attach(ctx context.Context, id string) client.WorkflowRun {
 }
 
 // startOrAttach starts workflow under id on the server queue, or returns
-// the run already under that ID (running or finished); only a failed,
-// terminated or timed-out run is started afresh.
-func startOrAttach(ctx context.Context, c client.Client, kind, id, workflow string, input any) (client.WorkflowRun, error) {
+// the run already under that ID: a running one, or a closed one that reuse
+// does not allow to start again (ALLOW_DUPLICATE_FAILED_ONLY starts a
+// failed, terminated or timed-out run afresh; REJECT_DUPLICATE never does).
+func startOrAttach(ctx context.Context, c client.Client, kind, id, workflow string, input any, reuse enumspb.WorkflowIdReusePolicy) (client.WorkflowRun, error) {
 	opts := client.StartWorkflowOptions{
 		ID:                       id,
 		TaskQueue:                pipeline.ServerTaskQueue,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
+		WorkflowIDReusePolicy:    reuse,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 	}
 	run, err := c.ExecuteWorkflow(ctx, opts, workflow, input)
@@ -215,27 +218,31 @@ func pollInterrupted(err error) bool {
 	return false
 }
 
-// Execute records the spec in the store (part of the audit record; writing
-// the same spec again is harmless), starts or re-attaches to the campaign
-// and, unless detach, waits for its result. Progress lines go to
-// progressOut (nil: silent). A detached run returns a Result naming only
-// the campaign.
+// Execute records the spec in the store once (ClaimSpec: spec.json is
+// never overwritten, and a different spec under the same name is refused
+// with a *SpecConflictError before anything starts), starts the campaign,
+// re-attaches to it, or starts its next attempt after a failure or a stop
+// (StartAttempt), and, unless detach, waits for its result. Progress lines,
+// and the line announcing a new attempt, go to progressOut (nil: silent).
+// A detached run returns a Result naming only the campaign.
 func (s *Service) Execute(ctx context.Context, spec pipeline.CampaignSpec, progressOut io.Writer, detach bool) (Result, error) {
 	start := time.Now()
-	if _, err := s.Store.PutJSON(ctx, artifact.SpecKey(spec.Campaign), spec); err != nil {
-		return Result{}, err
-	}
-	run, err := s.Start(ctx, spec)
+	spec, err := s.ClaimSpec(ctx, spec)
 	if err != nil {
 		return Result{}, err
 	}
+	a, err := s.StartAttempt(ctx, spec)
+	if err != nil {
+		return Result{}, err
+	}
+	announce(progressOut, spec.Campaign, a)
 	if progressOut != nil {
 		fmt.Fprintf(progressOut, "campaign %s: %s, %d sites, %d rounds\n", spec.Campaign, spec.Method, len(spec.Sites), spec.Rounds)
 	}
 	if detach {
 		return Result{Campaign: spec.Campaign}, nil
 	}
-	out, err := s.Await(ctx, run, spec, progressOut)
+	out, err := s.Await(ctx, a.Run, spec, progressOut)
 	if err != nil {
 		return Result{}, err
 	}

@@ -16,7 +16,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ptopofl/ptopofl/dataset"
-	"github.com/ptopofl/ptopofl/internal/workers"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
@@ -289,7 +288,9 @@ func BuildSpec(cf *File, o SpecOptions, fed *Federation) (pipeline.CampaignSpec,
 	if s.Campaign == "" {
 		s.Campaign = defaultCampaignName(s, fed)
 	}
-	s.CodeVersion = workers.CodeVersion()
+	// No code version: the spec is the campaign's identity, which a rebuilt
+	// binary does not change; every manifest records the version of the
+	// binary that committed its round (activities.Server.CommitRound).
 	s = s.WithDefaults()
 	if err := s.Validate(); err != nil {
 		if cf != nil {

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ptopofl/ptopofl/internal/workers"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
@@ -132,7 +131,8 @@ func BuildSweepPlan(sf SweepFile, file, bucket string, bucketGiven bool) (SweepP
 	s := pipeline.SweepSpec{
 		Sweep: sf.Sweep, Preset: sf.Preset, Rounds: sf.Rounds, Seeds: sf.Seeds,
 		Concurrency: sf.Concurrency, ContinueAsNewEvery: sf.ContinueAsNewEvery, Bucket: sf.Bucket,
-		CodeVersion: workers.CodeVersion(),
+		// No code version: a campaign is the spec without it, and every
+		// manifest records the version of the binary that committed it.
 	}
 	if s.Preset == "" {
 		s.Preset = method.Default

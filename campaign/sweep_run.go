@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/ptopofl/ptopofl/artifact"
@@ -17,7 +18,8 @@ import (
 // StartSweep starts the sweep's workflow or attaches to the one already
 // running or finished under the same ID (re-running a sweep re-attaches).
 func (s *Service) StartSweep(ctx context.Context, spec pipeline.SweepSpec) (client.WorkflowRun, error) {
-	return startOrAttach(ctx, s.Client, "sweep", spec.Sweep, pipeline.SweepWorkflowName, pipeline.SweepWorkflowInput{Spec: spec})
+	return startOrAttach(ctx, s.Client, "sweep", spec.Sweep, pipeline.SweepWorkflowName, pipeline.SweepWorkflowInput{Spec: spec},
+		enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY)
 }
 
 // AwaitSweep starts or re-attaches to the sweep and waits for it,

@@ -17,6 +17,7 @@ import (
 // StoredManifest is one round manifest as found in S3.
 type StoredManifest struct {
 	Round    int // from the key
+	Attempt  int // from the key: 1 for the first attempt's key
 	Key      string
 	SHA256   string // of the bytes stored at Key
 	Manifest pipeline.RoundManifest
@@ -25,9 +26,23 @@ type StoredManifest struct {
 
 // Objects is what a listing of a campaign's prefix holds.
 type Objects struct {
-	Manifests   []StoredManifest // round order
+	Manifests   []StoredManifest // round order, then attempt order
 	RoundKeys   map[int]int      // round → objects under its prefix, manifest included
 	SpecPresent bool
+}
+
+// Effective splits the manifests into the record of each round, the one of
+// its latest attempt, in round order, and the ones later attempts
+// superseded.
+func (o Objects) Effective() (effective, superseded []StoredManifest) {
+	for i, m := range o.Manifests {
+		if i+1 < len(o.Manifests) && o.Manifests[i+1].Round == m.Round {
+			superseded = append(superseded, m)
+		} else {
+			effective = append(effective, m)
+		}
+	}
+	return effective, superseded
 }
 
 // ReadManifests lists the campaign's prefix and reads every round manifest
@@ -48,14 +63,15 @@ func ReadManifests(ctx context.Context, st *store.Store, campaign string) (Objec
 			continue
 		}
 		objs.RoundKeys[r]++
-		if k != artifact.ManifestKey(campaign, r) {
+		_, attempt, ok := artifact.ParseManifestKey(campaign, k)
+		if !ok {
 			continue
 		}
 		ref, b, err := st.GetKey(ctx, k)
 		if err != nil {
 			return Objects{}, err
 		}
-		sm := StoredManifest{Round: r, Key: k, SHA256: ref.SHA256}
+		sm := StoredManifest{Round: r, Attempt: attempt, Key: k, SHA256: ref.SHA256}
 		dec := json.NewDecoder(strings.NewReader(string(b)))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&sm.Manifest); err != nil {
@@ -63,7 +79,12 @@ func ReadManifests(ctx context.Context, st *store.Store, campaign string) (Objec
 		}
 		objs.Manifests = append(objs.Manifests, sm)
 	}
-	slices.SortFunc(objs.Manifests, func(a, b StoredManifest) int { return a.Round - b.Round })
+	slices.SortFunc(objs.Manifests, func(a, b StoredManifest) int {
+		if a.Round != b.Round {
+			return a.Round - b.Round
+		}
+		return a.Attempt - b.Attempt
+	})
 	return objs, nil
 }
 
@@ -78,6 +99,7 @@ const (
 	ProblemUncheckedBucket  = "unchecked_bucket"  // artifact in another bucket than the one verified
 	ProblemTipMismatch      = "tip_mismatch"      // the last manifest differs from the one Temporal recorded
 	ProblemUnreadableObject = "unreadable_object" // S3 answered with an error other than not found
+	ProblemNotSuperseded    = "not_superseded"    // an earlier attempt's manifest no later attempt names as superseded
 )
 
 // Problem is one thing wrong with a campaign's audit record.
@@ -119,7 +141,12 @@ type VerifyReport struct {
 	Artifacts  int    `json:"artifacts"`  // distinct keys re-hashed
 	References int    `json:"references"` // artifact records checked (a key may be listed by several rounds)
 	SpecHash   string `json:"spec_hash,omitempty"`
-	LastRound  int    `json:"last_round"`           // round of the last manifest
+	LastRound  int    `json:"last_round"` // round of the last manifest
+	// Attempts is the highest attempt that wrote a manifest (1 for a
+	// campaign never restarted); Superseded counts the manifests of earlier
+	// attempts that later ones replaced (each checked like the others).
+	Attempts   int    `json:"attempts"`
+	Superseded int    `json:"superseded"`
 	Tip        string `json:"tip_sha256,omitempty"` // sha256 of the last manifest
 	TipChecked bool   `json:"tip_checked"`          // the tip matched the last manifest Temporal recorded
 	// TipSkipped says why the tip was not compared with Temporal's record
@@ -135,6 +162,13 @@ type VerifyReport struct {
 // is never mistaken for one that passed.
 func (r VerifyReport) Summary() string {
 	s := fmt.Sprintf("verified %d rounds, %d artifacts", r.Rounds, r.Artifacts)
+	if r.Attempts > 1 {
+		plural := "s"
+		if r.Superseded == 1 {
+			plural = ""
+		}
+		s += fmt.Sprintf(", across %d attempts (%d superseded manifest%s)", r.Attempts, r.Superseded, plural)
+	}
 	switch {
 	case r.TipChecked:
 		s += "; last manifest matches Temporal's record"
@@ -230,12 +264,15 @@ func VerifyRecord(ctx context.Context, st *store.Store, campaign string, paralle
 	}
 
 	// Rounds with objects but no manifest, and gaps in the rounds.
+	effective, superseded := objs.Effective()
 	have := map[int]bool{}
 	last := 0
 	for _, m := range objs.Manifests {
 		have[m.Round] = true
 		last = max(last, m.Round)
+		rep.Attempts = max(rep.Attempts, m.Attempt)
 	}
+	rep.Superseded = len(superseded)
 	for r := range objs.RoundKeys {
 		last = max(last, r)
 	}
@@ -250,22 +287,54 @@ func VerifyRecord(ctx context.Context, st *store.Store, campaign string, paralle
 		add(Problem{Round: r, Kind: ProblemMissingManifest, Key: artifact.ManifestKey(campaign, r), Detail: detail})
 	}
 
-	// The chain, and each manifest's own claims.
+	// The chain, and each manifest's own claims. The chain runs through
+	// each round's latest attempt; a superseded manifest chains to the
+	// same previous round (a new attempt resumes after the last committed
+	// round) and must be named, with its sha256, by the manifest of the
+	// next attempt at its round.
 	var uses []artifactUse
-	prev := map[int]string{} // round → sha256 of its manifest
-	for _, m := range objs.Manifests {
+	prev := map[int]string{} // round → sha256 of its effective manifest
+	for _, m := range effective {
 		prev[m.Round] = m.SHA256
 	}
+	named := map[string]StoredManifest{} // key → the manifest naming it as superseded
 	for _, sm := range objs.Manifests {
-		rep.Rounds++
+		if s := sm.Manifest.Supersedes; sm.Err == nil && s != nil {
+			named[s.Key] = sm
+		}
+	}
+	for _, sm := range superseded {
+		by, ok := named[sm.Key]
+		switch {
+		case !ok:
+			add(Problem{Round: sm.Round, Kind: ProblemNotSuperseded, Key: sm.Key, Got: sm.SHA256,
+				Detail: fmt.Sprintf("attempt %d's manifest of round %d is not named by a later attempt's manifest of the round", sm.Attempt, sm.Round)})
+		case by.Manifest.Supersedes.SHA256 != sm.SHA256:
+			add(Problem{Round: sm.Round, Kind: ProblemChainBreak, Key: sm.Key, Expected: by.Manifest.Supersedes.SHA256, Got: sm.SHA256,
+				Detail: fmt.Sprintf("attempt %d's manifest of round %d superseded it with sha256 %s, it hashes to %s: it changed after it was superseded",
+					max(by.Manifest.Attempt, 1), sm.Round, short(by.Manifest.Supersedes.SHA256), short(sm.SHA256))})
+		}
+	}
+	rep.Rounds = len(effective)
+	for _, sm := range objs.Manifests {
 		m := sm.Manifest
 		if sm.Err != nil {
 			add(Problem{Round: sm.Round, Kind: ProblemBadManifest, Key: sm.Key, Got: sm.SHA256, Detail: sm.Err.Error()})
 			continue
 		}
-		if m.Campaign != campaign || m.Round != sm.Round {
+		if m.Campaign != campaign || m.Round != sm.Round || max(m.Attempt, 1) != sm.Attempt {
 			add(Problem{Round: sm.Round, Kind: ProblemBadManifest, Key: sm.Key, Got: sm.SHA256,
-				Detail: fmt.Sprintf("the manifest says campaign %q round %d", m.Campaign, m.Round)})
+				Detail: fmt.Sprintf("the manifest says campaign %q round %d attempt %d", m.Campaign, m.Round, max(m.Attempt, 1))})
+		}
+		if s := m.Supersedes; s != nil {
+			found := false // the key of an earlier attempt at the round (its hash is checked above)
+			for _, o := range objs.Manifests {
+				found = found || (o.Round == sm.Round && o.Attempt < sm.Attempt && o.Key == s.Key)
+			}
+			if !found {
+				add(Problem{Round: sm.Round, Kind: ProblemChainBreak, Key: sm.Key, Expected: s.SHA256,
+					Detail: fmt.Sprintf("supersedes %s, which is not an earlier attempt's manifest of round %d in S3", s.Key, sm.Round)})
+			}
 		}
 		switch want, ok := prev[sm.Round-1]; {
 		case sm.Round == 1 && m.PrevManifestSHA256 != "":
@@ -287,8 +356,8 @@ func VerifyRecord(ctx context.Context, st *store.Store, campaign string, paralle
 			uses = append(uses, artifactUse{round: sm.Round, listed: "output", rec: rec})
 		}
 	}
-	if n := len(objs.Manifests); n > 0 {
-		rep.Tip, rep.LastRound = objs.Manifests[n-1].SHA256, objs.Manifests[n-1].Round
+	if n := len(effective); n > 0 {
+		rep.Tip, rep.LastRound = effective[n-1].SHA256, effective[n-1].Round
 	}
 
 	// Re-hash every distinct key once, a few at a time.

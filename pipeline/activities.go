@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 )
@@ -25,6 +26,14 @@ type SiteCall struct {
 	// activity's purpose (PurposeDescriptor, PurposeTrain; evaluation draws
 	// nothing and gets PurposeTrain's seed for reference only).
 	Seed uint64 `json:"seed"`
+	// Attempt is the campaign's attempt running the round (0 or 1: the
+	// first); the activity writes under its keys (Keys).
+	Attempt int `json:"attempt,omitempty"`
+}
+
+// Keys builds the keys of the call's round and attempt.
+func (c SiteCall) Keys() artifact.RoundKeys {
+	return artifact.RoundKeys{Campaign: c.Campaign, Round: c.Round, Attempt: c.Attempt}
 }
 
 // ServerCall is what every server activity is told about the call.
@@ -40,6 +49,14 @@ type ServerCall struct {
 	// Sites is the whole federation in spec order, so an activity can map a
 	// site to its index.
 	Sites []string `json:"sites"`
+	// Attempt is the campaign's attempt running the round (0 or 1: the
+	// first); the activity writes under its keys (Keys).
+	Attempt int `json:"attempt,omitempty"`
+}
+
+// Keys builds the keys of the call's round and attempt.
+func (c ServerCall) Keys() artifact.RoundKeys {
+	return artifact.RoundKeys{Campaign: c.Campaign, Round: c.Round, Attempt: c.Attempt}
 }
 
 // ComputeDescriptorInput asks a site for the topological descriptor of its

@@ -17,6 +17,25 @@ const (
 type CampaignWorkflowInput struct {
 	Spec  CampaignSpec   `json:"spec"`
 	State *CampaignState `json:"state,omitempty"`
+	// Attempt numbers the runs of a campaign restarted after a failure or a
+	// stop: 0 or 1 for the first, then 2, 3, … (Service.Execute). Each
+	// later attempt starts from the ResumePoint of the one before it, with
+	// State set, and writes its rounds under artifact.RoundKeys{…, Attempt}.
+	Attempt int `json:"attempt,omitempty"`
+	// Supersedes is the latest manifest an earlier attempt wrote for the
+	// round this attempt starts with (State.NextRound), if any: the round's
+	// new manifest records it as superseded. Carried by continue-as-new
+	// only until that round is committed.
+	Supersedes *ArtifactRef `json:"supersedes,omitempty"`
+}
+
+// ResumePoint answers QueryResume: where a new attempt of the campaign
+// starts. State is the campaign's state after its last committed round
+// (pause and stop cleared by the starter), Attempt the number of the run
+// that answers (1 for the first).
+type ResumePoint struct {
+	Attempt int           `json:"attempt"`
+	State   CampaignState `json:"state"`
 }
 
 // CampaignState is everything a campaign carries from one run to the next
@@ -90,6 +109,9 @@ type RoundWorkflowInput struct {
 	Spec  CampaignSpec `json:"spec"` // already defaulted and validated
 	Round int          `json:"round"`
 	Carry RoundCarry   `json:"carry"`
+	// Attempt and Supersedes: see CampaignWorkflowInput.
+	Attempt    int          `json:"attempt,omitempty"`
+	Supersedes *ArtifactRef `json:"supersedes,omitempty"`
 	// Protocol is the version of the round's steps the CampaignWorkflow
 	// asked for: RoundProtocolLegacy (zero, what rounds started by an older
 	// CampaignWorkflow carry, so their histories still replay) or

@@ -108,8 +108,14 @@ func activityStep(wrapper error, act *temporal.ActivityError) string {
 	return act.ActivityType().GetName()
 }
 
-// roundOfWorkflowID is n for a RoundWorkflowID "<campaign>/round-<n>".
+// roundOfWorkflowID is n for an AttemptRoundWorkflowID
+// "<campaign>/round-<n>" or "<campaign>/round-<n>/attempt-<a>".
 func roundOfWorkflowID(id string) (int, bool) {
+	if i := strings.LastIndex(id, "/attempt-"); i >= 0 {
+		if _, err := strconv.Atoi(id[i+len("/attempt-"):]); err == nil {
+			id = id[:i]
+		}
+	}
 	i := strings.LastIndex(id, "/round-")
 	if i < 0 {
 		return 0, false
@@ -147,7 +153,9 @@ func (f Failure) advice() string {
 	case ErrTypeInvalidSpec:
 		return "fix the campaign spec and start the campaign again"
 	case ErrTypeQuorumNotMet:
-		return "the round's manifest lists the sites that dropped out and why; bring them back (or lower min_sites) and run the campaign again"
+		return "the round's manifest lists the sites that dropped out and why; bring them back (or lower min_sites) and run the campaign again: it resumes from the last committed round as a new attempt"
+	case ErrTypeManifestConflict:
+		return "the round's record in the store is not the one this run computed and is never overwritten; run under another name (starter run --new-campaign)"
 	}
 	return "the rounds it committed stay in the audit record; remove the cause and run the campaign again"
 }

@@ -103,6 +103,14 @@ type RoundManifest struct {
 	// SiteWeights records a robust aggregation's per-site selection
 	// (AggregateOutput.SiteWeights); absent for the other methods.
 	SiteWeights []SiteWeight `json:"site_weights,omitempty"`
+	// Attempt is the campaign's attempt that ran the round: absent for the
+	// first, 2, 3, … for a campaign restarted after a failure or a stop.
+	// A later attempt's manifests are at artifact.RoundKeys{…, Attempt}.Manifest.
+	Attempt int `json:"attempt,omitempty"`
+	// Supersedes is the manifest of an earlier attempt at the same round
+	// that this one replaces (a round that failed below quorum, say), so
+	// the chain protects that record too; absent when none.
+	Supersedes *ArtifactRef `json:"supersedes,omitempty"`
 }
 
 // SiteWeight is the weight a robust aggregation gave a site's update.

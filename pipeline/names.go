@@ -37,6 +37,7 @@ const (
 // Query and update names of CampaignWorkflow.
 const (
 	QueryStatus  = "status" // → CampaignStatus
+	QueryResume  = "resume" // → ResumePoint; answered by closed runs too (Temporal replays them)
 	UpdatePause  = "pause"  // ControlInput → CampaignStatus; rejected when already paused, stopping or done
 	UpdateResume = "resume" // ControlInput → CampaignStatus; rejected unless paused
 	UpdateStop   = "stop"   // ControlInput → CampaignStatus; rejected when already stopping or done
@@ -54,6 +55,9 @@ const (
 	ErrTypeBadSiteData  = "BadSiteData"
 	ErrTypeQuorumNotMet = "QuorumNotMet"
 	ErrTypeInvalidSpec  = "InvalidSpec"
+	// ErrTypeManifestConflict: CommitRound found another manifest at the
+	// round's key (committed history never changes).
+	ErrTypeManifestConflict = "ManifestConflict"
 )
 
 // RoundWorkflowID is the workflow ID of round r of a campaign,
@@ -62,4 +66,15 @@ const (
 // keys sort in round order. Rounds above 9999 simply get more digits.
 func RoundWorkflowID(campaign string, round int) string {
 	return fmt.Sprintf("%s/round-%04d", campaign, round)
+}
+
+// AttemptRoundWorkflowID is RoundWorkflowID for a campaign's first attempt
+// (attempt 0 or 1) and "<campaign>/round-0007/attempt-2" for a later one,
+// so that a restarted campaign's round never collides with the earlier
+// attempt's workflow of the same round.
+func AttemptRoundWorkflowID(campaign string, round, attempt int) string {
+	if attempt > 1 {
+		return fmt.Sprintf("%s/attempt-%d", RoundWorkflowID(campaign, round), attempt)
+	}
+	return RoundWorkflowID(campaign, round)
 }

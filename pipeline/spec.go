@@ -67,8 +67,12 @@ type CampaignSpec struct {
 	// used for its descriptor, for exact reproduction of published numbers.
 	// Empty: the descriptor activity subsamples with the derived seed.
 	DescriptorRows map[string][]int `json:"descriptor_rows,omitempty"`
-	// CodeVersion is the version of the code that started the campaign,
-	// recorded in every manifest.
+	// CodeVersion is the version of the code that started the campaign, in
+	// specs stored before the campaign's identity left it out. New specs
+	// leave it empty (it is not part of what the campaign is: a rebuild
+	// must not make the same spec another campaign); every manifest
+	// records the version of the binary that committed its round. Kept so
+	// that stored specs still decode and hash as they did.
 	CodeVersion string `json:"code_version,omitempty"`
 }
 
@@ -199,6 +203,14 @@ func (s CampaignSpec) SiteNames() []string {
 		names[i] = site.Name
 	}
 	return names
+}
+
+// SameCampaign reports whether s and o describe the same campaign: equal
+// with their defaults applied, whatever code version each carries (a spec
+// stored by an older binary names one; the campaign is the same).
+func (s CampaignSpec) SameCampaign(o CampaignSpec) bool {
+	s.CodeVersion, o.CodeVersion = "", ""
+	return s.WithDefaults().SpecHash() == o.WithDefaults().SpecHash()
 }
 
 // SpecHash is the hex SHA-256 of the spec's JSON encoding. encoding/json

@@ -168,4 +168,43 @@ func TestKeysAndIDs(t *testing.T) {
 	if got := SiteTaskQueue("client3"); got != "ptopofl-site-client3" {
 		t.Errorf("SiteTaskQueue = %q", got)
 	}
+	for i, tc := range []struct {
+		attempt int
+		want    string
+	}{
+		{0, "hc/round-0007"},           // 0: histories from before attempts
+		{1, "hc/round-0007"},           // 1
+		{2, "hc/round-0007/attempt-2"}, // 2
+	} {
+		id := AttemptRoundWorkflowID("hc", 7, tc.attempt)
+		if id != tc.want {
+			t.Errorf("%d: AttemptRoundWorkflowID = %q, want %q", i, id, tc.want)
+		}
+		if r, ok := roundOfWorkflowID(id); !ok || r != 7 {
+			t.Errorf("%d: roundOfWorkflowID(%q) = %d, %v; want 7", i, id, r, ok)
+		}
+	}
+}
+
+// TestSameCampaign: the code version is not part of a campaign's identity;
+// anything that changes the result is, and defaults count as given.
+func TestSameCampaign(t *testing.T) {
+	a := validSpec()
+	for i, tc := range []struct {
+		change func(*CampaignSpec)
+		same   bool
+	}{
+		{func(s *CampaignSpec) { s.CodeVersion = "older-build" }, true},  // 0
+		{func(s *CampaignSpec) { s.Seed++ }, false},                      // 1
+		{func(s *CampaignSpec) { s.Hyperparameters.Beta += 0.1 }, false}, // 2
+		{func(s *CampaignSpec) { s.MinSites = 0 }, true},                 // 3: validSpec's quorum is all 3 sites, which 0 means
+		{func(s *CampaignSpec) { s.RoundDeadline = 0 }, true},            // 4: validSpec has the default deadline
+		{func(s *CampaignSpec) { s.MinSites = 2 }, false},                // 5
+	} {
+		b := a
+		tc.change(&b)
+		if got := a.SameCampaign(b); got != tc.same {
+			t.Errorf("%d: SameCampaign = %v, want %v", i, got, tc.same)
+		}
+	}
 }

@@ -27,6 +27,14 @@ import (
 // "failed"), since going on would hide a federation that no longer meets
 // the guarantee it was started with. Every round committed before stays.
 //
+// Attempts. A failed or stopped campaign is started again as a new run
+// under the same workflow ID with Attempt n+1, the State its last run
+// reports through the "resume" query, and the earlier attempt's manifest
+// of the next round as Supersedes. Its round workflows and objects are
+// named after the attempt (AttemptRoundWorkflowID, artifact.RoundKeys), so
+// nothing of the earlier attempt is overwritten. A history without Attempt
+// (every one begun before attempts existed) runs exactly as before.
+//
 // History size. The campaign continues as new after ContinueAsNewEvery
 // rounds, or earlier when the server suggests it, carrying only a
 // pipeline.CampaignState of references and a few numbers per round.
@@ -34,6 +42,16 @@ func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (
 	// Defaults are applied inside the workflow, not only by the starter, so a
 	// spec that reaches Temporal by another route is held to the same rules.
 	spec := in.Spec.WithDefaults()
+	c := &campaign{spec: spec, st: pipeline.CampaignState{NextRound: 1}, attempt: in.Attempt, supersedes: in.Supersedes}
+	if in.State != nil {
+		c.st = *in.State
+	}
+	// The resume query first, so that even a run that fails its spec
+	// checks says where a next attempt would start. A query handler adds
+	// nothing to the history.
+	if err := c.registerResumeQuery(ctx); err != nil {
+		return pipeline.CampaignWorkflowOutput{}, err
+	}
 	// Histories begun before the spec checks of versionSpecSizeChecks
 	// replay under the rules they started with (a running campaign must
 	// not fail its own validation on upgrade); new runs get every check.
@@ -44,10 +62,6 @@ func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (
 	if err := validate(); err != nil {
 		return pipeline.CampaignWorkflowOutput{}, temporal.NewNonRetryableApplicationError(
 			"invalid campaign spec: "+err.Error(), pipeline.ErrTypeInvalidSpec, nil)
-	}
-	c := &campaign{spec: spec, st: pipeline.CampaignState{NextRound: 1}}
-	if in.State != nil {
-		c.st = *in.State
 	}
 	if err := c.registerHandlers(ctx); err != nil {
 		return pipeline.CampaignWorkflowOutput{}, err
@@ -78,7 +92,7 @@ func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (
 			// The original spec, not the defaulted one: defaults are
 			// re-applied by the next run, so both runs see the same spec.
 			return pipeline.CampaignWorkflowOutput{}, workflow.NewContinueAsNewError(ctx, CampaignWorkflow,
-				pipeline.CampaignWorkflowInput{Spec: in.Spec, State: &c.st})
+				pipeline.CampaignWorkflowInput{Spec: in.Spec, State: &c.st, Attempt: in.Attempt, Supersedes: c.supersedes})
 		}
 	}
 
@@ -118,6 +132,14 @@ type campaign struct {
 	lastDropped   []pipeline.SiteDrop // drops of the last finished round
 	finished      string              // "" while running, then done/stopped/failed
 	failureReason string
+	// attempt is the input's Attempt (0 or 1: the first); supersedes the
+	// earlier attempt's manifest of the next round, until that round commits.
+	attempt    int
+	supersedes *pipeline.ArtifactRef
+	// failedManifest is the manifest of a round that failed below quorum:
+	// the status reports it as the last manifest, while st keeps the state
+	// after the last committed round, where a new attempt resumes.
+	failedManifest *pipeline.ArtifactRef
 }
 
 func (c *campaign) runRound(ctx workflow.Context) error {
@@ -128,16 +150,20 @@ func (c *campaign) runRound(ctx workflow.Context) error {
 		// A deterministic ID per round: a replayed or continued campaign finds
 		// its round again instead of starting a second one, and operators can
 		// find a round by name.
-		WorkflowID: pipeline.RoundWorkflowID(c.spec.Campaign, n),
+		// A later attempt's rounds get IDs of their own, so they never meet
+		// the earlier attempt's workflow of the same round.
+		WorkflowID: pipeline.AttemptRoundWorkflowID(c.spec.Campaign, n, c.attempt),
 		TaskQueue:  pipeline.ServerTaskQueue,
 	})
 	var out pipeline.RoundWorkflowOutput
 	err := workflow.ExecuteChildWorkflow(cctx, RoundWorkflow, pipeline.RoundWorkflowInput{
 		Spec: c.spec, Round: n, Carry: c.st.Carry, Protocol: pipeline.RoundProtocolCurrent,
+		Attempt: c.attempt, Supersedes: c.supersedes,
 	}).Get(ctx, &out)
 	if err != nil {
 		return c.fail(n, err)
 	}
+	c.supersedes = nil
 	c.st.Carry = out.Carry
 	c.st.NextRound = n + 1
 	c.st.AUCCurve = append(c.st.AUCCurve, out.Mean.AUC)
@@ -161,7 +187,7 @@ func (c *campaign) fail(n int, err error) error {
 			c.failureReason = qf.Reason
 			c.lastDropped = qf.Dropped
 			manifest := qf.Manifest
-			c.st.LastManifest = &manifest
+			c.failedManifest = &manifest
 		} else {
 			c.failureReason = appErr.Message()
 		}
@@ -189,6 +215,9 @@ func (c *campaign) status() pipeline.CampaignStatus {
 		StopReason:    c.st.StopReason,
 		FailureReason: c.failureReason,
 	}
+	if c.failedManifest != nil {
+		s.LastManifest = c.failedManifest
+	}
 	return s
 }
 
@@ -207,6 +236,16 @@ func controlState(finished string, stopping, paused bool) string {
 	return pipeline.StateRunning
 }
 
+// registerResumeQuery installs the query that says where a new attempt
+// resumes. Temporal answers it for a closed run too, by replaying it, so
+// the starter reads the state after the last committed round from the run
+// that failed or stopped.
+func (c *campaign) registerResumeQuery(ctx workflow.Context) error {
+	return workflow.SetQueryHandler(ctx, pipeline.QueryResume, func() (pipeline.ResumePoint, error) {
+		return pipeline.ResumePoint{Attempt: max(c.attempt, 1), State: c.st}, nil
+	})
+}
+
 // registerHandlers installs the status query and the control updates.
 // Validators only read state: a validator that changed it would change
 // the workflow even for a rejected update, which is never written to the
@@ -217,6 +256,7 @@ func (c *campaign) registerHandlers(ctx workflow.Context) error {
 	}); err != nil {
 		return err
 	}
+
 	notOver := func() error {
 		if c.finished != "" {
 			return fmt.Errorf("campaign %s is %s", c.spec.Campaign, c.finished)

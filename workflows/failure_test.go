@@ -16,6 +16,10 @@ import (
 // the models, as the Aggregate activity's error carries it.
 const krumMessage = "aggregate round 1 (krum): krum: 4 models with f = 1, want more than 2f + 2 = 4 models; lower f or add sites"
 
+// conflictMessage is CommitRound's error for a manifest key that holds
+// another manifest.
+const conflictMessage = "campaigns/hc-test/round-0002/manifest.json already holds another manifest (sha256 0123456789ab)"
+
 // TestDescribeFailureOfRealChains runs campaigns that fail in different
 // ways through the SDK's test environment, so the error chains are the
 // ones Temporal builds (workflow → child round workflow → activity →
@@ -65,7 +69,15 @@ func TestDescribeFailureOfRealChains(t *testing.T) {
 			want: pipeline.Failure{Campaign: "hc-test", Type: pipeline.ErrTypeQuorumNotMet,
 				Message: "round 1, train phase: 1 of 3 sites remain, below the quorum min_sites=2; manifest s3://ptopofl/campaigns/hc-test/round-0001/manifest.json"},
 		},
-		{ // 5: an invalid spec
+		{ // 5: a manifest conflict, as activities.Server.CommitRound returns it (a restart that would rewrite a committed round)
+			name: "manifest conflict",
+			spec: func(s *pipeline.CampaignSpec) { s.Rounds = 2 },
+			setup: func(fed *fakeFederation) {
+				fed.commitErr = map[int]error{2: temporal.NewNonRetryableApplicationError(conflictMessage, pipeline.ErrTypeManifestConflict, nil)}
+			},
+			want: pipeline.Failure{Campaign: "hc-test", Round: 2, Step: "commit manifest", Type: pipeline.ErrTypeManifestConflict, Message: conflictMessage},
+		},
+		{ // 6: an invalid spec
 			name: "invalid spec",
 			spec: func(s *pipeline.CampaignSpec) { s.Rounds = 10000 },
 			want: pipeline.Failure{Campaign: "hc-test", Type: pipeline.ErrTypeInvalidSpec,

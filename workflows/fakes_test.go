@@ -22,12 +22,16 @@ import (
 type fakeFederation struct {
 	bucket string
 	bad    map[string]bool // sites whose training fails with BadSiteData
+	// badFrom[site] = round: the site's training fails from that round on.
+	badFrom map[string]int
 	// badDescriptor[site] = round: the site's descriptor fails in that round only.
 	badDescriptor map[string]int
 	// recheck[round]: ClusterSites asks the next round for fresh descriptors.
 	recheck map[int]bool
 	// clusterErr and aggregateErr[round]: the server activity's error in that round.
 	clusterErr, aggregateErr map[int]error
+	// commitErr[round]: CommitRound's error in that round.
+	commitErr map[int]error
 
 	mu        sync.Mutex // the test environment runs activities on their own goroutines
 	manifests []pipeline.RoundManifest
@@ -35,7 +39,7 @@ type fakeFederation struct {
 }
 
 func newFakeFederation() *fakeFederation {
-	return &fakeFederation{bucket: "ptopofl", bad: map[string]bool{}, badDescriptor: map[string]int{},
+	return &fakeFederation{bucket: "ptopofl", bad: map[string]bool{}, badFrom: map[string]int{}, badDescriptor: map[string]int{},
 		recheck: map[int]bool{}, calls: map[string]int{}}
 }
 
@@ -75,11 +79,14 @@ func (f *fakeFederation) ComputeDescriptor(ctx context.Context, in pipeline.Comp
 
 func (f *fakeFederation) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pipeline.TrainLocalOutput, error) {
 	f.count(pipeline.ActivityTrainLocal)
-	if f.bad[in.Site] {
+	f.mu.Lock()
+	from, ok := f.badFrom[in.Site]
+	f.mu.Unlock()
+	if f.bad[in.Site] || (ok && in.Round >= from) {
 		return pipeline.TrainLocalOutput{}, pipeline.NewBadSiteDataError(in.Site, in.Site+"_train.csv", 17, "expected 20 features, got 19")
 	}
 	out := pipeline.TrainLocalOutput{
-		Model:    fakeRef(in.Bucket, artifact.ModelKey(in.Campaign, in.Round, in.Site)),
+		Model:    fakeRef(in.Bucket, in.Keys().Model(in.Site)),
 		NumTrain: 100 + in.SiteIndex,
 		Loss:     0.5,
 	}
@@ -142,6 +149,9 @@ func (f *fakeFederation) Aggregate(ctx context.Context, in pipeline.AggregateInp
 
 func (f *fakeFederation) CommitRound(ctx context.Context, in pipeline.CommitRoundInput) (pipeline.CommitRoundOutput, error) {
 	f.count(pipeline.ActivityCommitRound)
+	if err := f.commitErr[in.Manifest.Round]; err != nil {
+		return pipeline.CommitRoundOutput{}, err
+	}
 	b, err := json.Marshal(in.Manifest)
 	if err != nil {
 		return pipeline.CommitRoundOutput{}, err
@@ -151,7 +161,7 @@ func (f *fakeFederation) CommitRound(ctx context.Context, in pipeline.CommitRoun
 	f.mu.Unlock()
 	sum := sha256.Sum256(b)
 	return pipeline.CommitRoundOutput{Manifest: pipeline.ArtifactRef{
-		Bucket: in.Bucket, Key: artifact.ManifestKey(in.Manifest.Campaign, in.Manifest.Round),
+		Bucket: in.Bucket, Key: artifact.RoundKeys{Campaign: in.Manifest.Campaign, Round: in.Manifest.Round, Attempt: in.Manifest.Attempt}.Manifest(),
 		SHA256: hex.EncodeToString(sum[:]), Size: int64(len(b)),
 	}}, nil
 }

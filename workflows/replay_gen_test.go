@@ -92,6 +92,50 @@ func TestGenerateGoldenHistory(t *testing.T) {
 	writeGoldenHistory(t, ctx, c, pipeline.RoundWorkflowID(spec.Campaign, 1), "", roundHistoryFile)
 }
 
+// TestGenerateGoldenAttemptHistory records a campaign restarted as a new
+// attempt: replayAttemptSpec's 2 rounds, whose first attempt fails below
+// quorum in round 2 (c1 and c2's training fails from round 2 on); the
+// sites fixed, attempt 2 starts from the state the first run's resume
+// query gives, superseding the failed manifest, and commits round 2. The
+// files are attempt 2's campaign history and its round 2's.
+func TestGenerateGoldenAttemptHistory(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c := goldenServer(t, ctx)
+
+	spec := replayAttemptSpec()
+	fed := newFakeFederation()
+	fed.badFrom["c1"], fed.badFrom["c2"] = 2, 2
+	startFakeFederation(t, c, fed, spec.SiteNames(), nil)
+
+	first, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: spec.Campaign, TaskQueue: pipeline.ServerTaskQueue},
+		pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: spec})
+	require.NoError(t, err)
+	require.ErrorContains(t, first.Get(ctx, nil), "below the quorum")
+	v, err := c.QueryWorkflow(ctx, spec.Campaign, first.GetRunID(), pipeline.QueryResume)
+	require.NoError(t, err)
+	var rp pipeline.ResumePoint
+	require.NoError(t, v.Get(&rp))
+	require.Equal(t, 2, rp.State.NextRound)
+
+	fed.mu.Lock()
+	fed.badFrom = map[string]int{}
+	fed.mu.Unlock()
+	failed := fakeRef(spec.Bucket, artifact.ManifestKey(spec.Campaign, 2))
+	second, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: spec.Campaign, TaskQueue: pipeline.ServerTaskQueue,
+		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	}, pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: spec, State: &rp.State, Attempt: rp.Attempt + 1, Supersedes: &failed})
+	require.NoError(t, err)
+	var out pipeline.CampaignWorkflowOutput
+	require.NoError(t, second.Get(ctx, &out))
+	require.Equal(t, pipeline.StateDone, out.State)
+	require.Equal(t, spec.Rounds, out.RoundsDone)
+
+	writeGoldenHistory(t, ctx, c, spec.Campaign, second.GetRunID(), campaignAttemptHistoryFile)
+	writeGoldenHistory(t, ctx, c, pipeline.AttemptRoundWorkflowID(spec.Campaign, 2, 2), "", roundAttemptHistoryFile)
+}
+
 // TestGenerateGoldenSweepHistory records the golden SweepWorkflow history:
 // a sweep of two 1-round campaigns (pTopoFL and FedAvg on the three fake
 // sites, one at a time) whose child campaigns and rounds run on the same

@@ -27,6 +27,11 @@ const (
 	// sweepHistoryFile is a SweepWorkflow of two 1-round campaigns run one
 	// at a time (replaySweepSpec).
 	sweepHistoryFile = "sweep_history.json"
+	// campaignAttemptHistoryFile is attempt 2 of replayAttemptSpec's
+	// campaign, resumed at round 2 after attempt 1 failed there below
+	// quorum; roundAttemptHistoryFile its round 2.
+	campaignAttemptHistoryFile = "campaign_attempt_history.json"
+	roundAttemptHistoryFile    = "round_attempt_history.json"
 )
 
 // Histories recorded by earlier versions of the workflows, which the
@@ -51,6 +56,13 @@ func replaySpec() pipeline.CampaignSpec {
 		RoundDeadline: time.Minute, SiteActivityTimeout: 30 * time.Second,
 		Bucket: "ptopofl", CodeVersion: "golden",
 	}
+}
+
+// replayAttemptSpec is the campaign of the golden attempt histories.
+func replayAttemptSpec() pipeline.CampaignSpec {
+	s := replaySpec()
+	s.Campaign, s.Method, s.CodeVersion = "golden-attempt", learn.FedAvg, ""
+	return s
 }
 
 // replaySweepSpec is the sweep of the golden sweep history.
@@ -85,6 +97,8 @@ func TestReplayGoldenHistories(t *testing.T) {
 		{roundHistoryV0File, pipeline.RoundWorkflowID(replaySpec().Campaign, 1)},
 		{sweepHistoryFile, replaySweepSpec().Sweep},
 		{sweepHistoryV0File, replaySweepSpec().Sweep},
+		{campaignAttemptHistoryFile, replayAttemptSpec().Campaign},
+		{roundAttemptHistoryFile, pipeline.AttemptRoundWorkflowID(replayAttemptSpec().Campaign, 2, 2)},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := filepath.Join("testdata", tc.file)

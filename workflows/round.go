@@ -73,6 +73,7 @@ type round struct {
 	spec     pipeline.CampaignSpec
 	n        int // round number
 	protocol int // pipeline.RoundProtocol*: the version of the round's steps
+	attempt  int // the campaign's attempt (0 or 1: the first)
 	carry    pipeline.RoundCarry
 	m        pipeline.RoundManifest
 	index    map[string]int // site → position in spec.Sites
@@ -96,6 +97,7 @@ func newRound(ctx workflow.Context, in pipeline.RoundWorkflowInput) *round {
 		spec:     spec,
 		n:        in.Round,
 		protocol: in.Protocol,
+		attempt:  in.Attempt,
 		carry:    in.Carry,
 		index:    make(map[string]int, len(spec.Sites)),
 		nTrain:   make(map[string]int, len(spec.Sites)),
@@ -123,6 +125,12 @@ func newRound(ctx workflow.Context, in pipeline.RoundWorkflowInput) *round {
 	for i, s := range spec.Sites {
 		r.index[s.Name] = i
 	}
+	// Only a later attempt says so: a first attempt's manifest keeps the
+	// bytes it always had.
+	if in.Attempt > 1 {
+		r.m.Attempt = in.Attempt
+	}
+	r.m.Supersedes = in.Supersedes
 	return r
 }
 
@@ -131,7 +139,8 @@ func (r *round) siteCall(site, purpose string) pipeline.SiteCall {
 		Campaign: r.spec.Campaign, Round: r.n, Site: site, SiteIndex: r.index[site],
 		Method: r.spec.Method, Preset: r.spec.Preset, Hyperparameters: r.spec.Hyperparameters,
 		Bucket: r.spec.Bucket, CampaignSeed: r.spec.Seed,
-		Seed: pipeline.DeriveSeed(r.spec.Seed, r.n, site, purpose),
+		Seed:    pipeline.DeriveSeed(r.spec.Seed, r.n, site, purpose),
+		Attempt: r.attempt,
 	}
 }
 
@@ -139,8 +148,9 @@ func (r *round) serverCall(purpose string) pipeline.ServerCall {
 	return pipeline.ServerCall{
 		Campaign: r.spec.Campaign, Round: r.n, Method: r.spec.Method, Preset: r.spec.Preset,
 		Hyperparameters: r.spec.Hyperparameters, Bucket: r.spec.Bucket, CampaignSeed: r.spec.Seed,
-		Seed:  pipeline.DeriveSeed(r.spec.Seed, r.n, "", purpose),
-		Sites: r.spec.SiteNames(),
+		Seed:    pipeline.DeriveSeed(r.spec.Seed, r.n, "", purpose),
+		Sites:   r.spec.SiteNames(),
+		Attempt: r.attempt,
 	}
 }
 

@@ -46,6 +46,13 @@ func printHistory(stdout io.Writer, h historyOutput) {
 		fmt.Fprintf(stdout, "%5d  %-9s %5d  %-24s %-18s %-18s %-10s %8.4f  %8.4f %8.4f  %.8s\n",
 			r.Round, r.Outcome, len(r.Participants), dash(strings.Join(drops, " ")), dash(strings.Join(cl, " ")),
 			dash(strings.Join(tr, " ")), dash(strings.Join(r.Flagged, ",")), maxDrift, r.MeanAUC, r.MeanAcc, r.SHA256)
+		if r.Attempt > 1 {
+			fmt.Fprintf(stdout, "       attempt %d", r.Attempt)
+			if len(r.Superseded) > 0 {
+				fmt.Fprintf(stdout, ", superseding %s", strings.Join(r.Superseded, ", "))
+			}
+			fmt.Fprintln(stdout)
+		}
 		printArtifactHashes(stdout, r.Artifacts)
 	}
 	fmt.Fprintf(stdout, "manifests  %s\n", h.Manifests)

@@ -52,7 +52,8 @@ import (
 const usage = `usage: starter COMMAND [flags]
 
 commands:
-  run      start (or re-attach to) a campaign and wait for its result
+  run      start (or re-attach to) a campaign and wait for its result; a failed or stopped
+           campaign starts its next attempt from its last committed round
   table    run several methods as campaigns on one stack and print the results table
   status   show a campaign's state
   watch    print a progress line per round until the campaign ends

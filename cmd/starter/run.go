@@ -76,6 +76,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var f campaignFlags
 	f.register(fs)
 	detach := fs.Bool("detach", false, "start the campaign and return at once (not with --local)")
+	newCampaign := fs.Bool("new-campaign", false, "if the campaign name is taken by a campaign with another spec, run as <name>-2, <name>-3, … (the first free or same-spec name)")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -107,6 +108,20 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer e.Close()
+	// The name is the campaign's identity: a different spec under a name
+	// already used is refused here, before any worker or workflow starts.
+	if *newCampaign {
+		name := spec.Campaign
+		if spec, err = e.svc.NewCampaign(ctx, spec); err != nil {
+			return err
+		}
+		if spec.Campaign != name && progressOut != nil {
+			fmt.Fprintf(progressOut, "campaign %s exists with a different spec; running this one as %s\n", name, spec.Campaign)
+		}
+	}
+	if spec, err = e.svc.ClaimSpec(ctx, spec); err != nil {
+		return err
+	}
 	if f.conn.local {
 		stop, err := e.svc.StartLocalWorkers(fed, spec.Sites, progressOut)
 		if err != nil {
@@ -120,7 +135,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if *detach {
 		if quiet {
-			return json.NewEncoder(stdout).Encode(map[string]string{"campaign": spec.Campaign})
+			return json.NewEncoder(stdout).Encode(map[string]string{"campaign": res.Campaign})
 		}
 		fmt.Fprintf(stdout, "started campaign %s; follow it with: starter watch %s\n", spec.Campaign, spec.Campaign)
 		return nil

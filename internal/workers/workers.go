@@ -36,7 +36,7 @@ func NewServer(c client.Client, st *store.Store, opts Options) worker.Worker {
 	w := worker.New(c, pipeline.ServerTaskQueue, opts.Worker)
 	workflows.Register(w) // every workflow, under its pipeline name
 	workflows.RegisterSweep(w)
-	activities.NewServer(st).Register(w)
+	activities.NewServer(st).WithCodeVersion(CodeVersion()).Register(w)
 	return w
 }
 
