@@ -3,8 +3,10 @@
 // half of the local stack (internal/devstack) and the server that the store
 // tests talk to.
 //
-// It is not a production S3: one root account, no TLS, no IAM. A real
-// deployment points the same binaries at an S3 endpoint instead.
+// It is not a production S3: one root account with full access, one
+// derived account per site (SiteCredentials) whose rights come only from
+// the bucket policy, no TLS. A real deployment points the same binaries at
+// an S3 endpoint instead.
 //
 // It does not import the Temporal server, so tests that need only S3 stay
 // light to build and link.
@@ -186,10 +188,11 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 		MultipartMaxParts: 10000,
 		HealthPath:        HealthPath,
 		Quiet:             true,
-		// The same single-account IAM versitygw would build itself, passed in
-		// so that it does not announce it on stdout: commands such as
-		// cmd/devstack promise one JSON line there.
-		IAMService: auth.NewIAMServiceSingle(auth.Account{Access: cfg.AccessKey, Secret: cfg.SecretKey, Role: auth.RoleAdmin}),
+		// The root account plus one derived account per site
+		// (SiteCredentials), passed in (rather than an IAM versitygw
+		// would build and announce on stdout: commands such as
+		// cmd/devstack promise one JSON line there).
+		IAMService: siteIAM{root: auth.Account{Access: cfg.AccessKey, Secret: cfg.SecretKey, Role: auth.RoleAdmin}},
 	}
 	go func() { s.done <- embedgw.RunVersityGW(runCtx, be, gwcfg) }()
 
