@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -162,6 +163,22 @@ func TestSiteIsolation(t *testing.T) {
 	cur, _ := root.BucketPolicy(ctx)
 	if sites, err := policySites(cur); err != nil || strings.Join(sites, ",") != "a,b,c" {
 		t.Errorf("policy grants %v (%v), want a,b,c", sites, err)
+	}
+
+	// 200 sites' grants (about 200 KB of policy; an extended attribute of
+	// the bucket directory would hold a few KiB) and site a still works.
+	many := make([]string, 200)
+	for i := range many {
+		many[i] = fmt.Sprintf("site-%03d", i)
+	}
+	if err := GrantSites(ctx, root, many); err != nil {
+		t.Fatalf("grant 200 sites: %v", err)
+	}
+	if _, got, err := a.GetKey(ctx, keys["a model"]); err != nil || len(got) == 0 {
+		t.Errorf("site a reads its model after 200 more grants: %v", err)
+	}
+	if _, _, err := a.GetKey(ctx, keys["b model"]); !accessDenied(err) {
+		t.Errorf("site a reads b's model after 200 more grants: %v, want AccessDenied", err)
 	}
 
 	// The credentials file works for a worker started elsewhere.

@@ -171,10 +171,17 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		prevWD = ""
 	}
-	be, err := posix.New(dir, ms, opts) // changes the working directory to dir
+	// Bucket policies (the per-site grants) live beside the data
+	// directory, not inside it, where they would show up as a bucket.
+	policyDir := filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+"-policies")
+	if err := os.MkdirAll(policyDir, 0o700); err != nil {
+		return nil, fmt.Errorf("s3local: bucket policy dir: %w", err)
+	}
+	px, err := posix.New(dir, ms, opts) // changes the working directory to dir
 	if err != nil {
 		return nil, fmt.Errorf("s3local: posix backend on %s: %w", dir, err)
 	}
+	be := &bucketPolicies{Backend: px, dataDir: dir, dir: policyDir}
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	s := &Server{addr: addr, dir: dir, metaNote: metaNote, prevWD: prevWD, cancel: cancel, done: make(chan error, 1)}
