@@ -179,3 +179,26 @@ func SiteStores(ctx context.Context, ep Endpoints, rootAccess, rootSecret string
 	}
 	return out, nil
 }
+
+// GrantLiveSites grants sites on the stack another process serves over the
+// absolute data directory dir (SiteStores) and returns the credentials file
+// of each, in order: how a site worker started by hand, whose name the
+// stack has never heard, gets its own S3 identity.
+func GrantLiveSites(ctx context.Context, dir string, sites []string) ([]string, error) {
+	ep, ok := liveStack(ctx, dir)
+	if !ok {
+		return nil, fmt.Errorf("local stack: no running stack serves %s (start it with devstack --data %s)", dir, dir)
+	}
+	ak, sk, err := ReadCredentials(ep.CredentialsFile)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := SiteStores(ctx, ep, ak, sk, sites); err != nil {
+		return nil, err
+	}
+	paths := make([]string, len(sites))
+	for i, s := range sites {
+		paths[i] = SiteCredentialsFile(dir, s)
+	}
+	return paths, nil
+}

@@ -222,4 +222,24 @@ func TestDeployPolicyMatches(t *testing.T) {
 		w, _ := json.MarshalIndent(want, "", "  ")
 		t.Errorf("README policy differs from SiteIdentityPolicy; want\n%s", w)
 	}
+
+	// The policy files the compose set-up attaches to its site users.
+	files, err := filepath.Glob("../../deploy/temporal/policies/site-*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no deploy/temporal/policies/site-*.json: %v", err)
+	}
+	for _, f := range files {
+		site := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "site-"), ".json")
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got PolicyDocument
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if !reflect.DeepEqual(got, SiteIdentityPolicy("ptopofl", site)) {
+			t.Errorf("%s differs from SiteIdentityPolicy(ptopofl, %s)", f, site)
+		}
+	}
 }
