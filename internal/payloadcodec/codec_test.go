@@ -239,3 +239,24 @@ func TestNewKeyLine(t *testing.T) {
 		t.Errorf("current %s, want local-1", k.Current())
 	}
 }
+
+// BenchmarkSealOpen seals and opens one payload of the size of a typical
+// activity input (a few references and settings, ~2 KiB).
+func BenchmarkSealOpen(b *testing.B) {
+	k, err := ParseKeys(keyLine("k1", 1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := NewCodec(k)
+	p := &commonpb.Payload{Metadata: map[string][]byte{"encoding": []byte("json/plain")}, Data: bytes.Repeat([]byte("x"), 2048)}
+	b.SetBytes(int64(len(p.Data)))
+	for b.Loop() {
+		enc, err := c.Encode([]*commonpb.Payload{p})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Decode(enc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
