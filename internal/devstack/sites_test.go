@@ -181,6 +181,23 @@ func TestSiteIsolation(t *testing.T) {
 		t.Errorf("site a reads b's model after 200 more grants: %v, want AccessDenied", err)
 	}
 
+	// The grants outlive a restart of the server (they are files beside
+	// its data directory).
+	addr := srv.Addr()
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	srv, err = s3local.Start(ctx, s3local.Config{Dir: filepath.Join(dir, "s3"), Addr: addr, AccessKey: rootAK, SecretKey: rootSK})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, got, err := a.GetKey(ctx, keys["a model"]); err != nil || len(got) == 0 {
+		t.Errorf("site a reads its model after a restart: %v", err)
+	}
+	if _, _, err := a.GetKey(ctx, keys["b model"]); !accessDenied(err) {
+		t.Errorf("site a reads b's model after a restart: %v, want AccessDenied", err)
+	}
+
 	// The credentials file works for a worker started elsewhere.
 	path := SiteCredentialsFile(dir, "a")
 	fi, err := os.Stat(path)
