@@ -29,6 +29,11 @@ func inputErrorf(format string, args ...any) error {
 type Service struct {
 	Client client.Client
 	Store  *store.Store
+	// SiteStores, when set, gives the site workers started in this process
+	// (StartLocalWorkers, StartSweepWorkers) each its own S3 identity,
+	// which may touch only that site's artifacts; nil means they share
+	// Store.
+	SiteStores func(ctx context.Context, sites []string) (map[string]*store.Store, error)
 }
 
 // New returns a Service over c and st; closing them stays the caller's.

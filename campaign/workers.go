@@ -1,19 +1,23 @@
 package campaign
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"go.temporal.io/sdk/worker"
 
 	"github.com/ptopofl/ptopofl/internal/workers"
 	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/store"
 )
 
 // StartLocalWorkers starts, in this process, the server worker and one
 // site worker per site of a campaign, each reading only its own files of
 // the federation directory; a line saying so goes to progress (nil:
-// silent). Call stop when done.
+// silent). Each site worker uses its own S3 identity when SiteStores is
+// set. Call stop when done.
 func (s *Service) StartLocalWorkers(fed *Federation, sites []pipeline.Site, progress io.Writer) (stop func(), err error) {
 	var started []worker.Worker
 	stop = func() {
@@ -21,13 +25,21 @@ func (s *Service) StartLocalWorkers(fed *Federation, sites []pipeline.Site, prog
 			started[i].Stop()
 		}
 	}
+	names := make([]string, len(sites))
+	for i, site := range sites {
+		names[i] = site.Name
+	}
+	stores, err := s.siteStores(names)
+	if err != nil {
+		return nil, err
+	}
 	w, err := workers.StartServer(s.Client, s.Store, workers.Options{})
 	if err != nil {
 		return nil, err
 	}
 	started = append(started, w)
 	for _, site := range sites {
-		w, err := workers.StartSite(s.Client, s.Store, site.Name, fed.Dir, workers.Options{})
+		w, err := workers.StartSite(s.Client, stores[site.Name], site.Name, fed.Dir, workers.Options{})
 		if err != nil {
 			stop()
 			return nil, err
@@ -51,6 +63,16 @@ func (s *Service) StartSweepWorkers(plan SweepPlan, progress io.Writer) (stop fu
 			started[i].Stop()
 		}
 	}
+	var names []string
+	for _, f := range plan.Spec.Federations {
+		for _, site := range f.Sites {
+			names = append(names, site.Name)
+		}
+	}
+	stores, err := s.siteStores(names)
+	if err != nil {
+		return nil, err
+	}
 	w := workers.NewServer(s.Client, s.Store, workers.Options{})
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start server worker: %w", err)
@@ -64,7 +86,7 @@ func (s *Service) StartSweepWorkers(plan SweepPlan, progress io.Writer) (stop fu
 			}
 			seen[site.Name] = true
 			// One poller: a sweep can have a hundred sites in one process.
-			sw, err := workers.NewSite(s.Client, s.Store, site.Name, plan.FedDirs[f.Name],
+			sw, err := workers.NewSite(s.Client, stores[site.Name], site.Name, plan.FedDirs[f.Name],
 				workers.Options{Worker: worker.Options{MaxConcurrentActivityTaskPollers: 1}})
 			if err != nil {
 				stop()
@@ -81,4 +103,29 @@ func (s *Service) StartSweepWorkers(plan SweepPlan, progress io.Writer) (stop fu
 		fmt.Fprintf(progress, "workers: server + %d sites in process\n", len(seen))
 	}
 	return stop, nil
+}
+
+// siteStores is the store of each site's worker: its own identity from
+// SiteStores, or the service's store for every site when SiteStores is nil.
+func (s *Service) siteStores(sites []string) (map[string]*store.Store, error) {
+	out := make(map[string]*store.Store, len(sites))
+	if s.SiteStores == nil {
+		for _, site := range sites {
+			out[site] = s.Store
+		}
+		return out, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	got, err := s.SiteStores(ctx, sites)
+	if err != nil {
+		return nil, fmt.Errorf("S3 identities of the sites: %w", err)
+	}
+	for _, site := range sites {
+		if got[site] == nil {
+			return nil, fmt.Errorf("S3 identities of the sites: none for site %s", site)
+		}
+		out[site] = got[site]
+	}
+	return out, nil
 }

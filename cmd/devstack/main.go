@@ -9,6 +9,15 @@
 // DIR/credentials.env (PTOPOFL_S3_ACCESS_KEY, PTOPOFL_S3_SECRET_KEY), never on
 // stdout. It runs until SIGINT or SIGTERM, then stops both servers and exits 0.
 //
+// Site workers started by hand get their own S3 identity, which may touch
+// only that site's artifacts: with the stack running,
+//
+//	devstack --data DIR --grant-sites hospital-a,hospital-b
+//
+// prints DIR/sites/<site>.env for each (load it into the site worker's
+// environment). Temporal payloads are encrypted with DIR/payload-keys: give
+// it to every worker with --payload-key-file.
+//
 // Starting again with the same DIR resumes: workflows, histories and objects
 // persist. Fixed ports can be reused right after a kill -9. A fixed
 // --temporal-port P also uses P+1 and P+2 for Temporal's internal services.
@@ -22,6 +31,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -40,6 +50,7 @@ func run() int {
 	namespace := fs.String("namespace", devstack.DefaultNamespace, "Temporal namespace to create")
 	bucket := fs.String("bucket", devstack.DefaultBucket, "S3 bucket to create")
 	readyTimeout := fs.Duration("ready-timeout", devstack.DefaultReadyTimeout, "how long each server may take to become ready")
+	grant := fs.String("grant-sites", "", "comma-separated site names: give each its own S3 identity on the devstack already running over --data, print its credentials file, and exit")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: devstack --data DIR [--temporal-port P] [--s3-port Q] [--namespace NS] [--bucket B]")
 		fs.PrintDefaults()
@@ -61,6 +72,18 @@ func run() int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+
+	if *grant != "" {
+		paths, err := devstack.GrantLiveSites(ctx, dir, strings.Split(*grant, ","))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "devstack: %v\n", err)
+			return 1
+		}
+		for _, p := range paths {
+			fmt.Println(p)
+		}
+		return 0
+	}
 
 	t0 := time.Now()
 	stack, err := devstack.Start(ctx, devstack.Config{

@@ -15,6 +15,7 @@ import (
 	"github.com/ptopofl/ptopofl/campaign"
 	"github.com/ptopofl/ptopofl/internal/connect"
 	"github.com/ptopofl/ptopofl/internal/devstack"
+	"github.com/ptopofl/ptopofl/internal/payloadcodec"
 	"github.com/ptopofl/ptopofl/store"
 )
 
@@ -83,8 +84,13 @@ func (c *connFlags) connect(ctx context.Context, stderr io.Writer) (*env, error)
 	if err != nil {
 		return nil, inputErrorf("%v", err)
 	}
+	keys, err := c.remote.PayloadKeys()
+	if err != nil {
+		return nil, inputErrorf("%v", err)
+	}
 	opts := connect.ClientOptions(c.remote.Temporal, c.remote.Namespace, tc)
 	opts.Logger = connect.QuietLogger()
+	connect.SealPayloads(&opts, keys)
 	cl, err := connect.Dial(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -118,8 +124,19 @@ func (c *connFlags) connectLocal(ctx context.Context, stderr io.Writer) (*env, e
 		fmt.Fprintf(stderr, "local stack up in %.1fs: Temporal %s, S3 %s, data %s\n", time.Since(start).Seconds(), ep.Temporal, ep.S3URL, dir)
 	}
 	e := &env{local: &ep, dataDir: dir, closers: []func(){o.Stop}}
+	// The stack's own payload key unless the user names another key file.
+	keyFile := c.remote.PayloadKeyFile
+	if keyFile == "" {
+		keyFile = ep.PayloadKeyFile
+	}
+	keys, err := payloadcodec.LoadKeys(keyFile)
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("local stack: %w", err)
+	}
 	opts := connect.ClientOptions(ep.Temporal, ep.Namespace, nil)
 	opts.Logger = connect.QuietLogger()
+	connect.SealPayloads(&opts, keys)
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cl, err := client.DialContext(dctx, opts)
@@ -137,5 +154,10 @@ func (c *connFlags) connectLocal(ctx context.Context, stderr io.Writer) (*env, e
 		return nil, fmt.Errorf("local stack: S3 %s: %w", ep.S3URL, err)
 	}
 	e.svc = campaign.New(cl, st)
+	// Site workers started here get their own S3 identities, as they
+	// would at their premises.
+	e.svc.SiteStores = func(ctx context.Context, sites []string) (map[string]*store.Store, error) {
+		return devstack.SiteStores(ctx, ep, o.AccessKey, o.SecretKey, sites)
+	}
 	return e, nil
 }

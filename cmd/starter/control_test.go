@@ -53,7 +53,9 @@ func TestControl(t *testing.T) {
 	}
 	t.Setenv(store.EnvAccessKey, ak)
 	t.Setenv(store.EnvSecretKey, sk)
-	conn := []string{"--temporal", ep.Temporal, "--namespace", ep.Namespace, "--s3", ep.S3URL, "--bucket", ep.Bucket, "--format", "json"}
+	// The stack's payload key: results and queries are encrypted with it.
+	conn := []string{"--temporal", ep.Temporal, "--namespace", ep.Namespace, "--s3", ep.S3URL, "--bucket", ep.Bucket,
+		"--payload-key-file", ep.PayloadKeyFile, "--format", "json"}
 	cli := func(args ...string) (int, string, string) { return runCLI(append(args, conn...)...) }
 
 	var st pipeline.CampaignStatus

@@ -9,8 +9,11 @@
 // (PTOPOFL_TEMPORAL, PTOPOFL_NAMESPACE, PTOPOFL_S3, PTOPOFL_BUCKET); S3
 // credentials come only from the environment (PTOPOFL_S3_ACCESS_KEY,
 // PTOPOFL_S3_SECRET_KEY), never from flags, so they stay out of process
-// listings. SIGINT or SIGTERM stops the worker cleanly: in-flight
-// activities finish or are retried elsewhere. Wiring only.
+// listings. Temporal payloads are encrypted with the keys of
+// --payload-key-file (or PTOPOFL_PAYLOAD_KEY_FILE, or PTOPOFL_PAYLOAD_KEYS);
+// the starter and every worker of a deployment need the same keys. SIGINT
+// or SIGTERM stops the worker cleanly: in-flight activities finish or are
+// retried elsewhere. Wiring only.
 package main
 
 import (
@@ -28,6 +31,7 @@ import (
 
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/internal/connect"
+	"github.com/ptopofl/ptopofl/internal/payloadcodec"
 	"github.com/ptopofl/ptopofl/internal/workers"
 )
 
@@ -80,25 +84,35 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := st.EnsureBucket(ctx); err != nil {
-		return err
+	// Only the server worker creates the bucket: a site's S3 identity may
+	// read and write its own objects and nothing at the bucket level.
+	if c.role == "server" {
+		if err := st.EnsureBucket(ctx); err != nil {
+			return err
+		}
 	}
 	tlsCfg, err := c.conn.TemporalTLS()
 	if err != nil {
 		return err
 	}
-	cl, err := client.DialContext(ctx, connect.ClientOptions(c.conn.Temporal, c.conn.Namespace, tlsCfg))
+	keys, err := c.conn.PayloadKeys()
+	if err != nil {
+		return err
+	}
+	opts := connect.ClientOptions(c.conn.Temporal, c.conn.Namespace, tlsCfg)
+	connect.SealPayloads(&opts, keys)
+	cl, err := client.DialContext(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("connect to Temporal at %s: %w", c.conn.Temporal, err)
 	}
 	defer cl.Close()
 
-	opts := workers.Options{Site: dataset.SiteOptions{LabelColumn: c.label}}
+	wopts := workers.Options{Site: dataset.SiteOptions{LabelColumn: c.label}}
 	var w worker.Worker
 	if c.role == "server" {
-		w = workers.NewServer(cl, st, opts)
+		w = workers.NewServer(cl, st, wopts)
 	} else {
-		if w, err = workers.NewSite(cl, st, c.site, c.data, opts); err != nil {
+		if w, err = workers.NewSite(cl, st, c.site, c.data, wopts); err != nil {
 			return err
 		}
 	}
@@ -110,8 +124,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		<-ctx.Done()
 		close(stop)
 	}()
-	fmt.Fprintf(stderr, "worker: role %s%s polling %s in namespace %s\n", c.role, siteNote(c), c.conn.Temporal, c.conn.Namespace)
+	fmt.Fprintf(stderr, "worker: role %s%s polling %s in namespace %s, %s\n", c.role, siteNote(c), c.conn.Temporal, c.conn.Namespace, keysNote(keys))
 	return w.Run(stop)
+}
+
+// keysNote says whether payloads are encrypted, naming key IDs only.
+func keysNote(keys *payloadcodec.Keys) string {
+	if keys == nil {
+		return "payloads NOT encrypted (no payload keys)"
+	}
+	return "payloads encrypted with key " + keys.Current()
 }
 
 func siteNote(c config) string {

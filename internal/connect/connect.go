@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"github.com/ptopofl/ptopofl/internal/payloadcodec"
 	"github.com/ptopofl/ptopofl/internal/workers"
 	"github.com/ptopofl/ptopofl/store"
 )
@@ -51,6 +52,9 @@ type Flags struct {
 	TLSKey    string
 	TLSServer string
 	S3CA      string
+	// PayloadKeyFile is the file of the keys that seal Temporal payloads
+	// (package payloadcodec); empty means payloadcodec.EnvKeys, if set.
+	PayloadKeyFile string
 }
 
 // Register adds the connection flags to fs, each defaulting to its
@@ -65,6 +69,9 @@ func (f *Flags) Register(fs *flag.FlagSet, defaultTemporal string) {
 	fs.StringVar(&f.TLSCert, "temporal-tls-cert", os.Getenv(EnvTLSCert), "client certificate for Temporal mTLS (env "+EnvTLSCert+")")
 	fs.StringVar(&f.TLSKey, "temporal-tls-key", os.Getenv(EnvTLSKey), "client key for Temporal mTLS (env "+EnvTLSKey+")")
 	fs.StringVar(&f.TLSServer, "temporal-tls-server-name", os.Getenv(EnvTLSServer), "server name to verify, if not the host (enables TLS; env "+EnvTLSServer+")")
+	// The key file's path only: the keys themselves are never a flag, so
+	// --help and process listings cannot show them.
+	fs.StringVar(&f.PayloadKeyFile, "payload-key-file", os.Getenv(payloadcodec.EnvKeyFile), "file of the keys that encrypt Temporal payloads, ID:BASE64 lines, the current key first (env "+payloadcodec.EnvKeyFile+"; or the keys in "+payloadcodec.EnvKeys+")")
 	fs.StringVar(&f.S3CA, "s3-tls-ca", os.Getenv(EnvS3CA), "PEM CA bundle to verify an https:// S3 endpoint (an error with http://; env "+EnvS3CA+")")
 }
 
@@ -137,6 +144,23 @@ func (f *Flags) TemporalTLS() (*tls.Config, error) {
 func ClientOptions(hostPort, namespace string, tc *tls.Config) client.Options {
 	return client.Options{HostPort: hostPort, Namespace: namespace,
 		ConnectionOptions: client.ConnectionOptions{TLS: tc, GrpcCompression: workers.Compression(hostPort)}}
+}
+
+// PayloadKeys are the keys the flags name (LoadKeys: the key file, else
+// the keys in the environment), or nil when none are configured.
+func (f *Flags) PayloadKeys() (*payloadcodec.Keys, error) {
+	return payloadcodec.LoadKeys(f.PayloadKeyFile)
+}
+
+// SealPayloads makes a client built from opts encrypt every payload and
+// every failure message with keys (package payloadcodec). With nil keys
+// payloads stay in the clear, but the codec is still installed, so that an
+// encrypted payload fails with an error naming the key it needs instead of
+// an unknown encoding.
+func SealPayloads(opts *client.Options, keys *payloadcodec.Keys) {
+	dc := payloadcodec.DataConverter(keys)
+	opts.DataConverter = dc
+	opts.FailureConverter = payloadcodec.FailureConverter(dc)
 }
 
 // Dial connects to Temporal with opts, giving up after 30 s.

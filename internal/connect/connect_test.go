@@ -1,11 +1,14 @@
 package connect
 
 import (
+	"bytes"
 	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ptopofl/ptopofl/internal/payloadcodec"
 )
 
 // TestTemporalTLS: no TLS flag means no TLS; a bad CA names its flag.
@@ -84,5 +87,34 @@ func TestS3CAWantsHTTPS(t *testing.T) {
 				t.Errorf("case %d: OpenStore: %v", i, err)
 			}
 		}
+	}
+}
+
+// TestPayloadKeysNotInHelp sets payload keys in the environment and prints
+// the flags' help: the key file's path may show, the keys never do; and
+// the flags load the keys from the environment.
+func TestPayloadKeysNotInHelp(t *testing.T) {
+	line, err := payloadcodec.NewKeyLine("help-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	material := strings.TrimPrefix(line, "help-test:")
+	t.Setenv(payloadcodec.EnvKeyFile, "")
+	t.Setenv(payloadcodec.EnvKeys, line)
+	var f Flags
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	var help bytes.Buffer
+	fs.SetOutput(&help)
+	f.Register(fs, "127.0.0.1:7233")
+	fs.PrintDefaults()
+	if !strings.Contains(help.String(), "--payload-key-file") && !strings.Contains(help.String(), "-payload-key-file") {
+		t.Errorf("help does not list the key file flag:\n%s", help.String())
+	}
+	if strings.Contains(help.String(), material) {
+		t.Error("help shows the payload key")
+	}
+	keys, err := f.PayloadKeys()
+	if err != nil || keys == nil || keys.Current() != "help-test" {
+		t.Errorf("PayloadKeys: %v, %v; want the key help-test from %s", keys, err, payloadcodec.EnvKeys)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ptopofl/ptopofl/internal/payloadcodec"
 	"github.com/ptopofl/ptopofl/internal/s3local"
 	"github.com/ptopofl/ptopofl/store"
 )
@@ -27,6 +28,8 @@ const DefaultBucket = "ptopofl"
 const (
 	EndpointsFile   = "endpoints.json"  // Endpoints as JSON, rewritten at every start
 	CredentialsFile = "credentials.env" // PTOPOFL_S3_ACCESS_KEY=…, PTOPOFL_S3_SECRET_KEY=… (mode 0600)
+	PayloadKeyFile  = "payload-keys"    // the key that encrypts Temporal payloads, ID:BASE64 (mode 0600; package payloadcodec)
+	SitesDir        = "sites"           // <site>.env: one site's S3 credentials (mode 0600), written by GrantSites
 	TemporalDir     = "temporal"        // temporal.db, temporal.log
 	S3Dir           = "s3"              // one directory per bucket
 	lockFile        = "devstack.lock"
@@ -62,9 +65,12 @@ type Endpoints struct {
 	S3Region        string `json:"s3_region"` //
 	Bucket          string `json:"bucket"`    //
 	CredentialsFile string `json:"credentials_env_file"`
-	DataDir         string `json:"data_dir"`
-	TemporalLog     string `json:"temporal_log"`
-	PID             int    `json:"pid"`
+	// PayloadKeyFile holds the key that clients of this stack encrypt
+	// Temporal payloads with (internal/payloadcodec).
+	PayloadKeyFile string `json:"payload_key_file"`
+	DataDir        string `json:"data_dir"`
+	TemporalLog    string `json:"temporal_log"`
+	PID            int    `json:"pid"`
 }
 
 // Stack is a running local stack: Temporal and S3 over one data directory.
@@ -128,6 +134,11 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 		return nil, err
 	}
 
+	keyPath := filepath.Join(dir, PayloadKeyFile)
+	if err := ensurePayloadKeyFile(keyPath); err != nil {
+		return nil, err
+	}
+
 	s3Addr := ""
 	if cfg.S3Port != 0 {
 		s3Addr = net.JoinHostPort(loopback, strconv.Itoa(cfg.S3Port))
@@ -158,7 +169,7 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 	s.ep = Endpoints{
 		Temporal: s.temporal.HostPort(), Namespace: ns,
 		S3URL: s.s3.URL(), S3Region: s3local.Region, Bucket: bucket,
-		CredentialsFile: credPath, DataDir: dir, TemporalLog: s.temporal.LogPath(),
+		CredentialsFile: credPath, PayloadKeyFile: keyPath, DataDir: dir, TemporalLog: s.temporal.LogPath(),
 		PID: os.Getpid(),
 	}
 	if err := writeFileAtomic(filepath.Join(dir, EndpointsFile), mustJSON(s.ep), 0o644); err != nil {
@@ -266,6 +277,28 @@ func loadOrCreateCredentials(path string) (access, secret string, err error) {
 		return "", "", fmt.Errorf("devstack: write credentials: %w", err)
 	}
 	return access, secret, nil
+}
+
+// ensurePayloadKeyFile creates the stack's payload key file on the first
+// start and keeps it afterwards: the histories in the data directory were
+// encrypted with it. To rotate, put a new key line first and keep the old
+// ones below it.
+func ensurePayloadKeyFile(path string) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("devstack: payload key file: %w", err)
+	}
+	line, err := payloadcodec.NewKeyLine("local-" + randomHex(4))
+	if err != nil {
+		return fmt.Errorf("devstack: %w", err)
+	}
+	content := "# Keys that encrypt the Temporal payloads of the local stack (ID:BASE64, current first).\n" +
+		"# Workers outside the starter need it: --payload-key-file " + path + "\n" + line + "\n"
+	if err := writeFileAtomic(path, []byte(content), 0o600); err != nil {
+		return fmt.Errorf("devstack: write payload key file: %w", err)
+	}
+	return nil
 }
 
 func randomHex(n int) string {

@@ -3,8 +3,10 @@
 // half of the local stack (internal/devstack) and the server that the store
 // tests talk to.
 //
-// It is not a production S3: one root account, no TLS, no IAM. A real
-// deployment points the same binaries at an S3 endpoint instead.
+// It is not a production S3: one root account with full access, one
+// derived account per site (SiteCredentials) whose rights come only from
+// the bucket policy, no TLS. A real deployment points the same binaries at
+// an S3 endpoint instead.
 //
 // It does not import the Temporal server, so tests that need only S3 stay
 // light to build and link.
@@ -169,10 +171,17 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		prevWD = ""
 	}
-	be, err := posix.New(dir, ms, opts) // changes the working directory to dir
+	// Bucket policies (the per-site grants) live beside the data
+	// directory, not inside it, where they would show up as a bucket.
+	policyDir := filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+"-policies")
+	if err := os.MkdirAll(policyDir, 0o700); err != nil {
+		return nil, fmt.Errorf("s3local: bucket policy dir: %w", err)
+	}
+	px, err := posix.New(dir, ms, opts) // changes the working directory to dir
 	if err != nil {
 		return nil, fmt.Errorf("s3local: posix backend on %s: %w", dir, err)
 	}
+	be := &bucketPolicies{Backend: px, dataDir: dir, dir: policyDir}
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	s := &Server{addr: addr, dir: dir, metaNote: metaNote, prevWD: prevWD, cancel: cancel, done: make(chan error, 1)}
@@ -186,10 +195,11 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 		MultipartMaxParts: 10000,
 		HealthPath:        HealthPath,
 		Quiet:             true,
-		// The same single-account IAM versitygw would build itself, passed in
-		// so that it does not announce it on stdout: commands such as
-		// cmd/devstack promise one JSON line there.
-		IAMService: auth.NewIAMServiceSingle(auth.Account{Access: cfg.AccessKey, Secret: cfg.SecretKey, Role: auth.RoleAdmin}),
+		// The root account plus one derived account per site
+		// (SiteCredentials), passed in (rather than an IAM versitygw
+		// would build and announce on stdout: commands such as
+		// cmd/devstack promise one JSON line there).
+		IAMService: siteIAM{root: auth.Account{Access: cfg.AccessKey, Secret: cfg.SecretKey, Role: auth.RoleAdmin}},
 	}
 	go func() { s.done <- embedgw.RunVersityGW(runCtx, be, gwcfg) }()
 

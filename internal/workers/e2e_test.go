@@ -47,7 +47,8 @@ type stack struct {
 	temporal *devstack.Temporal
 	s3       *s3local.Server
 	client   client.Client
-	store    *store.Store
+	store    *store.Store // the root account
+	secret   string       // the root account's secret, from which the sites' derive
 	dataDir  string
 }
 
@@ -82,7 +83,7 @@ func startStack(t *testing.T) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return &stack{temporal: tmpo, s3: s3, client: c, store: st, dataDir: dataDir}
+	return &stack{temporal: tmpo, s3: s3, client: c, store: st, secret: secret, dataDir: dataDir}
 }
 
 // goldenSites returns the federation's site names and descriptor rows and
@@ -169,8 +170,18 @@ func referenceModels(t *testing.T, sites []simulate.Site, cfg simulate.Config) (
 	return auc, acc, pushed
 }
 
+// startWorkers starts the server worker with the root S3 account and each
+// site's worker with its own account, granted its artifacts only
+// (devstack.GrantSites), as `starter run --local` does.
 func startWorkers(t *testing.T, s *stack, sites []pipeline.Site) {
 	t.Helper()
+	names := make([]string, len(sites))
+	for i, site := range sites {
+		names[i] = site.Name
+	}
+	if err := devstack.GrantSites(context.Background(), s.store, names); err != nil {
+		t.Fatal(err)
+	}
 	var ws []worker.Worker
 	w, err := workers.StartServer(s.client, s.store, workers.Options{})
 	if err != nil {
@@ -178,7 +189,12 @@ func startWorkers(t *testing.T, s *stack, sites []pipeline.Site) {
 	}
 	ws = append(ws, w)
 	for _, site := range sites {
-		w, err := workers.StartSite(s.client, s.store, site.Name, s.dataDir, workers.Options{})
+		ak, sk := s3local.SiteCredentials(s.secret, site.Name)
+		st, err := store.New(store.Config{Endpoint: s.s3.URL(), Bucket: s.store.Bucket(), AccessKey: ak, SecretKey: sk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := workers.StartSite(s.client, st, site.Name, s.dataDir, workers.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

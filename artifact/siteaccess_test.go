@@ -1,0 +1,74 @@
+package artifact
+
+import "testing"
+
+// policyMatch is the S3 policy wildcard match: '*' any run of characters
+// ('/' included), '?' one character, anything else itself.
+func policyMatch(pattern, key string) bool {
+	if pattern == "" {
+		return key == ""
+	}
+	switch pattern[0] {
+	case '*':
+		for i := 0; i <= len(key); i++ {
+			if policyMatch(pattern[1:], key[i:]) {
+				return true
+			}
+		}
+		return false
+	case '?':
+		return key != "" && policyMatch(pattern[1:], key[1:])
+	}
+	return key != "" && key[0] == pattern[0] && policyMatch(pattern[1:], key[1:])
+}
+
+func anyMatch(patterns []string, key string) bool {
+	for _, p := range patterns {
+		if policyMatch(p, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSitePatterns checks the patterns against the real keys of keys.go for
+// site "a" (and names chosen to trip a careless pattern: "b", a prefix "xa",
+// a suffix "a-2"): each key is readable and writable by "a" exactly as the
+// comment on the case says.
+func TestSitePatterns(t *testing.T) {
+	const c = "camp-1"
+	cases := []struct {
+		key         string
+		read, write bool
+	}{
+		0:  {DescriptorKey(c, 1, "a"), true, true},
+		1:  {ModelKey(c, 12, "a"), true, true},
+		2:  {SiteStateKey(c, 3, "a"), true, true},
+		3:  {ControlKey(c, 3, "a"), true, true},
+		4:  {DescriptorKey(c, 1, "b"), false, false},
+		5:  {ModelKey(c, 12, "b"), false, false},
+		6:  {ModelKey(c, 12, "xa"), false, false},
+		7:  {ModelKey(c, 12, "a-2"), false, false},
+		8:  {SiteStateKey(c, 3, "b"), false, false},
+		9:  {ControlKey(c, 3, "b"), false, false},
+		10: {MetricsKey(c, 3, "a"), false, false}, // written by no site activity
+		11: {SpecKey(c), true, false},
+		12: {AggregateKey(c, 2, "global"), true, false},
+		13: {AggregateKey(c, 2, "cluster-1"), true, false},
+		14: {AggregateKey(c, 2, "a"), true, false},
+		15: {AggregateKey(c, 2, "b"), false, false}, // another site's personal model
+		16: {ServerStateKey(c, 2), true, false},
+		17: {ClusteringKey(c, 2), false, false},
+		18: {ManifestKey(c, 2), false, false},
+		19: {SweepSpecKey("s"), false, false},
+	}
+	read, write := SiteReadPatterns("a"), SiteWritePatterns("a")
+	for i, tc := range cases {
+		if got := anyMatch(read, tc.key); got != tc.read {
+			t.Errorf("%d: %s: readable %v, want %v", i, tc.key, got, tc.read)
+		}
+		if got := anyMatch(write, tc.key); got != tc.write {
+			t.Errorf("%d: %s: writable %v, want %v", i, tc.key, got, tc.write)
+		}
+	}
+}

@@ -1,0 +1,262 @@
+package devstack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/ptopofl/ptopofl/artifact"
+	"github.com/ptopofl/ptopofl/internal/s3local"
+	"github.com/ptopofl/ptopofl/store"
+)
+
+func accessDenied(err error) bool {
+	var er minio.ErrorResponse
+	return errors.As(err, &er) && er.Code == "AccessDenied"
+}
+
+// TestSiteIsolation runs the embedded S3 server with the site accounts and
+// the bucket policy of GrantSites and checks, request by request, what site
+// "a" may do: read and write its own descriptor and model, read what is
+// sent to it, and nothing of site "b" (read or write) or of the server's
+// records. A site the policy does not name may do nothing; a wrong secret
+// is refused; the server's root account keeps full access.
+func TestSiteIsolation(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	const rootAK, rootSK = "root-access", "root-secret-0123456789"
+	srv, err := s3local.Start(ctx, s3local.Config{Dir: filepath.Join(dir, "s3"), AccessKey: rootAK, SecretKey: rootSK})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	ep := Endpoints{S3URL: srv.URL(), S3Region: s3local.Region, Bucket: "iso", DataDir: dir}
+	root, err := store.New(store.Config{Endpoint: ep.S3URL, Bucket: ep.Bucket, AccessKey: rootAK, SecretKey: rootSK, Region: ep.S3Region})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := root.EnsureBucket(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const c = "camp"
+	keys := map[string]string{
+		"a descriptor":  artifact.DescriptorKey(c, 1, "a"),
+		"a model":       artifact.ModelKey(c, 1, "a"),
+		"a state":       artifact.SiteStateKey(c, 1, "a"),
+		"b descriptor":  artifact.DescriptorKey(c, 1, "b"),
+		"b model":       artifact.ModelKey(c, 1, "b"),
+		"b state":       artifact.SiteStateKey(c, 1, "b"),
+		"b control":     artifact.ControlKey(c, 1, "b"),
+		"global model":  artifact.AggregateKey(c, 1, "global"),
+		"cluster model": artifact.AggregateKey(c, 1, "cluster-0"),
+		"a personal":    artifact.AggregateKey(c, 1, "a"),
+		"b personal":    artifact.AggregateKey(c, 1, "b"),
+		"spec":          artifact.SpecKey(c),
+		"server state":  artifact.ServerStateKey(c, 1),
+		"manifest":      artifact.ManifestKey(c, 1),
+		"clustering":    artifact.ClusteringKey(c, 1),
+		"sweep spec":    artifact.SweepSpecKey("s"),
+	}
+	for what, key := range keys {
+		if _, err := root.Put(ctx, key, []byte(what)); err != nil {
+			t.Fatalf("root writes %s: %v", what, err)
+		}
+	}
+	if err := GrantSites(ctx, root, []string{"b", "a"}); err != nil {
+		t.Fatal(err)
+	}
+	stores, err := SiteStores(ctx, ep, rootAK, rootSK, []string{"a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := stores["a"]
+
+	cases := []struct {
+		what        string
+		read, write bool
+	}{
+		0:  {"a descriptor", true, true},
+		1:  {"a model", true, true},
+		2:  {"a state", true, true},
+		3:  {"b descriptor", false, false},
+		4:  {"b model", false, false},
+		5:  {"b state", false, false},
+		6:  {"b control", false, false},
+		7:  {"global model", true, false},
+		8:  {"cluster model", true, false},
+		9:  {"a personal", true, false},
+		10: {"b personal", false, false},
+		11: {"spec", true, false},
+		12: {"server state", true, false},
+		13: {"manifest", false, false},
+		14: {"clustering", false, false},
+		15: {"sweep spec", false, false},
+	}
+	for i, tc := range cases {
+		key := keys[tc.what]
+		_, got, err := a.GetKey(ctx, key)
+		switch {
+		case tc.read && (err != nil || string(got) != tc.what):
+			t.Errorf("%d: site a reads %s: %q, %v; want it allowed", i, tc.what, got, err)
+		case !tc.read && !accessDenied(err):
+			t.Errorf("%d: site a reads %s: %q, %v; want AccessDenied", i, tc.what, got, err)
+		}
+		_, err = a.Put(ctx, key, []byte("written by a"))
+		switch {
+		case tc.write && err != nil:
+			t.Errorf("%d: site a writes %s: %v; want it allowed", i, tc.what, err)
+		case !tc.write && !accessDenied(err):
+			t.Errorf("%d: site a writes %s: %v; want AccessDenied", i, tc.what, err)
+		}
+	}
+	if _, err := a.List(ctx, "campaigns/"); !accessDenied(err) {
+		t.Errorf("site a lists the bucket: %v, want AccessDenied", err)
+	}
+	if err := a.SetBucketPolicy(ctx, `{"Version":"2012-10-17","Statement":[]}`); err == nil {
+		t.Error("site a replaced the bucket policy")
+	}
+	// Root still reads b's model, untouched by a's attempt.
+	if _, got, err := root.GetKey(ctx, keys["b model"]); err != nil || string(got) != "b model" {
+		t.Errorf("root reads b's model: %q, %v", got, err)
+	}
+
+	// A site the policy does not name: a valid account, but no rights.
+	ak, sk := s3local.SiteCredentials(rootSK, "c")
+	cst, err := store.New(store.Config{Endpoint: ep.S3URL, Bucket: ep.Bucket, AccessKey: ak, SecretKey: sk, Region: ep.S3Region})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cst.Put(ctx, artifact.ModelKey(c, 1, "c"), []byte("x")); !accessDenied(err) {
+		t.Errorf("ungranted site c writes its model: %v, want AccessDenied", err)
+	}
+	// a's access key with another secret.
+	forged, err := store.New(store.Config{Endpoint: ep.S3URL, Bucket: ep.Bucket, AccessKey: s3local.SiteAccessPrefix + "a", SecretKey: "guessed-secret-0123456789", Region: ep.S3Region})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := forged.GetKey(ctx, keys["a model"]); err == nil {
+		t.Error("a forged secret read site a's model")
+	}
+
+	// Granting again changes nothing; granting c keeps a and b.
+	before, err := root.BucketPolicy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := GrantSites(ctx, root, []string{"a"}); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := root.BucketPolicy(ctx); again != before {
+		t.Error("granting a granted site rewrote the policy")
+	}
+	if err := GrantSites(ctx, root, []string{"c"}); err != nil {
+		t.Fatal(err)
+	}
+	cur, _ := root.BucketPolicy(ctx)
+	if sites, err := policySites(cur); err != nil || strings.Join(sites, ",") != "a,b,c" {
+		t.Errorf("policy grants %v (%v), want a,b,c", sites, err)
+	}
+
+	// 200 sites' grants (about 200 KB of policy; an extended attribute of
+	// the bucket directory would hold a few KiB) and site a still works.
+	many := make([]string, 200)
+	for i := range many {
+		many[i] = fmt.Sprintf("site-%03d", i)
+	}
+	if err := GrantSites(ctx, root, many); err != nil {
+		t.Fatalf("grant 200 sites: %v", err)
+	}
+	if _, got, err := a.GetKey(ctx, keys["a model"]); err != nil || len(got) == 0 {
+		t.Errorf("site a reads its model after 200 more grants: %v", err)
+	}
+	if _, _, err := a.GetKey(ctx, keys["b model"]); !accessDenied(err) {
+		t.Errorf("site a reads b's model after 200 more grants: %v, want AccessDenied", err)
+	}
+
+	// The grants outlive a restart of the server (they are files beside
+	// its data directory).
+	addr := srv.Addr()
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	srv, err = s3local.Start(ctx, s3local.Config{Dir: filepath.Join(dir, "s3"), Addr: addr, AccessKey: rootAK, SecretKey: rootSK})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, got, err := a.GetKey(ctx, keys["a model"]); err != nil || len(got) == 0 {
+		t.Errorf("site a reads its model after a restart: %v", err)
+	}
+	if _, _, err := a.GetKey(ctx, keys["b model"]); !accessDenied(err) {
+		t.Errorf("site a reads b's model after a restart: %v, want AccessDenied", err)
+	}
+
+	// The credentials file works for a worker started elsewhere.
+	path := SiteCredentialsFile(dir, "a")
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("credentials file of site a: %v, %v; want mode 0600", fi, err)
+	}
+	fak, fsk, err := ReadCredentials(path)
+	if err != nil || fak != s3local.SiteAccessPrefix+"a" || fsk == rootSK {
+		t.Errorf("credentials file of site a: %s, %v", fak, err)
+	}
+}
+
+// TestDeployPolicyMatches holds the per-site policy that the deployment
+// guide prints equal to SiteIdentityPolicy, the policy the local stack
+// enforces.
+func TestDeployPolicyMatches(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/temporal/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const marker = "<!-- site-policy: bucket ptopofl, site hospital-a -->"
+	_, rest, ok := strings.Cut(string(b), marker)
+	if !ok {
+		t.Fatalf("README has no %q", marker)
+	}
+	_, rest, ok = strings.Cut(rest, "```json\n")
+	if !ok {
+		t.Fatal("no ```json block after the marker")
+	}
+	block, _, ok := strings.Cut(rest, "```")
+	if !ok {
+		t.Fatal("unterminated json block")
+	}
+	var got PolicyDocument
+	if err := json.Unmarshal([]byte(block), &got); err != nil {
+		t.Fatalf("README policy: %v", err)
+	}
+	if want := SiteIdentityPolicy("ptopofl", "hospital-a"); !reflect.DeepEqual(got, want) {
+		w, _ := json.MarshalIndent(want, "", "  ")
+		t.Errorf("README policy differs from SiteIdentityPolicy; want\n%s", w)
+	}
+
+	// The policy files the compose set-up attaches to its site users.
+	files, err := filepath.Glob("../../deploy/temporal/policies/site-*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no deploy/temporal/policies/site-*.json: %v", err)
+	}
+	for _, f := range files {
+		site := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "site-"), ".json")
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got PolicyDocument
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if !reflect.DeepEqual(got, SiteIdentityPolicy("ptopofl", site)) {
+			t.Errorf("%s differs from SiteIdentityPolicy(ptopofl, %s)", f, site)
+		}
+	}
+}
