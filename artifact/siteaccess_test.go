@@ -61,6 +61,11 @@ func TestSitePatterns(t *testing.T) {
 		17: {ClusteringKey(c, 2), false, false},
 		18: {ManifestKey(c, 2), false, false},
 		19: {SweepSpecKey("s"), false, false},
+		// A restarted campaign's later attempt writes under round-NNNN/attempt-N/.
+		20: {RoundKeys{Campaign: c, Round: 4, Attempt: 2}.Model("a"), true, true},
+		21: {RoundKeys{Campaign: c, Round: 4, Attempt: 2}.Model("b"), false, false},
+		22: {RoundKeys{Campaign: c, Round: 4, Attempt: 2}.Aggregate("global"), true, false},
+		23: {RoundKeys{Campaign: c, Round: 4, Attempt: 2}.Descriptor("a"), true, true},
 	}
 	read, write := SiteReadPatterns("a"), SiteWritePatterns("a")
 	for i, tc := range cases {
