@@ -259,7 +259,10 @@ func interruptAndRestart(t *testing.T, name string, wantCode int, previous strin
 	}
 	t.Setenv(store.EnvAccessKey, ak)
 	t.Setenv(store.EnvSecretKey, sk)
-	conn := []string{"--temporal", ep.Temporal, "--namespace", ep.Namespace, "--s3", ep.S3URL, "--bucket", ep.Bucket, "--format", "json"}
+	// The stack seals payloads with its key (the local path's default): a
+	// remote terminal needs the key file to read the status.
+	conn := []string{"--temporal", ep.Temporal, "--namespace", ep.Namespace, "--s3", ep.S3URL, "--bucket", ep.Bucket,
+		"--payload-key-file", ep.PayloadKeyFile, "--format", "json"}
 	cli := func(args ...string) (int, string, string) { return runCLI(append(args, conn...)...) }
 	for {
 		var st pipeline.CampaignStatus
