@@ -67,7 +67,10 @@ func (s *Site) load(call pipeline.SiteCall) (*dataset.CachedSite[method.Prepared
 	if err != nil {
 		var de *dataset.SiteDataError
 		if errors.As(err, &de) {
-			return nil, pipeline.NewBadSiteDataError(de.Site, de.File, de.Line, "%s", de.Msg)
+			// de's text names site, file, line, column and the kind of
+			// problem, never a cell's value; it is all that leaves the
+			// site (no cause is attached), into the history and manifest.
+			return nil, pipeline.NewBadSiteDataError(de.Site, dataset.Position(de.File, de.Line, de.Column), 0, "%s", de.Msg)
 		}
 		return nil, err
 	}
