@@ -289,6 +289,14 @@ func BuildSpec(cf *File, o SpecOptions, fed *Federation) (pipeline.CampaignSpec,
 	if s.Campaign == "" {
 		s.Campaign = defaultCampaignName(s, fed)
 	}
+	// The schema is set after the name: it is read from the federation's
+	// files, whose hash the name already holds, and a name that changed
+	// with it would stop re-runs of campaigns started before it existed
+	// from re-attaching.
+	if s.Schema == nil && fed != nil && fed.Schema != nil {
+		schema := *fed.Schema
+		s.Schema = &schema
+	}
 	s.CodeVersion = workers.CodeVersion()
 	s = s.WithDefaults()
 	if err := s.Validate(); err != nil {
@@ -321,16 +329,34 @@ type Federation struct {
 	Dir   string
 	Sites []string
 	Hash  string
+	// Schema is the feature columns most sites' training files have (see
+	// dataset.Federation.Columns), with the default label column; nil when
+	// no site's file names its columns. SchemaDiffer lists the sites whose
+	// columns differ: their workers will drop them from every round.
+	Schema       *pipeline.DataSchema
+	SchemaDiffer []string
 }
 
 // DiscoverFederation finds the sites of dir (CSV or parquet; the order
-// matters, the paper preset seeds sites by position).
+// matters, the paper preset seeds sites by position) and the feature
+// columns they agree on.
 func DiscoverFederation(dir string) (*Federation, error) {
 	f, err := dataset.DiscoverFederation(dir)
 	if err != nil {
 		return nil, inputErrorf("--federation: %v", err)
 	}
-	return &Federation{Dir: f.Dir, Sites: f.Sites, Hash: f.Hash}, nil
+	fed := &Federation{Dir: f.Dir, Sites: f.Sites, Hash: f.Hash}
+	// The starter's in-process workers read the default label column, so
+	// that is the label the schema is read with.
+	cols, err := f.Columns(dataset.DefaultLabelColumn)
+	if err != nil {
+		return nil, inputErrorf("--federation %s: %v", dir, err)
+	}
+	if cols.Features != nil {
+		fed.Schema = &pipeline.DataSchema{Kind: pipeline.SchemaTable, Features: cols.Features, Label: dataset.DefaultLabelColumn}
+		fed.SchemaDiffer = cols.Differ
+	}
+	return fed, nil
 }
 
 // CheckSites reports a site of spec that has no files in fed.

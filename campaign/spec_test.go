@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,5 +73,50 @@ func TestBuildJobs(t *testing.T) {
 	_, err = BuildJobs(cf, o, nil, []Variant{{Label: "bad", Method: "nope"}})
 	if !errors.Is(err, ErrInput) || !strings.HasPrefix(err.Error(), "bad: ") {
 		t.Errorf("unknown method: %v", err)
+	}
+}
+
+// TestBuildSpecSchema: a spec built over a federation directory carries the
+// feature columns its sites agree on (so each site worker can drop itself
+// when its columns differ), and the default campaign name does not depend
+// on the schema: it is the name the same spec and federation had before
+// schemas existed, so re-runs re-attach.
+func TestBuildSpecSchema(t *testing.T) {
+	dir := t.TempDir()
+	for _, site := range []string{"a", "b", "c"} {
+		header := "x1,x2,y"
+		if site == "c" {
+			header = "x1,x2,x3,y"
+		}
+		for _, split := range []string{"train", "test"} {
+			if err := os.WriteFile(filepath.Join(dir, site+"_"+split+".csv"), []byte(header+"\n1,2,0\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	fed, err := DiscoverFederation(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fed.Schema == nil || !slices.Equal(fed.Schema.Features, []string{"x1", "x2"}) || fed.Schema.Label != "y" ||
+		!slices.Equal(fed.SchemaDiffer, []string{"c"}) {
+		t.Fatalf("federation schema %+v, differ %v; want x1,x2 with label y, differ [c]", fed.Schema, fed.SchemaDiffer)
+	}
+	o := SpecOptions{Method: "fedavg", Rounds: 2, Seed: 1, Preset: "default", Bucket: "b"}
+	spec, err := BuildSpec(nil, o, fed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Schema == nil || !slices.Equal(spec.Schema.Features, []string{"x1", "x2"}) {
+		t.Errorf("spec schema %+v, want the federation's", spec.Schema)
+	}
+	noSchema := *fed
+	noSchema.Schema = nil
+	old, err := BuildSpec(nil, o, &noSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.Schema != nil || old.Campaign != spec.Campaign {
+		t.Errorf("without a schema: campaign %s (schema %v), with one %s; want the same name", old.Campaign, old.Schema, spec.Campaign)
 	}
 }

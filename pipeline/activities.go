@@ -25,6 +25,9 @@ type SiteCall struct {
 	// activity's purpose (PurposeDescriptor, PurposeTrain; evaluation draws
 	// nothing and gets PurposeTrain's seed for reference only).
 	Seed uint64 `json:"seed"`
+	// Schema is the campaign's DataSchema, which the site holds its data
+	// against; nil checks nothing.
+	Schema *DataSchema `json:"schema,omitempty"`
 }
 
 // ServerCall is what every server activity is told about the call.

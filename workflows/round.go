@@ -131,7 +131,8 @@ func (r *round) siteCall(site, purpose string) pipeline.SiteCall {
 		Campaign: r.spec.Campaign, Round: r.n, Site: site, SiteIndex: r.index[site],
 		Method: r.spec.Method, Preset: r.spec.Preset, Hyperparameters: r.spec.Hyperparameters,
 		Bucket: r.spec.Bucket, CampaignSeed: r.spec.Seed,
-		Seed: pipeline.DeriveSeed(r.spec.Seed, r.n, site, purpose),
+		Seed:   pipeline.DeriveSeed(r.spec.Seed, r.n, site, purpose),
+		Schema: r.spec.Schema,
 	}
 }
 
