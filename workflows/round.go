@@ -217,6 +217,7 @@ func (r *round) descriptors(ctx workflow.Context) error {
 		// was re-assigned in this round.
 		for i := range r.carry.Clusters {
 			r.carry.Clusters[i].Reassigned = false
+			r.carry.Clusters[i].Reclustered = false
 		}
 		for _, d := range r.carry.ClusterDescriptors {
 			r.input(pipeline.RoleDescriptor, d.Site, &d.Ref)
