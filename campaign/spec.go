@@ -58,6 +58,10 @@ type File struct {
 	Bucket              string           `yaml:"bucket"`
 	DescriptorRows      map[string][]int `yaml:"descriptor_rows"`
 	Hyperparameters     map[string]any   `yaml:"hyperparameters"`
+	// Features are the feature columns every site's data must have, in
+	// order (the spec's schema), for a starter that does not see the
+	// sites' files; with a federation directory they are read from it.
+	Features []string `yaml:"features"`
 }
 
 // ReadFile decodes the campaign file at path strictly; errors wrap
@@ -222,6 +226,9 @@ func BuildSpec(cf *File, o SpecOptions, fed *Federation) (pipeline.CampaignSpec,
 		}
 		s.DescriptorRows = cf.DescriptorRows
 		overrides = cf.Hyperparameters
+		if cf.Features != nil {
+			s.Schema = &pipeline.DataSchema{Kind: pipeline.SchemaTable, Features: cf.Features, Label: dataset.DefaultLabelColumn}
+		}
 	} else {
 		s.Rounds, s.Seed = o.Rounds, o.Seed
 	}

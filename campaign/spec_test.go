@@ -120,3 +120,27 @@ func TestBuildSpecSchema(t *testing.T) {
 		t.Errorf("without a schema: campaign %s (schema %v), with one %s; want the same name", old.Campaign, old.Schema, spec.Campaign)
 	}
 }
+
+// TestBuildSpecFeaturesFromFile: a campaign file's features are the spec's
+// schema, checked like the rest of the spec, and win over the federation's.
+func TestBuildSpecFeaturesFromFile(t *testing.T) {
+	o := SpecOptions{Rounds: 2, Seed: 1, Preset: "default", Bucket: "b"}
+	for i, test := range []struct {
+		features []string
+		want     string // the schema's features joined, or the error's end
+		fails    bool
+	}{
+		{[]string{"age", "bmi"}, "age,bmi", false},                                           // 0
+		{[]string{"age", "age"}, `campaign file: schema.features[1] "age": duplicate`, true}, // 1
+		{[]string{"age", "y"}, `campaign file: schema.features[1] "y": is the label column`, true},
+	} {
+		cf := &File{Method: "fedavg", Sites: []string{"s1", "s2"}, Features: test.features}
+		spec, err := BuildSpec(cf, o, nil)
+		switch {
+		case test.fails && (err == nil || !errors.Is(err, ErrInput) || !strings.HasSuffix(err.Error(), test.want)):
+			t.Errorf("case %d: error %v, want %q", i, err, test.want)
+		case !test.fails && (err != nil || spec.Schema == nil || strings.Join(spec.Schema.Features, ",") != test.want):
+			t.Errorf("case %d: schema %+v (error %v), want features %s", i, spec.Schema, err, test.want)
+		}
+	}
+}
