@@ -140,7 +140,7 @@ func Stability(in StabilityInput) (*Report, error) {
 		return nil, err
 	}
 	d.figure(fig5)
-	fig5d, err := render("fig5_drift", "Drift Δ (Eq. 9) per site over rounds; rings mark rounds where re-clustering moved the site, the dotted line the threshold.", [][]*plot.Plot{{pd}})
+	fig5d, err := render("fig5_drift", "Drift Δ (Eq. 9) per site over rounds; rings mark rounds where drift re-clustering fired for the site, the dotted line the threshold.", [][]*plot.Plot{{pd}})
 	if err != nil {
 		return nil, err
 	}
