@@ -338,8 +338,9 @@ type Federation struct {
 	Hash  string
 	// Schema is the feature columns most sites' training files have (see
 	// dataset.Federation.Columns), with the default label column; nil when
-	// no site's file names its columns. SchemaDiffer lists the sites whose
-	// columns differ: their workers will drop them from every round.
+	// no site's file names its columns and the label. SchemaDiffer lists
+	// the sites whose files do not show those columns (see
+	// dataset.FederationColumns.Differ).
 	Schema       *pipeline.DataSchema
 	SchemaDiffer []string
 }

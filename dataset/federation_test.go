@@ -194,6 +194,8 @@ func TestFederationColumns(t *testing.T) {
 		{[]string{"b,a,y", "a,b,y"}, []string{"b", "a"}, []string{"s2"}},            // 2: a tie goes to the earliest
 		{[]string{"y,a,b", "", "1,2,0"}, []string{"a", "b"}, []string{"s3"}},        // 3: label anywhere; parquet; no header
 		{[]string{"1,2,0", "3,4,1"}, nil, nil},                                      // 4: no names at all
+		{[]string{"a,b,target", "a,b,target"}, nil, nil},                            // 5: no label column y: the workers' --label decides
+		{[]string{"a,b,target", "a,b,y"}, []string{"a", "b"}, []string{"s1"}},       // 6
 	} {
 		dir := t.TempDir()
 		for j, h := range test.headers {

@@ -17,7 +17,9 @@ import (
 // FeatureColumns returns the feature column names of a site file (CSV or
 // parquet) in order, without the label column, reading only its header
 // (a CSV file's first line, a parquet file's schema). ok is false when the
-// file names no columns: a CSV file whose first line is data.
+// file names no columns (a CSV file whose first line is data) or none of
+// them is label: then which columns are features is the site worker's
+// business (its --label), not something the file says.
 func FeatureColumns(path, label string) (features []string, ok bool, err error) {
 	if label == "" {
 		label = DefaultLabelColumn
@@ -51,10 +53,16 @@ func FeatureColumns(path, label string) (features []string, ok bool, err error) 
 			names = append(names, strings.TrimSpace(c))
 		}
 	}
+	hasLabel := false
 	for _, n := range names {
-		if n != label {
-			features = append(features, n)
+		if n == label {
+			hasLabel = true
+			continue
 		}
+		features = append(features, n)
+	}
+	if !hasLabel {
+		return nil, false, nil
 	}
 	return features, true, nil
 }
@@ -83,8 +91,10 @@ type FederationColumns struct {
 	// training files have (ties go to the list of the earliest site in
 	// the federation's order); nil when no site's file names its columns.
 	Features []string
-	// Differ lists the sites whose training file names other columns (or
-	// none), in the federation's order: their workers will drop them.
+	// Differ lists the sites whose training file does not show these
+	// feature columns beside the label column, in the federation's order:
+	// their workers will drop them, unless a worker reads another label
+	// column (--label) and the rest are these features.
 	Differ []string
 }
 
