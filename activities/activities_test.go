@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -127,16 +128,20 @@ func TestBadSiteData(t *testing.T) {
 		file        string // the file the error must name
 		line        int
 		msg         string
+		schema      []string // the campaign's feature columns; nil: no schema
 	}{
-		{"wrong feature count", good, "x0,y\n1,0\n2,1\n", "test", 2, "feature columns"}, // 0: first data row
-		{"NaN", "x0,x1,y\n1,2,0\n3,NaN,1\n", good, "train", 3, "NaN"},
-		{"Inf", good, "x0,x1,y\n1,2,0\n3,4,1\n5,-Inf,0\n", "test", 4, "infinite"},
-		{"single class", "x0,x1,y\n1,2,1\n3,4,1\n5,6,1\n", good, "train", 2, "both classes"},
-		{"labels not 0/1", "x0,x1,y\n1,2,0\n3,4,2\n", good, "train", 3, "want 0 or 1"},
-		{"empty file", "", good, "train", 1, "empty file"}, // 5
-		{"header only", "x0,x1,y\n", good, "train", 2, "no data rows"},
-		{"missing label column", "x0,x1,x2\n1,2,0\n3,4,1\n", good, "train", 1, `no label column "y"`},
-		{"ragged row", "x0,x1,y\n1,2,0\n3,1\n", good, "train", 3, "cells"},
+		{"wrong feature count", good, "x0,y\n1,0\n2,1\n", "test", 2, "feature columns", nil}, // 0: first data row
+		{"NaN", "x0,x1,y\n1,2,0\n3,NaN,1\n", good, "train", 3, "NaN", nil},
+		{"Inf", good, "x0,x1,y\n1,2,0\n3,4,1\n5,-Inf,0\n", "test", 4, "infinite", nil},
+		{"single class", "x0,x1,y\n1,2,1\n3,4,1\n5,6,1\n", good, "train", 2, "both classes", nil},
+		{"labels not 0/1", "x0,x1,y\n1,2,0\n3,4,2\n", good, "train", 3, "not 0 or 1", nil},
+		{"empty file", "", good, "train", 1, "empty file", nil}, // 5
+		{"header only", "x0,x1,y\n", good, "train", 2, "no data rows", nil},
+		{"missing label column", "x0,x1,x2\n1,2,0\n3,4,1\n", good, "train", 1, `no label column "y"`, nil},
+		{"ragged row", "x0,x1,y\n1,2,0\n3,1\n", good, "train", 3, "cells", nil},
+		{"test columns renamed", good, "x0,z,y\n1,2,0\n", "test", 1, `feature column 2 is not named "x1" as in the training split`, nil}, // 9
+		{"a feature more than the schema", good, good, "train", 1, "2 feature columns, the campaign's schema has 1 (x0)", []string{"x0"}},
+		{"columns swapped against the schema", good, good, "train", 1, `feature column 1 is not named "x1" as in the campaign's schema`, []string{"x1", "x0"}},
 	} {
 		dir := t.TempDir()
 		site := fmt.Sprintf("bad%d", i)
@@ -151,6 +156,9 @@ func TestBadSiteData(t *testing.T) {
 		env := s.NewTestActivityEnvironment()
 		activities.NewSite(site, dir, testStore, dataset.SiteOptions{}).Register(env)
 		c := call("bad", site, 1)
+		if tc.schema != nil {
+			c.Schema = &pipeline.DataSchema{Kind: pipeline.SchemaTable, Features: tc.schema, Label: "y"}
+		}
 		for _, act := range []struct {
 			name string
 			in   any
@@ -165,9 +173,10 @@ func TestBadSiteData(t *testing.T) {
 				t.Errorf("%d (%s) %s: error %v, want an application error", i, tc.name, act.name, err)
 				continue
 			}
-			want := fmt.Sprintf("site %s: %s:%d: ", site, files[tc.file], tc.line)
-			if ae.Type() != pipeline.ErrTypeBadSiteData || !ae.NonRetryable() ||
-				!strings.Contains(ae.Error(), want) || !strings.Contains(ae.Error(), tc.msg) {
+			// The line, then the column where the problem is one cell.
+			want := fmt.Sprintf("site %s: %s:%d", site, files[tc.file], tc.line)
+			at := strings.Contains(ae.Error(), want+": ") || regexp.MustCompile(regexp.QuoteMeta(want)+`:\d+: `).MatchString(ae.Error())
+			if ae.Type() != pipeline.ErrTypeBadSiteData || !ae.NonRetryable() || !at || !strings.Contains(ae.Error(), tc.msg) {
 				t.Errorf("%d (%s) %s: %q (type %s, non-retryable %v), want type %s, non-retryable, containing %q and %q",
 					i, tc.name, act.name, ae.Error(), ae.Type(), ae.NonRetryable(), pipeline.ErrTypeBadSiteData, want, tc.msg)
 			}

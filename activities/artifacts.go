@@ -27,6 +27,10 @@ const (
 	vecDrift     = "drift"
 	vecReference = "reference"
 	vecDriftSum  = "drift_sum"
+	// vecDriftCount is the number of drift measurements DriftSum adds up
+	// (aggregation.ServerState.DriftCount); absent from clusterings
+	// written before it existed.
+	vecDriftCount = "drift_count"
 )
 
 // putVectors writes records at key, through the store's cache.
@@ -111,16 +115,18 @@ func getServerState(ctx context.Context, st *store.Store, ref *pipeline.Artifact
 // siteClustering is one site's row of a clustering artifact: what the
 // manifest shows (label, trust, z-score, flag, drift) and pTopoFL's
 // per-site server state after this clustering (label, reference
-// descriptor, drift sum).
+// descriptor, drift sum and count; a count of 0 is a row written before
+// counts were recorded).
 type siteClustering struct {
-	Site      string
-	Label     int
-	Trust     float64
-	ZScore    float64
-	Flagged   bool
-	Drift     float64
-	Reference []float64
-	DriftSum  float64
+	Site       string
+	Label      int
+	Trust      float64
+	ZScore     float64
+	Flagged    bool
+	Drift      float64
+	Reference  []float64
+	DriftSum   float64
+	DriftCount int
 }
 
 func clusteringRecords(call pipeline.ServerCall, rows []siteClustering) []store.VectorRecord {
@@ -135,6 +141,7 @@ func clusteringRecords(call pipeline.ServerCall, rows []siteClustering) []store.
 			Vectors: map[string][]float64{
 				vecLabel: {float64(r.Label)}, vecTrust: {r.Trust}, vecZScore: {r.ZScore},
 				vecFlagged: {flag}, vecDrift: {r.Drift}, vecReference: r.Reference, vecDriftSum: {r.DriftSum},
+				vecDriftCount: {float64(r.DriftCount)},
 			},
 		}
 	}
@@ -172,6 +179,9 @@ func getClustering(ctx context.Context, st *store.Store, ref *pipeline.ArtifactR
 		}
 		c.Label, c.Flagged = int(label), flag != 0
 		c.Reference = r.Vectors[vecReference]
+		if v := r.Vectors[vecDriftCount]; len(v) == 1 {
+			c.DriftCount = int(v[0])
+		}
 		out[r.Site] = c
 	}
 	return out, nil

@@ -126,7 +126,13 @@ func (s *Server) ClusterSites(ctx context.Context, in pipeline.ClusterSitesInput
 		// site that joined later): cluster every site afresh.
 		state = aggregation.ServerState{}
 	}
-	out, err := aggregation.TopologyStep(aggregation.TopologyInput{Round: in.Round, Sites: sites, State: state, Config: cfg})
+	// Only a descriptor computed this round is a drift measurement (Eq. 9
+	// averages over measurements); the others are last round's, sent again.
+	measured := make([]bool, len(in.Descriptors))
+	for i, d := range in.Descriptors {
+		measured[i] = slices.Contains(in.Fresh, d.Site)
+	}
+	out, err := aggregation.TopologyStep(aggregation.TopologyInput{Round: in.Round, Sites: sites, State: state, Config: cfg, Measured: measured})
 	if err != nil {
 		return pipeline.ClusterSitesOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "ClusteringFailed", nil)
 	}
@@ -135,10 +141,10 @@ func (s *Server) ClusterSites(ctx context.Context, in pipeline.ClusterSitesInput
 	for i, d := range in.Descriptors {
 		rows[i] = siteClustering{
 			Site: d.Site, Label: out.Labels[i], Trust: out.Trust[i], ZScore: out.ZScores[i], Flagged: out.Flagged[i],
-			Drift: out.Drift[i], Reference: out.State.Reference[i], DriftSum: out.State.DriftSum[i],
+			Drift: out.Drift[i], Reference: out.State.Reference[i], DriftSum: out.State.DriftSum[i], DriftCount: out.State.DriftCount[i],
 		}
 		res.Sites[i] = pipeline.SiteCluster{Site: d.Site, Cluster: out.Labels[i], Trust: out.Trust[i], Flagged: out.Flagged[i], Drift: out.Drift[i],
-			Reassigned: slices.Contains(out.Reassigned, i)}
+			Reassigned: slices.Contains(out.Reassigned, i), Reclustered: slices.Contains(out.Reclustered, i)}
 	}
 	ref, err := putVectors(ctx, s.store, in.Keys().Clustering(), clusteringRecords(in.ServerCall, rows))
 	if err != nil {
@@ -166,6 +172,12 @@ func pTopoFLState(rows map[string]siteClustering, sites []pipeline.SiteArtifact)
 		st.Labels = append(st.Labels, r.Label)
 		st.Reference = append(st.Reference, r.Reference)
 		st.DriftSum = append(st.DriftSum, r.DriftSum)
+		st.DriftCount = append(st.DriftCount, r.DriftCount)
+	}
+	if slices.Contains(st.DriftCount, 0) {
+		// A clustering written before counts were recorded: TopologyStep
+		// falls back to the divisor the old code used.
+		st.DriftCount = nil
 	}
 	return st, true
 }
@@ -246,7 +258,7 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 			return pipeline.AggregateOutput{}, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("the clustering %v does not cover every site that trained", in.Clustering), "MissingClustering", nil)
 		}
-		state.Labels, state.Reference, state.DriftSum = st.Labels, st.Reference, st.DriftSum
+		state.Labels, state.Reference, state.DriftSum, state.DriftCount = st.Labels, st.Reference, st.DriftSum, st.DriftCount
 		cfg.DriftThreshold = 0
 	}
 	out, err := aggregation.AggregateRound(aggregation.RoundInput{

@@ -66,11 +66,41 @@ func (s *Site) load(call pipeline.SiteCall) (*dataset.CachedSite[method.Prepared
 	if err != nil {
 		var de *dataset.SiteDataError
 		if errors.As(err, &de) {
-			return nil, pipeline.NewBadSiteDataError(de.Site, de.File, de.Line, "%s", de.Msg)
+			// de's text names site, file, line, column and the kind of
+			// problem, never a cell's value; it is all that leaves the
+			// site (no cause is attached), into the history and manifest.
+			return nil, pipeline.NewBadSiteDataError(de.Site, dataset.Position(de.File, de.Line, de.Column), 0, "%s", de.Msg)
 		}
 		return nil, err
 	}
+	if err := checkSchema(s.name, call.Schema, c.Data); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// checkSchema holds the site's data against the campaign's schema (nil
+// checks nothing): a site whose feature columns differ in number, name or
+// order is dropped here, with a BadSiteData error naming the difference,
+// instead of sending a model of another shape that would fail the whole
+// round at aggregation or, worse, be averaged with models whose weights
+// mean other columns.
+func checkSchema(site string, schema *pipeline.DataSchema, d *dataset.SiteData) error {
+	if schema == nil {
+		return nil
+	}
+	if schema.Kind != pipeline.SchemaTable {
+		return pipeline.NewBadSiteDataError(site, d.TrainFile, 0,
+			"the campaign's data are a %s, this site's files are a table", schema.Kind)
+	}
+	if err := d.CheckColumns(schema.Features); err != nil {
+		var de *dataset.SiteDataError
+		if errors.As(err, &de) {
+			return pipeline.NewBadSiteDataError(de.Site, dataset.Position(de.File, de.Line, de.Column), 0, "%s", de.Msg)
+		}
+		return err
+	}
+	return nil
 }
 
 func (s *Site) prepare(call pipeline.SiteCall) (*dataset.SiteData, method.PreparedSite, method.Config, error) {

@@ -262,6 +262,11 @@ type TopologyInput struct {
 	Sites  []SiteResult
 	State  ServerState
 	Config Config
+	// Measured says which sites' descriptors were computed afresh for this
+	// step; nil means all of them. Only a fresh descriptor is a drift
+	// measurement: a site whose descriptor is the one it sent earlier
+	// keeps its drift unchanged and is not re-clustered on it.
+	Measured []bool
 }
 
 // Topology is pTopoFL's server-side topology step for one round: who is
@@ -293,8 +298,10 @@ type Topology struct {
 // before the model aggregation): site distances between l2-normalised
 // descriptors (or Wasserstein distances between diagrams), clustering in
 // the first round (average linkage, M clusters or chosen by silhouette),
-// drift Δ_k = (1/R) Σ_{r≤R} ‖φ̂_k^(r) − φ̂_k^(1)‖ (Eq. 9) with re-assignment
-// of the sites above the threshold, and trust scores and flags from the
+// drift Δ_k = (1/R) Σ_{r≤R} ‖φ̂_k^(r) − φ̂_k^(1)‖ (Eq. 9) over the R
+// measurements of the site's descriptor (see ServerState.DriftCount) with
+// re-assignment of the measured sites above the threshold, and trust
+// scores and flags from the
 // configured detector. It reads no model: what it returns depends on the
 // descriptors alone, so the server can cluster before local training and
 // aggregate with exactly these clusters afterwards.
@@ -351,37 +358,63 @@ func TopologyStep(in TopologyInput) (Topology, error) {
 		return Topology{}, fmt.Errorf("unknown site distance %q; want %q or %q", cfg.Distance, DescriptorDistance, WassersteinDistance)
 	}
 
+	if in.Measured != nil && len(in.Measured) != k {
+		return Topology{}, fmt.Errorf("%d measured flags for %d sites", len(in.Measured), k)
+	}
+	measured := func(i int) bool { return in.Measured == nil || in.Measured[i] }
+
 	state := in.State
 	state.Round = in.Round
-	if state.Labels == nil {
+	first := state.Labels == nil
+	if first {
+		// The first clustering's descriptors are the references: the
+		// measurement r = 1 of Eq. (9), at distance 0.
 		state.Labels = ChooseClusters(dist, cfg.M, cfg.MaxAutoClusters)
 		state.Reference = f
 		state.DriftSum = make([]float64, k)
+		state.DriftCount = make([]int, k)
+		for i := range state.DriftCount {
+			state.DriftCount[i] = 1
+		}
 	}
 	if len(state.Labels) != k || len(state.Reference) != k || len(state.DriftSum) != k {
 		return Topology{}, fmt.Errorf("server state holds %d cluster labels, %d reference descriptors and %d drift sums for %d sites", len(state.Labels), len(state.Reference), len(state.DriftSum), k)
 	}
-
-	// Drift, Eq. (9): Δ_k = (1/R) Σ_{r≤R} ‖φ̂_k^(r) − φ̂_k^(1)‖ over the rounds
-	// aggregated so far.
-	rounds := float64(in.Round)
-	if rounds < 1 {
-		rounds = 1
+	count := make([]int, k)
+	switch {
+	case state.DriftCount == nil:
+		// A state saved before the count existed divided by the round
+		// number: one measurement per round before this one.
+		for i := range count {
+			count[i] = max(in.Round-1, 1)
+		}
+	case len(state.DriftCount) != k:
+		return Topology{}, fmt.Errorf("server state holds %d drift counts for %d sites", len(state.DriftCount), k)
+	default:
+		copy(count, state.DriftCount)
 	}
+
+	// Drift, Eq. (9): Δ_k = (1/R) Σ_{r≤R} ‖φ̂_k^(r) − φ̂_k^(1)‖ over the R
+	// measurements of the site's descriptor since its reference: a round
+	// that did not measure the site adds nothing to the sum and nothing to
+	// R (the paper measures every round, where R is the round number).
 	drift := make([]float64, k)
 	sum := append([]float64(nil), state.DriftSum...)
+	reference := append([][]float64(nil), state.Reference...)
 	var moved []int
 	for i := range f {
 		if len(state.Reference[i]) != len(f[i]) {
 			return Topology{}, fmt.Errorf("site %d descriptor has %d numbers, its reference has %d", i, len(f[i]), len(state.Reference[i]))
 		}
-		sum[i] += euclid(f[i], state.Reference[i])
-		drift[i] = sum[i] / rounds
-		if cfg.DriftThreshold > 0 && drift[i] > cfg.DriftThreshold {
+		if measured(i) && !first {
+			sum[i] += euclid(f[i], state.Reference[i])
+			count[i]++
+		}
+		drift[i] = sum[i] / float64(count[i])
+		if cfg.DriftThreshold > 0 && measured(i) && drift[i] > cfg.DriftThreshold {
 			moved = append(moved, i)
 		}
 	}
-	state.DriftSum = sum
 	labels := state.Labels
 	var reassigned []int
 	if len(moved) > 0 {
@@ -390,9 +423,19 @@ func TopologyStep(in TopologyInput) (Topology, error) {
 			if labels[i] != state.Labels[i] {
 				reassigned = append(reassigned, i)
 			}
+			// Re-clustering placed the site by its current descriptor,
+			// which becomes its reference: Eq. (9) measures how far a
+			// site has moved from the descriptor its cluster was chosen
+			// by (the paper's "retain their original cluster assignments"
+			// while stable). Without this, a shifted site's mean distance
+			// from its old reference stays above the threshold and it is
+			// re-clustered again in every later round.
+			reference[i] = f[i]
+			sum[i], count[i] = 0, 1
 		}
 	}
 	state.Labels = labels
+	state.Reference, state.DriftSum, state.DriftCount = reference, sum, count
 
 	z, trust := TrustScores(dist, cfg.TrustMin, cfg.TrustMax)
 	if labelBlocks != nil {

@@ -120,10 +120,16 @@ type ServerState struct {
 	// Labels are pTopoFL's cluster ids per site, fixed in the first round
 	// and changed only by drift re-clustering.
 	Labels []int
-	// Reference holds each site's normalised descriptor of the first round,
-	// and DriftSum Σ_r ‖φ̂_k^(r) − φ̂_k^(1)‖, for the drift of Eq. (9).
-	Reference [][]float64
-	DriftSum  []float64
+	// Reference holds each site's normalised descriptor of the first round
+	// (or of its last drift re-clustering, which re-baselines it),
+	// DriftSum Σ_r ‖φ̂_k^(r) − φ̂_k^(1)‖ over the measurements since, and
+	// DriftCount their number R, counting the reference's own measurement
+	// (r = 1, distance 0), for the drift Δ_k = DriftSum/DriftCount of
+	// Eq. (9). A nil DriftCount (a state saved before it existed) counts
+	// one measurement per round before this one, the old divisor.
+	Reference  [][]float64
+	DriftSum   []float64
+	DriftCount []int
 	// FoolsGoldHistory holds, per site, FoolsGold's aggregate update
 	// H_k = Σ_r (θ_k^(r) − θ_global^(r−1)) over the rounds so far; a nil
 	// entry is a site with no history yet.

@@ -107,6 +107,9 @@ func TablePlan(cf *File, o SpecOptions, fed *Federation, variants []Variant, par
 	s.CampaignContinueAsNewEvery = first.ContinueAsNewEvery
 	s.Bucket, s.CodeVersion = first.Bucket, first.CodeVersion
 	s.Sweep = tableName(s, fed)
+	// The schema comes from the federation's files, whose hash the name
+	// already holds.
+	s.Federations[0].Schema = first.Schema
 	s = s.WithDefaults()
 	if err := s.Validate(); err != nil {
 		return SweepPlan{}, inputErrorf("table: %v", err)

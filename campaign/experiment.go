@@ -356,9 +356,13 @@ func StabilityInput(ctx context.Context, c Collected) (report.StabilityInput, er
 				continue
 			}
 			traces[i].Drift[round-1] = c.Drift
-			// The manifest says whether drift re-clustering moved the site.
-			if c.Reassigned {
+			// The manifest says whether drift re-clustering fired for
+			// the site and whether it moved it.
+			if c.Reclustered {
 				traces[i].Reclustered = append(traces[i].Reclustered, round)
+			}
+			if c.Reassigned {
+				traces[i].Reassigned = append(traces[i].Reassigned, round)
 			}
 		}
 		for _, a := range m.Outputs {

@@ -57,6 +57,10 @@ type File struct {
 	Bucket              string           `yaml:"bucket"`
 	DescriptorRows      map[string][]int `yaml:"descriptor_rows"`
 	Hyperparameters     map[string]any   `yaml:"hyperparameters"`
+	// Features are the feature columns every site's data must have, in
+	// order (the spec's schema), for a starter that does not see the
+	// sites' files; with a federation directory they are read from it.
+	Features []string `yaml:"features"`
 }
 
 // ReadFile decodes the campaign file at path strictly; errors wrap
@@ -221,6 +225,9 @@ func BuildSpec(cf *File, o SpecOptions, fed *Federation) (pipeline.CampaignSpec,
 		}
 		s.DescriptorRows = cf.DescriptorRows
 		overrides = cf.Hyperparameters
+		if cf.Features != nil {
+			s.Schema = &pipeline.DataSchema{Kind: pipeline.SchemaTable, Features: cf.Features, Label: dataset.DefaultLabelColumn}
+		}
 	} else {
 		s.Rounds, s.Seed = o.Rounds, o.Seed
 	}
@@ -291,6 +298,14 @@ func BuildSpec(cf *File, o SpecOptions, fed *Federation) (pipeline.CampaignSpec,
 	// No code version: the spec is the campaign's identity, which a rebuilt
 	// binary does not change; every manifest records the version of the
 	// binary that committed its round (activities.Server.CommitRound).
+	// The schema is set after the name: it is read from the federation's
+	// files, whose hash the name already holds, and a name that changed
+	// with it would stop re-runs of campaigns started before it existed
+	// from re-attaching.
+	if s.Schema == nil && fed != nil && fed.Schema != nil {
+		schema := *fed.Schema
+		s.Schema = &schema
+	}
 	s = s.WithDefaults()
 	if err := s.Validate(); err != nil {
 		if cf != nil {
@@ -322,16 +337,35 @@ type Federation struct {
 	Dir   string
 	Sites []string
 	Hash  string
+	// Schema is the feature columns most sites' training files have (see
+	// dataset.Federation.Columns), with the default label column; nil when
+	// no site's file names its columns and the label. SchemaDiffer lists
+	// the sites whose files do not show those columns (see
+	// dataset.FederationColumns.Differ).
+	Schema       *pipeline.DataSchema
+	SchemaDiffer []string
 }
 
 // DiscoverFederation finds the sites of dir (CSV or parquet; the order
-// matters, the paper preset seeds sites by position).
+// matters, the paper preset seeds sites by position) and the feature
+// columns they agree on.
 func DiscoverFederation(dir string) (*Federation, error) {
 	f, err := dataset.DiscoverFederation(dir)
 	if err != nil {
 		return nil, inputErrorf("--federation: %v", err)
 	}
-	return &Federation{Dir: f.Dir, Sites: f.Sites, Hash: f.Hash}, nil
+	fed := &Federation{Dir: f.Dir, Sites: f.Sites, Hash: f.Hash}
+	// The starter's in-process workers read the default label column, so
+	// that is the label the schema is read with.
+	cols, err := f.Columns(dataset.DefaultLabelColumn)
+	if err != nil {
+		return nil, inputErrorf("--federation %s: %v", dir, err)
+	}
+	if cols.Features != nil {
+		fed.Schema = &pipeline.DataSchema{Kind: pipeline.SchemaTable, Features: cols.Features, Label: dataset.DefaultLabelColumn}
+		fed.SchemaDiffer = cols.Differ
+	}
+	return fed, nil
 }
 
 // CheckSites reports a site of spec that has no files in fed.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -118,6 +119,75 @@ func TestTablePlan(t *testing.T) {
 		_, err := TablePlan(cf, o, nil, c.rows, 1)
 		if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%d: %v; want an input error containing %q", i, err, c.want)
+		}
+	}
+}
+
+// TestBuildSpecSchema: a spec built over a federation directory carries the
+// feature columns its sites agree on (so each site worker can drop itself
+// when its columns differ), and the default campaign name does not depend
+// on the schema: it is the name the same spec and federation had before
+// schemas existed, so re-runs re-attach.
+func TestBuildSpecSchema(t *testing.T) {
+	dir := t.TempDir()
+	for _, site := range []string{"a", "b", "c"} {
+		header := "x1,x2,y"
+		if site == "c" {
+			header = "x1,x2,x3,y"
+		}
+		for _, split := range []string{"train", "test"} {
+			if err := os.WriteFile(filepath.Join(dir, site+"_"+split+".csv"), []byte(header+"\n1,2,0\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	fed, err := DiscoverFederation(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fed.Schema == nil || !slices.Equal(fed.Schema.Features, []string{"x1", "x2"}) || fed.Schema.Label != "y" ||
+		!slices.Equal(fed.SchemaDiffer, []string{"c"}) {
+		t.Fatalf("federation schema %+v, differ %v; want x1,x2 with label y, differ [c]", fed.Schema, fed.SchemaDiffer)
+	}
+	o := SpecOptions{Method: "fedavg", Rounds: 2, Seed: 1, Preset: "default", Bucket: "b"}
+	spec, err := BuildSpec(nil, o, fed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Schema == nil || !slices.Equal(spec.Schema.Features, []string{"x1", "x2"}) {
+		t.Errorf("spec schema %+v, want the federation's", spec.Schema)
+	}
+	noSchema := *fed
+	noSchema.Schema = nil
+	old, err := BuildSpec(nil, o, &noSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.Schema != nil || old.Campaign != spec.Campaign {
+		t.Errorf("without a schema: campaign %s (schema %v), with one %s; want the same name", old.Campaign, old.Schema, spec.Campaign)
+	}
+}
+
+// TestBuildSpecFeaturesFromFile: a campaign file's features are the spec's
+// schema, checked like the rest of the spec, and win over the federation's.
+func TestBuildSpecFeaturesFromFile(t *testing.T) {
+	o := SpecOptions{Rounds: 2, Seed: 1, Preset: "default", Bucket: "b"}
+	for i, test := range []struct {
+		features []string
+		want     string // the schema's features joined, or the error's end
+		fails    bool
+	}{
+		{[]string{"age", "bmi"}, "age,bmi", false},                                           // 0
+		{[]string{"age", "age"}, `campaign file: schema.features[1] "age": duplicate`, true}, // 1
+		{[]string{"age", "y"}, `campaign file: schema.features[1] "y": is the label column`, true},
+	} {
+		cf := &File{Method: "fedavg", Sites: []string{"s1", "s2"}, Features: test.features}
+		spec, err := BuildSpec(cf, o, nil)
+		switch {
+		case test.fails && (err == nil || !errors.Is(err, ErrInput) || !strings.HasSuffix(err.Error(), test.want)):
+			t.Errorf("case %d: error %v, want %q", i, err, test.want)
+		case !test.fails && (err != nil || spec.Schema == nil || strings.Join(spec.Schema.Features, ",") != test.want):
+			t.Errorf("case %d: schema %+v (error %v), want features %s", i, spec.Schema, err, test.want)
 		}
 	}
 }

@@ -198,7 +198,7 @@ func BuildSweepPlan(sf SweepFile, file, bucket string, bucketGiven bool) (SweepP
 		if len(sites) == 0 {
 			sites = fed.Sites
 		}
-		sf := pipeline.SweepFederation{Name: name, MinSites: f.MinSites, Seeds: f.Seeds}
+		sf := pipeline.SweepFederation{Name: name, MinSites: f.MinSites, Seeds: f.Seeds, Schema: fed.Schema}
 		for _, n := range sites {
 			sf.Sites = append(sf.Sites, pipeline.Site{Name: n})
 		}

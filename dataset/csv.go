@@ -60,6 +60,11 @@ type Table struct {
 // ParseError reports a problem with a CSV file. Line and Column are 1-based
 // and 0 when they do not apply (for example when the file cannot be opened);
 // Column counts bytes. Err is the underlying error, if any, for errors.Is.
+//
+// Msg says where in the row and what kind of problem it is ("cell 3
+// (column "x3"): not a number"), never the cell's text: a site's errors
+// travel to the workflow history and the round manifest, which must hold
+// no raw data.
 type ParseError struct {
 	File         string
 	Line, Column int
@@ -104,7 +109,8 @@ func ReadCSV(path string, opt CSVOptions) (*Table, error) {
 // report. Fields are separated by commas and may be quoted; blank lines are
 // skipped and spaces around a cell are ignored. Every data row must have
 // as many cells as the first line, and every cell must parse with
-// strconv.ParseFloat to a finite number. A label column (see CSVOptions) is
+// strconv.ParseFloat to a finite number. Errors name the cell by its
+// position and column name, never by its text (see ParseError). A label column (see CSVOptions) is
 // split off into Table.Y and the remaining columns, of which there must be at
 // least one, form Table.X. A file without data rows is an error.
 //
@@ -176,9 +182,9 @@ func Read(r io.Reader, name string, opt CSVOptions) (*Table, error) {
 		row := make([]float64, 0, width)
 		for j, cell := range rec {
 			l, col := cr.FieldPos(j)
-			v, err := parseCell(cell)
-			if err != nil {
-				return fail(l, col, "%v", err)
+			v, problem := parseCell(cell)
+			if problem != "" {
+				return fail(l, col, "%s: %s", t.cellName(j, labelIndex), problem)
 			}
 			if j == labelIndex {
 				t.Y = append(t.Y, v)
@@ -214,22 +220,45 @@ func isHeader(rec []string, mode HeaderMode) bool {
 	return true
 }
 
-// parseCell parses one data cell as a finite float64.
-func parseCell(cell string) (float64, error) {
+// cellName names the j-th (0-based) cell of a row for an error message:
+// "cell 3 (column \"x3\")" when the file has a header, else "cell 3".
+// labelIndex is the label column's position in the row, or -1.
+func (t *Table) cellName(j, labelIndex int) string {
+	name := fmt.Sprintf("cell %d", j+1)
+	switch {
+	case t.Columns == nil:
+	case j == labelIndex:
+		name += fmt.Sprintf(" (label column %q)", t.Label)
+	default:
+		k := j
+		if labelIndex >= 0 && j > labelIndex {
+			k--
+		}
+		if k < len(t.Columns) {
+			name += fmt.Sprintf(" (column %q)", t.Columns[k])
+		}
+	}
+	return name
+}
+
+// parseCell parses one data cell as a finite float64. problem is "" on
+// success, else the kind of problem ("not a number", "NaN, want a finite
+// number", ...): it never quotes the cell, whose text is site data.
+func parseCell(cell string) (v float64, problem string) {
 	s := strings.TrimSpace(cell)
 	if s == "" {
-		return 0, errors.New("empty cell, want a number")
+		return 0, "empty cell, want a number"
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	switch {
 	case errors.Is(err, strconv.ErrRange):
-		return 0, fmt.Errorf("%q is out of the float64 range", s)
+		return 0, "out of the float64 range"
 	case err != nil:
-		return 0, fmt.Errorf("%q is not a number", s)
+		return 0, "not a number"
 	case math.IsNaN(v):
-		return 0, fmt.Errorf("%q is NaN, want a finite number", s)
+		return 0, "NaN, want a finite number"
 	case math.IsInf(v, 0):
-		return 0, fmt.Errorf("%q is infinite, want a finite number", s)
+		return 0, "infinite, want a finite number"
 	}
-	return v, nil
+	return v, ""
 }

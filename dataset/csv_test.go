@@ -77,7 +77,7 @@ func TestReadErrors(t *testing.T) {
 		{"a,b\n", CSVOptions{}, 2, 1, "no data rows"},                          // 1
 		{"1,2\n3\n", CSVOptions{}, 2, 2, "row has 1 cells, want 2"},            // 2: too few
 		{"1,2\n3,4,5\n", CSVOptions{}, 2, 5, "row has 3 cells, want 2"},        // 3: too many
-		{"1,2\n3,abc\n", CSVOptions{}, 2, 3, `"abc" is not a number`},          // 4
+		{"1,2\n3,abc\n", CSVOptions{}, 2, 3, "cell 2: not a number"},           // 4
 		{"a,b\n1,NaN\n", CSVOptions{}, 2, 3, "NaN"},                            // 5
 		{"a,b\n-inf,1\n", CSVOptions{}, 2, 1, "infinite"},                      // 6
 		{"1,1e999\n", CSVOptions{}, 1, 3, "out of the float64 range"},          // 7
@@ -184,5 +184,5 @@ func ExampleRead() {
 	fmt.Println(err)
 	// Output:
 	// [x1 x2] [[0.5 1.5] [2 3]] y [0 1]
-	// site.csv:2:3: "oops" is not a number
+	// site.csv:2:3: cell 2 (column "x2"): not a number
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -174,6 +175,53 @@ func TestWriteFederationContinual(t *testing.T) {
 		}
 		if d.Train.X[0][0] != tc.x0 || d.Train.Y[0] != float64(fed.Sites[tc.site].YTrain[0]) {
 			t.Errorf("%d: site %d round %d: row 0 = %v (y %v), want x0 %v", i, tc.site, tc.round, d.Train.X[0][0], d.Train.Y[0], tc.x0)
+		}
+	}
+}
+
+// TestFederationColumns: the federation's feature columns are those most
+// sites' training files have, ties going to the earliest site; sites with
+// other columns, or none named, are listed. Parquet files count by their
+// schema. Each expectation is read off the files written.
+func TestFederationColumns(t *testing.T) {
+	for i, test := range []struct {
+		headers    []string // site i's training file header ("" for parquet with columns a,b,y)
+		want       []string
+		wantDiffer []string
+	}{
+		{[]string{"a,b,y", "a,b,y", "a,b,c,y"}, []string{"a", "b"}, []string{"s3"}}, // 0: the majority
+		{[]string{"a,c,y", "a,b,y", "a,b,y"}, []string{"a", "b"}, []string{"s1"}},   // 1: not the first site's
+		{[]string{"b,a,y", "a,b,y"}, []string{"b", "a"}, []string{"s2"}},            // 2: a tie goes to the earliest
+		{[]string{"y,a,b", "", "1,2,0"}, []string{"a", "b"}, []string{"s3"}},        // 3: label anywhere; parquet; no header
+		{[]string{"1,2,0", "3,4,1"}, nil, nil},                                      // 4: no names at all
+		{[]string{"a,b,target", "a,b,target"}, nil, nil},                            // 5: no label column y: the workers' --label decides
+		{[]string{"a,b,target", "a,b,y"}, []string{"a", "b"}, []string{"s1"}},       // 6
+	} {
+		dir := t.TempDir()
+		for j, h := range test.headers {
+			site := fmt.Sprintf("s%d", j+1)
+			if h == "" {
+				writeParquet(t, filepath.Join(dir, site+"_train.parquet"), []string{"a", "b", "y"}, [][]float64{{1, 2, 0}})
+				writeParquet(t, filepath.Join(dir, site+"_test.parquet"), []string{"a", "b", "y"}, [][]float64{{1, 2, 0}})
+				continue
+			}
+			for _, split := range []string{"train", "test"} {
+				if err := os.WriteFile(filepath.Join(dir, site+"_"+split+".csv"), []byte(h+"\n1,2,0\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		f, err := DiscoverFederation(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.Columns("y")
+		if err != nil {
+			t.Errorf("case %d: %v", i, err)
+			continue
+		}
+		if !reflect.DeepEqual(got.Features, test.want) || !reflect.DeepEqual(got.Differ, test.wantDiffer) {
+			t.Errorf("case %d: got %v (differ %v), want %v (differ %v)", i, got.Features, got.Differ, test.want, test.wantDiffer)
 		}
 	}
 }

@@ -36,22 +36,35 @@ func (d *SiteData) NumFeatures() int { return len(d.Train.X[0]) }
 
 // SiteDataError is a problem with a site's data that only a person can fix.
 // Line is 1-based (a row number counting the header for CSV, a 1-based row
-// number for parquet) and 0 when no line applies.
+// number for parquet) and 0 when no line applies; Column is the 1-based
+// byte column of a CSV cell, 0 when none applies. Msg names the cell or
+// column and the kind of problem, never a cell's value: the error reaches
+// the workflow history and the round manifest.
 type SiteDataError struct {
-	Site string
-	File string
-	Line int
-	Msg  string
-	Err  error
+	Site   string
+	File   string
+	Line   int
+	Column int
+	Msg    string
+	Err    error
 }
 
-// Error returns "site S: file:line: message".
+// Error returns "site S: file:line:column: message", leaving out the
+// parts that are 0.
 func (e *SiteDataError) Error() string {
-	where := e.File
-	if e.Line > 0 {
-		where = fmt.Sprintf("%s:%d", e.File, e.Line)
+	return fmt.Sprintf("site %s: %s: %s", e.Site, Position(e.File, e.Line, e.Column), e.Msg)
+}
+
+// Position is "file:line:column", leaving out a line or column that is 0
+// (and the column when the line is).
+func Position(file string, line, column int) string {
+	switch {
+	case line <= 0:
+		return file
+	case column <= 0:
+		return fmt.Sprintf("%s:%d", file, line)
 	}
-	return fmt.Sprintf("site %s: %s: %s", e.Site, where, e.Msg)
+	return fmt.Sprintf("%s:%d:%d", file, line, column)
 }
 
 // Unwrap returns the underlying error.
@@ -89,8 +102,9 @@ func SiteFile(dir, site, split string) (string, error) {
 // *SiteDataError naming the site, the file and, where one applies, the
 // line: a missing or empty file, a cell that is not a finite number, a
 // missing label column, a label other than 0 or 1, a training split with a
-// single class, and a feature count that differs between the splits or
-// from opt.NumFeatures.
+// single class, and a feature count or feature column names (in order)
+// that differ between the splits, or a count that differs from
+// opt.NumFeatures.
 func LoadSite(dir, site string, opt SiteOptions) (*SiteData, error) {
 	trainPath, err := SiteFile(dir, site, TrainSplit)
 	if err != nil {
@@ -119,10 +133,64 @@ func LoadSite(dir, site string, opt SiteOptions) (*SiteData, error) {
 		return nil, &SiteDataError{Site: site, File: testPath, Line: test.Lines[0],
 			Msg: fmt.Sprintf("%d feature columns, the training split %s has %d", got, filepath.Base(trainPath), want)}
 	}
+	// Equal counts of differently named or ordered columns would train
+	// on one meaning of a column and test on another.
+	if train.Columns != nil && test.Columns != nil {
+		if j := firstDifference(test.Columns, train.Columns); j >= 0 {
+			return nil, &SiteDataError{Site: site, File: testPath, Line: headerLine(testPath),
+				Msg: fmt.Sprintf("feature column %d is not named %q as in the training split %s (the splits must have the same feature columns in the same order)",
+					j+1, train.Columns[j], filepath.Base(trainPath))}
+		}
+	}
 	if err := singleClass(site, trainPath, train); err != nil {
 		return nil, err
 	}
 	return &SiteData{Site: site, TrainFile: trainPath, TestFile: testPath, Train: train, Test: test}, nil
+}
+
+// firstDifference is the first index at which got differs from want, or
+// -1 when they are equal (callers compare slices of equal length).
+func firstDifference(got, want []string) int {
+	for j := range want {
+		if j >= len(got) || got[j] != want[j] {
+			return j
+		}
+	}
+	return -1
+}
+
+// headerLine is the line of a file's column names for an error about
+// them: 1 for a CSV file, 0 (none) for parquet, whose names live in its
+// schema.
+func headerLine(path string) int {
+	if strings.EqualFold(filepath.Ext(path), ".parquet") {
+		return 0
+	}
+	return 1
+}
+
+// CheckColumns reports, as a *SiteDataError about the training file, a
+// site whose feature columns are not the campaign's: a different number of
+// them, or a column at some position with another name (order matters: the
+// model's weights are per position). want is the campaign's feature
+// columns in order, without the label. The message names the position and
+// the expected name, never the site's own text. A site whose files have no
+// header (no column names) is checked by count only.
+func (d *SiteData) CheckColumns(want []string) error {
+	got := d.Train.Columns
+	if n := d.NumFeatures(); n != len(want) {
+		return &SiteDataError{Site: d.Site, File: d.TrainFile, Line: headerLine(d.TrainFile),
+			Msg: fmt.Sprintf("%d feature columns, the campaign's schema has %d (%s)", n, len(want), strings.Join(want, ","))}
+	}
+	if got == nil {
+		return nil
+	}
+	if j := firstDifference(got, want); j >= 0 {
+		return &SiteDataError{Site: d.Site, File: d.TrainFile, Line: headerLine(d.TrainFile),
+			Msg: fmt.Sprintf("feature column %d is not named %q as in the campaign's schema (%s); the columns must be the same, in the same order",
+				j+1, want[j], strings.Join(want, ","))}
+	}
+	return nil
 }
 
 // readSplit reads one file and checks what holds for either split: a label
@@ -144,7 +212,7 @@ func readSplit(site, path string, opt SiteOptions) (*Table, error) {
 	if err != nil {
 		var pe *ParseError
 		if errors.As(err, &pe) {
-			return nil, &SiteDataError{Site: site, File: path, Line: pe.Line, Msg: pe.Msg, Err: err}
+			return nil, &SiteDataError{Site: site, File: path, Line: pe.Line, Column: pe.Column, Msg: pe.Msg, Err: err}
 		}
 		return nil, &SiteDataError{Site: site, File: path, Msg: err.Error(), Err: err}
 	}
@@ -159,8 +227,10 @@ func readSplit(site, path string, opt SiteOptions) (*Table, error) {
 	}
 	for i, y := range t.Y {
 		if y != 0 && y != 1 {
+			// The value itself is site data: the message names the
+			// column and the rule, not what the cell holds.
 			return nil, &SiteDataError{Site: site, File: path, Line: t.Lines[i],
-				Msg: fmt.Sprintf("label %q is %v, want 0 or 1", t.Label, y)}
+				Msg: fmt.Sprintf("label column %q: not 0 or 1 (labels must be 0 or 1)", t.Label)}
 		}
 	}
 	return t, nil
@@ -175,6 +245,6 @@ func singleClass(site, path string, t *Table) error {
 		}
 	}
 	return &SiteDataError{Site: site, File: path, Line: t.Lines[0],
-		Msg: fmt.Sprintf("label %q is %v on every one of the %d rows (lines %d-%d); training needs both classes",
-			t.Label, t.Y[0], len(t.Y), t.Lines[0], t.Lines[len(t.Lines)-1])}
+		Msg: fmt.Sprintf("label column %q holds a single class on every one of the %d rows (lines %d-%d); training needs both classes",
+			t.Label, len(t.Y), t.Lines[0], t.Lines[len(t.Lines)-1])}
 }

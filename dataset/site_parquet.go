@@ -67,14 +67,19 @@ func readParquetTable(path, label string) (*Table, error) {
 		for _, chunk := range col.Data().Chunks() {
 			for k := 0; k < chunk.Len(); k, row = k+1, row+1 {
 				if chunk.IsNull(k) {
-					return fail(row+1, "column %q is null, want a number", name)
+					return fail(row+1, "column %q: null, want a number", name)
 				}
 				v, ok := numericValue(chunk, k)
 				if !ok {
 					return fail(0, "column %q has type %s, want a numeric column", name, chunk.DataType())
 				}
-				if math.IsNaN(v) || math.IsInf(v, 0) {
-					return fail(row+1, "column %q is %v, want a finite number", name, v)
+				// The kind of value, not the value: errors reach the
+				// workflow history (see SiteDataError).
+				if math.IsNaN(v) {
+					return fail(row+1, "column %q: NaN, want a finite number", name)
+				}
+				if math.IsInf(v, 0) {
+					return fail(row+1, "column %q: infinite, want a finite number", name)
 				}
 				if j == labelIndex {
 					t.Y[row] = v

@@ -163,8 +163,14 @@ var Params = []Param{
 		Methods: []learn.Method{learn.PTopoFL}, ZeroIsSetting: true, Default: num(0.1), PaperDefault: &Value{}, Check: atLeast(0),
 		field: func(h *Hyperparameters) any { return &h.DriftThreshold },
 		core:  func(v Value, c *Config) { c.Server.DriftThreshold = v.Num }},
-	{Name: "drift_check_every", Doc: "recompute descriptors every k rounds (0: only round 1 and on request)", Kind: Int,
-		Methods: []learn.Method{learn.PTopoFL}, ZeroIsSetting: true, Check: atLeast(0),
+	// The default measures drift every round, as the paper's drift monitor does ("Topological Signature Tracking": it tracks "each client's
+	// topological signature φ_k^(r) at every round r"); with the former default 0, descriptors were computed in round 1
+	// only and drift_threshold never fired. A descriptor is cheap beside a round's training (n_sub = 80 points; its rows
+	// are drawn with a fixed seed, so unchanged data give the same descriptor and the same clustering). The paper preset
+	// keeps 0: its drift_threshold is 0 (the authors fit their clusters once), so measuring would change nothing but cost.
+	// Stored specs always carry the field (0 is a setting), so campaigns started before keep measuring as they did.
+	{Name: "drift_check_every", Doc: "recompute descriptors, and so measure drift (Eq. 9), every k rounds (0: only round 1 and after a re-clustering)", Kind: Int,
+		Methods: []learn.Method{learn.PTopoFL}, ZeroIsSetting: true, Default: num(1), PaperDefault: &Value{}, Check: atLeast(0),
 		field: func(h *Hyperparameters) any { return &h.DriftCheckEvery }},
 	{Name: "n_sub", Doc: "points subsampled per site for the descriptor", Kind: Int,
 		Methods: []learn.Method{learn.PTopoFL}, Default: num(80), Check: atLeast(3),

@@ -237,3 +237,25 @@ func TestOlderSpecKeepsItsBehaviour(t *testing.T) {
 		t.Errorf("new spec resolved to detector %q, local solver %q", c.Server.Detector, c.Site.LocalSolver)
 	}
 }
+
+// TestDriftCheckEveryDefault: a default-preset spec built today measures
+// drift every round (the paper's drift monitor), the paper preset, whose
+// drift threshold is 0, does not; a spec stored before the default changed
+// carries its drift_check_every of 0 and keeps it through WithDefaults
+// (0 is a setting, not a missing value).
+func TestDriftCheckEveryDefault(t *testing.T) {
+	if got := Defaults(Default).DriftCheckEvery; got != 1 {
+		t.Errorf("default preset: drift_check_every = %d, want 1", got)
+	}
+	if got := Defaults(Paper).DriftCheckEvery; got != 0 {
+		t.Errorf("paper preset: drift_check_every = %d, want 0", got)
+	}
+	old := `{"clusters":2,"beta":0.3,"anomaly_threshold":2,"drift_threshold":0.1,"drift_check_every":0,"n_sub":80}`
+	var h Hyperparameters
+	if err := json.Unmarshal([]byte(old), &h); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.WithDefaults(Default).DriftCheckEvery; got != 0 {
+		t.Errorf("stored spec: drift_check_every = %d after WithDefaults, want its 0", got)
+	}
+}

@@ -29,6 +29,9 @@ type SiteCall struct {
 	// Attempt is the campaign's attempt running the round (0 or 1: the
 	// first); the activity writes under its keys (Keys).
 	Attempt int `json:"attempt,omitempty"`
+	// Schema is the campaign's DataSchema, which the site holds its data
+	// against; nil checks nothing.
+	Schema *DataSchema `json:"schema,omitempty"`
 }
 
 // Keys builds the keys of the call's round and attempt.

@@ -41,10 +41,18 @@ type SiteCluster struct {
 	Cluster int     `json:"cluster"`
 	Trust   float64 `json:"trust"`
 	Flagged bool    `json:"flagged"`
-	Drift   float64 `json:"drift"` // descriptor distance from the site's previous descriptor (0 when none)
+	// Drift is Δ_k of Eq. (9) as of this round: the mean distance of the
+	// site's measured descriptors from its reference (the descriptor its
+	// cluster was chosen by), 0 at the first measurement.
+	Drift float64 `json:"drift"`
 	// Reassigned reports that drift re-clustering moved the site to another
 	// cluster this round (absent otherwise).
 	Reassigned bool `json:"reassigned,omitempty"`
+	// Reclustered reports that the site's drift passed drift_threshold
+	// this round, so it was re-clustered (perhaps into the cluster it was
+	// in) and its current descriptor became its new reference (absent
+	// otherwise).
+	Reclustered bool `json:"reclustered,omitempty"`
 }
 
 // SiteMetrics is one site's evaluation after a round.

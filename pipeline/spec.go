@@ -74,6 +74,12 @@ type CampaignSpec struct {
 	// records the version of the binary that committed its round. Kept so
 	// that stored specs still decode and hash as they did.
 	CodeVersion string `json:"code_version,omitempty"`
+	// Schema, when set, is what every site's data must look like (feature
+	// columns, in order); each site worker checks its data against it and
+	// drops itself from the round when they differ. `starter run` reads it
+	// from the federation directory; nil (a spec stored before it existed,
+	// or a campaign whose starter cannot see the data) checks nothing.
+	Schema *DataSchema `json:"schema,omitempty"`
 }
 
 // Defaults applied by WithDefaults.
@@ -118,6 +124,11 @@ func (s CampaignSpec) WithDefaults() CampaignSpec {
 func (s CampaignSpec) Validate() error {
 	if err := s.LegacyValidate(); err != nil {
 		return err
+	}
+	if s.Schema != nil {
+		if err := s.Schema.Validate(); err != nil {
+			return fmt.Errorf("schema.%w", err)
+		}
 	}
 	if s.Rounds > artifact.MaxRound {
 		return fmt.Errorf("rounds = %d: must be <= %d (round keys have four digits and would no longer sort by round)", s.Rounds, artifact.MaxRound)

@@ -72,6 +72,9 @@ type SweepFederation struct {
 	Seeds []uint64 `json:"seeds,omitempty"`
 	// DescriptorRows as in CampaignSpec; rarely used in sweeps.
 	DescriptorRows map[string][]int `json:"descriptor_rows,omitempty"`
+	// Schema is the federation's CampaignSpec.Schema, given to each of
+	// its campaigns; nil checks nothing.
+	Schema *DataSchema `json:"schema,omitempty"`
 }
 
 // SweepSpec is a grid of campaigns: federations × methods × settings ×
@@ -162,7 +165,7 @@ func (s SweepSpec) Campaigns() ([]SweepCampaign, error) {
 						RoundDeadline: s.RoundDeadline, SiteActivityTimeout: s.SiteActivityTimeout,
 						TrainHeartbeat: s.TrainHeartbeat, ContinueAsNewEvery: s.CampaignContinueAsNewEvery,
 						Hyperparameters: h, Bucket: s.Bucket, DescriptorRows: fed.DescriptorRows,
-						CodeVersion: s.CodeVersion,
+						CodeVersion: s.CodeVersion, Schema: fed.Schema,
 					}.WithDefaults()
 					out = append(out, SweepCampaign{
 						Index: i, Federation: fed.Name, Method: m.Method, Setting: set.Label, Seed: seed,

@@ -33,3 +33,24 @@ func TestSweepValidateChecksEachFederation(t *testing.T) {
 		t.Errorf("five sites rejected: %v", err)
 	}
 }
+
+// TestSweepCampaignsCarrySchema: each campaign of a sweep gets its
+// federation's schema, so its site workers drop sites whose columns differ.
+func TestSweepCampaignsCarrySchema(t *testing.T) {
+	schema := &DataSchema{Kind: SchemaTable, Features: []string{"x1", "x2"}, Label: "y"}
+	s := SweepSpec{
+		Sweep: "schema", Methods: []SweepMethod{{Method: learn.FedAvg, Hyperparameters: method.Defaults(method.Default)}},
+		Seeds: []uint64{1}, Rounds: 2, Bucket: "ptopofl",
+		Federations: []SweepFederation{
+			{Name: "with", Sites: []Site{{"a"}, {"b"}}, Schema: schema},
+			{Name: "without", Sites: []Site{{"a"}, {"b"}}},
+		},
+	}
+	cs, err := s.WithDefaults().Campaigns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 2 || cs[0].Spec.Schema == nil || strings.Join(cs[0].Spec.Schema.Features, ",") != "x1,x2" || cs[1].Spec.Schema != nil {
+		t.Errorf("campaigns %+v: want the first with schema x1,x2, the second without", cs)
+	}
+}

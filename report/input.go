@@ -118,9 +118,12 @@ type SiteTrace struct {
 	H0Entropy []float64
 	H1Entropy []float64
 	Drift     []float64
-	// Reclustered lists the rounds in which drift re-clustering moved the
-	// site to another cluster (in increasing order).
+	// Reclustered lists the rounds in which the site's drift passed the
+	// threshold and it was re-clustered (the manifests' reclustered flag),
+	// Reassigned those of them in which that moved it to another cluster
+	// (in increasing order).
 	Reclustered []int
+	Reassigned  []int
 }
 
 // StabilityInput is the input of Stability: stability of topological

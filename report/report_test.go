@@ -104,7 +104,7 @@ func stabilityFixture() StabilityInput {
 	return StabilityInput{Rounds: []int{1, 2, 3, 4}, DriftThreshold: 0.5, Sites: []SiteTrace{
 		{Site: "site0", H0Entropy: []float64{2.10, 2.11, 2.09, 2.10}, H1Entropy: []float64{1.00, 1.02, 1.01, 1.00}, Drift: []float64{0, 0.05, 0.06, 0.05}},
 		{Site: "site1", Shifted: true, ShiftRound: 3, H0Entropy: []float64{1.80, 1.81, 2.40, 2.45}, H1Entropy: []float64{0.70, 0.71, 1.20, math.NaN()},
-			Drift: []float64{0, 0.04, 0.60, 0.75}, Reclustered: []int{3}},
+			Drift: []float64{0, 0.04, 0.60, 0.75}, Reclustered: []int{3}, Reassigned: []int{3}},
 		{Site: "site2", H0Entropy: []float64{2.50, 2.52, 2.51, 2.53}, H1Entropy: []float64{1.30, 1.29, 1.31, 1.30}, Drift: []float64{0, 0.02, 0.03, 0.03}},
 	}}
 }
@@ -176,7 +176,10 @@ func TestReports(t *testing.T) {
 			figures: []string{"fig5_entropy", "fig5_drift"},
 			want: []string{
 				"1.800 → 2.450", "0.700 → n/a", "yes (round 3)", "0.750",
-				"Drift re-clustering moved 1 of 1 shifted sites and 0 of 2 unshifted sites to another cluster.",
+				// site1 shifted and was re-clustered into another cluster in
+				// round 3; site0 and site2 stayed.
+				"Drift re-clustering fired for 1 of 1 shifted sites and 0 of 2 unshifted sites, and moved 1 and 0 of them to another cluster.",
+				"3 (moved)",
 				"Re-clustering threshold on Δ: 0.500.",
 			},
 		},

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -34,12 +35,12 @@ func Stability(in StabilityInput) (*Report, error) {
 	}
 	d := newDocument(in.Title, "Stability of topological signatures")
 	first, last := 0, len(in.Rounds)-1
-	d.para("H0 and H1 persistence entropy per site in rounds %d and %d, the drift Δ of Eq. 9 after round %d, and the rounds in which drift re-clustering moved the site to another cluster (a site above the threshold whose own cluster is still the closest stays).", in.Rounds[first], in.Rounds[last], in.Rounds[last])
+	d.para("H0 and H1 persistence entropy per site in rounds %d and %d, the drift Δ of Eq. 9 after round %d, and the rounds in which its drift passed the threshold and it was re-clustered, marked \"moved\" where that put it in another cluster (a site whose own cluster is still the closest stays); a re-clustered site's current descriptor becomes the reference its later drift is measured from.", in.Rounds[first], in.Rounds[last], in.Rounds[last])
 	if in.DriftThreshold > 0 {
 		d.para("Re-clustering threshold on Δ: %.3f.", in.DriftThreshold)
 	}
 	var rows [][]string
-	var shifted, shiftedRe, stable, stableRe int
+	var shifted, shiftedRe, stable, stableRe, shiftedMoved, stableMoved int
 	for _, s := range in.Sites {
 		shift := "no"
 		if s.Shifted {
@@ -51,17 +52,27 @@ func Stability(in StabilityInput) (*Report, error) {
 			if len(s.Reclustered) > 0 {
 				shiftedRe++
 			}
+			if len(s.Reassigned) > 0 {
+				shiftedMoved++
+			}
 		} else {
 			stable++
 			if len(s.Reclustered) > 0 {
 				stableRe++
+			}
+			if len(s.Reassigned) > 0 {
+				stableMoved++
 			}
 		}
 		re := "never"
 		if len(s.Reclustered) > 0 {
 			var r []string
 			for _, v := range s.Reclustered {
-				r = append(r, fmt.Sprint(v))
+				txt := fmt.Sprint(v)
+				if slices.Contains(s.Reassigned, v) {
+					txt += " (moved)"
+				}
+				r = append(r, txt)
 			}
 			re = strings.Join(r, ", ")
 		}
@@ -70,8 +81,9 @@ func Stability(in StabilityInput) (*Report, error) {
 			fmtNum(s.H1Entropy[first]) + " → " + fmtNum(s.H1Entropy[last]),
 			fmtNum(s.Drift[last]), re})
 	}
-	d.table([]string{"Site", "Data shift", "H0 entropy", "H1 entropy", "Final Δ", "Re-assigned in rounds"}, rows)
-	d.para("Drift re-clustering moved %d of %d shifted sites and %d of %d unshifted sites to another cluster.", shiftedRe, shifted, stableRe, stable)
+	d.table([]string{"Site", "Data shift", "H0 entropy", "H1 entropy", "Final Δ", "Re-clustered in rounds"}, rows)
+	d.para("Drift re-clustering fired for %d of %d shifted sites and %d of %d unshifted sites, and moved %d and %d of them to another cluster.",
+		shiftedRe, shifted, stableRe, stable, shiftedMoved, stableMoved)
 
 	x := make([]float64, len(in.Rounds))
 	for i, r := range in.Rounds {
@@ -125,7 +137,7 @@ func Stability(in StabilityInput) (*Report, error) {
 		return nil, err
 	}
 	d.figure(fig5)
-	fig5d, err := render("fig5_drift", "Drift Δ (Eq. 9) per site over rounds; rings mark rounds where re-clustering moved the site, the dotted line the threshold.", [][]*plot.Plot{{pd}})
+	fig5d, err := render("fig5_drift", "Drift Δ (Eq. 9) per site over rounds; rings mark rounds where drift re-clustering fired for the site, the dotted line the threshold.", [][]*plot.Plot{{pd}})
 	if err != nil {
 		return nil, err
 	}

@@ -144,7 +144,9 @@ func LabelledSummary(x [][]float64, y []float64, opt LabelledOptions) ([]float64
 	}
 	pNull := nullCrossProbability(labels)
 	if pNull == 0 {
-		return nil, fmt.Errorf("tda: labelled summary: %w (label %v)", ErrOneClass, labels[0])
+		// Which class it is stays out of the message: a site's error
+		// reaches the workflow history, which holds no data values.
+		return nil, fmt.Errorf("tda: labelled summary: %w", ErrOneClass)
 	}
 	z, err := standardise(x, rows)
 	if err != nil {

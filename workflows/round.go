@@ -141,6 +141,7 @@ func (r *round) siteCall(site, purpose string) pipeline.SiteCall {
 		Bucket: r.spec.Bucket, CampaignSeed: r.spec.Seed,
 		Seed:    pipeline.DeriveSeed(r.spec.Seed, r.n, site, purpose),
 		Attempt: r.attempt,
+		Schema:  r.spec.Schema,
 	}
 }
 
@@ -226,6 +227,7 @@ func (r *round) descriptors(ctx workflow.Context) error {
 		// was re-assigned in this round.
 		for i := range r.carry.Clusters {
 			r.carry.Clusters[i].Reassigned = false
+			r.carry.Clusters[i].Reclustered = false
 		}
 		for _, d := range r.carry.ClusterDescriptors {
 			r.input(pipeline.RoleDescriptor, d.Site, &d.Ref)

@@ -194,20 +194,20 @@ func TestBadInput(t *testing.T) {
 		args []string
 		want string // a regular expression the stderr message must match
 	}{
-		{[]string{"diagram", missing}, regexp.QuoteMeta(missing) + `: cannot open`},                  // 0
-		{[]string{"diagram", empty}, regexp.QuoteMeta(empty) + `:1:1: empty file`},                   // 1
-		{[]string{"diagram", header}, regexp.QuoteMeta(header) + `:2:1: no data rows`},               // 2
-		{[]string{"diagram", ragged}, regexp.QuoteMeta(ragged) + `:3:2: row has 1 cells`},            // 3
-		{[]string{"diagram", word}, regexp.QuoteMeta(word) + `:3:3: "x4" is not a number`},           // 4
-		{[]string{"diagram", nan}, regexp.QuoteMeta(nan) + `:2:3: "NaN" is NaN`},                     // 5
-		{[]string{"diagram", inf}, regexp.QuoteMeta(inf) + `:3:1: "-Inf" is infinite`},               // 6
-		{[]string{"descriptor", ragged}, regexp.QuoteMeta(ragged) + `:3:2: `},                        // 7
-		{[]string{"descriptor", word}, regexp.QuoteMeta(word) + `:3:3: `},                            // 8
-		{[]string{"descriptor", nan}, regexp.QuoteMeta(nan) + `:2:3: `},                              // 9
-		{[]string{"descriptor", empty}, regexp.QuoteMeta(empty) + `:1:1: `},                          // 10
-		{[]string{"distance", badDiag, diag}, regexp.QuoteMeta(badDiag) + `:2:7: death "oops"`},      // 11
-		{[]string{"distance", diag, emptyDiag}, regexp.QuoteMeta(emptyDiag) + `:1:1: empty diagram`}, // 12
-		{[]string{"distance", diag, missing}, regexp.QuoteMeta(missing) + `: cannot open`},           // 13
+		{[]string{"diagram", missing}, regexp.QuoteMeta(missing) + `: cannot open`},                        // 0
+		{[]string{"diagram", empty}, regexp.QuoteMeta(empty) + `:1:1: empty file`},                         // 1
+		{[]string{"diagram", header}, regexp.QuoteMeta(header) + `:2:1: no data rows`},                     // 2
+		{[]string{"diagram", ragged}, regexp.QuoteMeta(ragged) + `:3:2: row has 1 cells`},                  // 3
+		{[]string{"diagram", word}, regexp.QuoteMeta(word) + `:3:3: cell 2 \(column "b"\): not a number`},  // 4
+		{[]string{"diagram", nan}, regexp.QuoteMeta(nan) + `:2:3: cell 2: NaN, want a finite number`},      // 5
+		{[]string{"diagram", inf}, regexp.QuoteMeta(inf) + `:3:1: cell 1: infinite, want a finite number`}, // 6
+		{[]string{"descriptor", ragged}, regexp.QuoteMeta(ragged) + `:3:2: `},                              // 7
+		{[]string{"descriptor", word}, regexp.QuoteMeta(word) + `:3:3: `},                                  // 8
+		{[]string{"descriptor", nan}, regexp.QuoteMeta(nan) + `:2:3: `},                                    // 9
+		{[]string{"descriptor", empty}, regexp.QuoteMeta(empty) + `:1:1: `},                                // 10
+		{[]string{"distance", badDiag, diag}, regexp.QuoteMeta(badDiag) + `:2:7: death "oops"`},            // 11
+		{[]string{"distance", diag, emptyDiag}, regexp.QuoteMeta(emptyDiag) + `:1:1: empty diagram`},       // 12
+		{[]string{"distance", diag, missing}, regexp.QuoteMeta(missing) + `: cannot open`},                 // 13
 		// Bad flags and arguments.
 		{[]string{"diagram", "--dim", "2", good}, `--dim 2: want 0 or 1`},                        // 14
 		{[]string{"diagram", "--dim", "x", good}, `bad flags`},                                   // 15
