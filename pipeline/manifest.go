@@ -103,6 +103,11 @@ type RoundManifest struct {
 	// SiteWeights records a robust aggregation's per-site selection
 	// (AggregateOutput.SiteWeights); absent for the other methods.
 	SiteWeights []SiteWeight `json:"site_weights,omitempty"`
+	// Pruned says which earlier round's site uploads the retention policy
+	// deletes once this manifest is committed (PruningAt); absent when the
+	// policy deletes nothing. The manifest that listed them keeps their
+	// sha256.
+	Pruned *Pruning `json:"pruned,omitempty"`
 }
 
 // SiteWeight is the weight a robust aggregation gave a site's update.

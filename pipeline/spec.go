@@ -70,6 +70,14 @@ type CampaignSpec struct {
 	// CodeVersion is the version of the code that started the campaign,
 	// recorded in every manifest.
 	CodeVersion string `json:"code_version,omitempty"`
+	// KeepSiteModels is the retention policy of the sites' model-sized
+	// uploads (PrunedRoles): 0 keeps every round's (the default); K > 0
+	// keeps those of the last K rounds, deleting older ones after each
+	// round commits (PruningAt). It changes no result, only what stays in
+	// S3; it is part of the spec, and so of its hash, because the
+	// manifests attest to what was deleted under which policy. omitempty:
+	// specs without a policy hash as before it existed.
+	KeepSiteModels int `json:"keep_site_models,omitempty"`
 }
 
 // Defaults applied by WithDefaults.
@@ -113,6 +121,9 @@ func (s CampaignSpec) WithDefaults() CampaignSpec {
 // the quorum allows (method.Hyperparameters.ValidateFederation).
 func (s CampaignSpec) Validate() error {
 	if err := s.LegacyValidate(); err != nil {
+		return err
+	}
+	if err := validateKeepSiteModels(s.KeepSiteModels); err != nil {
 		return err
 	}
 	if s.Rounds > artifact.MaxRound {
