@@ -27,6 +27,9 @@ const (
 	// sweepHistoryFile is a SweepWorkflow of two 1-round campaigns run one
 	// at a time (replaySweepSpec).
 	sweepHistoryFile = "sweep_history.json"
+	// roundRetentionHistoryFile is round 2 of a campaign keeping the site
+	// models of the last round only (replayRetentionSpec): it prunes round 1.
+	roundRetentionHistoryFile = "round_history_retention.json"
 )
 
 // Histories recorded by earlier versions of the workflows, which the
@@ -51,6 +54,13 @@ func replaySpec() pipeline.CampaignSpec {
 		RoundDeadline: time.Minute, SiteActivityTimeout: 30 * time.Second,
 		Bucket: "ptopofl", CodeVersion: "golden",
 	}
+}
+
+// replayRetentionSpec is the campaign of the golden retention history.
+func replayRetentionSpec() pipeline.CampaignSpec {
+	s := replaySpec()
+	s.Campaign, s.KeepSiteModels = "golden-retention", 1
+	return s
 }
 
 // replaySweepSpec is the sweep of the golden sweep history.
@@ -85,6 +95,7 @@ func TestReplayGoldenHistories(t *testing.T) {
 		{roundHistoryV0File, pipeline.RoundWorkflowID(replaySpec().Campaign, 1)},
 		{sweepHistoryFile, replaySweepSpec().Sweep},
 		{sweepHistoryV0File, replaySweepSpec().Sweep},
+		{roundRetentionHistoryFile, pipeline.RoundWorkflowID(replayRetentionSpec().Campaign, 2)},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := filepath.Join("testdata", tc.file)
