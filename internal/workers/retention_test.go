@@ -21,7 +21,8 @@ import (
 // control variates, pFedMe's and LocalOnly's site state, FoolsGold's
 // histories and norm clipping's global model in the server state,
 // pTopoFL's clustering and descriptors. So the curves and every model the
-// sites hold after round 4 must be the same bits, and the uploads of
+// sites hold after round 4 must be the same bits, no manifest may list a
+// pruned role among the artifacts its round read, and the uploads of
 // rounds 1–3 must be gone while round 4's stay.
 func TestRetentionEveryMethod(t *testing.T) {
 	if testing.Short() {
@@ -67,6 +68,16 @@ func TestRetentionEveryMethod(t *testing.T) {
 					var man pipeline.RoundManifest
 					if _, err := s.store.GetJSONKey(ctx, artifact.ManifestKey(spec.Campaign, r), &man); err != nil {
 						t.Fatal(err)
+					}
+					// The manifest lists every artifact the round read: none
+					// may be of a role the policy prunes. (The curves alone
+					// would not show such a read: with every worker in one
+					// process, the store's cache could still serve a
+					// deleted object.)
+					for _, in := range man.Inputs {
+						if in.Role == pipeline.RoleLocalModel || in.Role == pipeline.RoleControl {
+							t.Errorf("keep %d, round %d reads %s of %s (%s)", keep, r, in.Role, in.Site, in.Ref.Key)
+						}
 					}
 					for _, o := range man.Outputs {
 						if r == rounds && o.Role == pipeline.RoleSiteModel {
