@@ -169,3 +169,15 @@ func TestRetentionPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestTableRefusesRetention: a table runs as a sweep, which keeps every
+// artifact, so a retention policy is refused (exit 2) before anything
+// starts, with a message that says where to use it.
+func TestTableRefusesRetention(t *testing.T) {
+	fed := smallFederation(t)
+	dataDir := filepath.Join(t.TempDir(), "never-created")
+	code, _, stderr := runCLI("table", "--local", "--data-dir", dataDir, "--federation", fed, "--methods", "fedavg", "--keep-site-models", "2")
+	if code != exitInput || !strings.Contains(stderr, "use starter run for a retention policy") {
+		t.Errorf("table --keep-site-models: exit %d, %s", code, stderr)
+	}
+}
