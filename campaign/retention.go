@@ -53,10 +53,12 @@ func roleNoun(role string) string {
 }
 
 // prunings indexes the retention steps the manifests record by the round
-// they pruned. Only manifests that decoded count: a pruning is believed
-// because a chained manifest says so.
+// they pruned.
 type prunings map[int]*pipeline.Pruning
 
+// collectPrunings gathers the prunings the manifests record. Only
+// manifests that decoded count: a pruning is believed because a chained
+// manifest says so (verify checks the chain).
 func collectPrunings(manifests []StoredManifest) prunings {
 	pp := prunings{}
 	for _, sm := range manifests {
@@ -85,6 +87,7 @@ type prunedTally struct {
 	byRole map[string]*PrunedArtifacts
 }
 
+// add counts rec, pruned by p, once per key.
 func (t *prunedTally) add(campaign string, rec pipeline.ArtifactRecord, p *pipeline.Pruning) {
 	if t.seen == nil {
 		t.seen, t.byRole = map[string]bool{}, map[string]*PrunedArtifacts{}
