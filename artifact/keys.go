@@ -234,3 +234,25 @@ func SweepResultsKey(sweep string) string { return SweepPrefix(sweep) + "results
 
 // SweepCurvesKey is "sweeps/<sweep>/curves.parquet": one row per campaign and round.
 func SweepCurvesKey(sweep string) string { return SweepPrefix(sweep) + "curves.parquet" }
+
+// RoundFolder returns the round of a key under a round of campaign and the
+// folder it sits in within the round ("models" for ModelKey, "control" for
+// ControlKey, "" for a file directly in the round such as ManifestKey). A
+// leading "attempt-<n>/" folder, where a restarted campaign may keep a
+// round's later attempts, is passed over, so the folder is the artifact's
+// kind either way. ok is false for a key not under a round of campaign.
+func RoundFolder(campaign, key string) (round int, folder string, ok bool) {
+	round, ok = ParseRoundPrefix(campaign, key)
+	if !ok {
+		return 0, "", false
+	}
+	rest := strings.TrimPrefix(key, RoundPrefix(campaign, round))
+	if first, inner, nested := strings.Cut(rest, "/"); nested && strings.HasPrefix(first, "attempt-") {
+		rest = inner
+	}
+	folder, _, nested := strings.Cut(rest, "/")
+	if !nested {
+		folder = ""
+	}
+	return round, folder, true
+}

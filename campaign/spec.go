@@ -41,6 +41,7 @@ import (
 //	bucket: ptopofl
 //	descriptor_rows: {site0: [3, 17, 42]}
 //	hyperparameters: {beta: 0.3, clusters: 2}   # JSON names of method.Hyperparameters
+//	keep_site_models: 3           # retention: keep the site models of the last 3 rounds only; 0 or absent: all
 type File struct {
 	Campaign            string           `yaml:"campaign"`
 	Method              string           `yaml:"method"`
@@ -61,6 +62,7 @@ type File struct {
 	// order (the spec's schema), for a starter that does not see the
 	// sites' files; with a federation directory they are read from it.
 	Features []string `yaml:"features"`
+	KeepSiteModels      int              `yaml:"keep_site_models"`
 }
 
 // ReadFile decodes the campaign file at path strictly; errors wrap
@@ -131,6 +133,7 @@ type SpecOptions struct {
 	DescriptorRows string          // JSON file: site → row indices
 	Set            []string        // NAME=VALUE hyper-parameter overrides
 	Given          map[string]bool // flag names the user set explicitly ("min-sites")
+	KeepSiteModels int             // retention policy (pipeline.CampaignSpec.KeepSiteModels)
 }
 
 // applyHyperparameters sets overrides (JSON names of
@@ -224,6 +227,7 @@ func BuildSpec(cf *File, o SpecOptions, fed *Federation) (pipeline.CampaignSpec,
 			*d.dst = v
 		}
 		s.DescriptorRows = cf.DescriptorRows
+		s.KeepSiteModels = cf.KeepSiteModels
 		overrides = cf.Hyperparameters
 		if cf.Features != nil {
 			s.Schema = &pipeline.DataSchema{Kind: pipeline.SchemaTable, Features: cf.Features, Label: dataset.DefaultLabelColumn}
@@ -251,6 +255,9 @@ func BuildSpec(cf *File, o SpecOptions, fed *Federation) (pipeline.CampaignSpec,
 		if o.MinSites != 0 {
 			s.MinSites = o.MinSites
 		}
+	}
+	if o.Given["keep-site-models"] || cf == nil {
+		s.KeepSiteModels = o.KeepSiteModels
 	}
 	if o.RoundDeadline != 0 {
 		s.RoundDeadline = o.RoundDeadline

@@ -154,6 +154,10 @@ type VerifyReport struct {
 	// empty when it was compared.
 	TipSkipped string    `json:"tip_skipped,omitempty"`
 	Problems   []Problem `json:"problems"`
+	// Pruned lists, by role, the artifacts the campaign's retention policy
+	// deleted (recorded in the manifests), which are not problems; they
+	// are not counted in Artifacts.
+	Pruned []PrunedArtifacts `json:"pruned,omitempty"`
 }
 
 // Summary counts what was verified and says whether the last manifest was
@@ -162,6 +166,9 @@ type VerifyReport struct {
 // is never mistaken for one that passed.
 func (r VerifyReport) Summary() string {
 	s := fmt.Sprintf("verified %d rounds, %d artifacts", r.Rounds, r.Artifacts)
+	if n := prunedCount(r.Pruned); n > 0 {
+		s += fmt.Sprintf(" (and %d pruned by the retention policy)", n)
+	}
 	if r.Attempts > 1 {
 		plural := "s"
 		if r.Superseded == 1 {
@@ -372,6 +379,8 @@ func VerifyRecord(ctx context.Context, st *store.Store, campaign string, paralle
 			keys = append(keys, u.rec.Ref.Key)
 		}
 	}
+	pruned := collectPrunings(objs.Manifests)
+	var tally prunedTally
 	got := fetchAll(ctx, st, keys, parallel)
 	if ctx.Err() != nil {
 		return rep, ctx.Err()
@@ -387,6 +396,10 @@ func VerifyRecord(ctx context.Context, st *store.Store, campaign string, paralle
 			continue
 		}
 		f := got[ref.Key]
+		if by, ok := pruned.prunes(campaign, u.rec); ok && errors.Is(f.err, store.ErrNotFound) {
+			tally.add(campaign, u.rec, by)
+			continue
+		}
 		switch {
 		case errors.Is(f.err, store.ErrNotFound):
 			p.Kind, p.Detail = ProblemMissingArtifact, "not in S3; the manifest lists sha256 "+short(ref.SHA256)
@@ -400,6 +413,8 @@ func VerifyRecord(ctx context.Context, st *store.Store, campaign string, paralle
 		}
 		add(p)
 	}
+	rep.Pruned = tally.list()
+	rep.Artifacts -= tally.keys()
 	slices.SortStableFunc(rep.Problems, func(a, b Problem) int { return a.Round - b.Round })
 	rep.OK = len(rep.Problems) == 0
 	return rep, nil

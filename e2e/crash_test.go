@@ -217,6 +217,7 @@ site_activity_timeout: 4s
 train_heartbeat: 2s
 round_deadline: 5m
 continue_as_new_every: 4
+keep_site_models: 3
 `
 
 // TestCrashRecovery runs a 15-round campaign on cmd/devstack with a server
@@ -364,6 +365,16 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	if !t.Failed() {
 		t.Logf("all 15 round manifests identical byte for byte to the uninterrupted run")
+	}
+	// The retention policy (keep_site_models: 3) pruned the local models
+	// of rounds 1–12 through the crashes, and kept those of rounds 13–15.
+	for r := 1; r <= 15; r++ {
+		for _, s := range sites {
+			kept := exists(filepath.Join(dataDir, "s3", "ptopofl", artifact.ModelKey("crash", r, s)))
+			if kept != (r > 12) {
+				t.Errorf("round %d: %s's local model in S3 %v, want %v (keep the last 3 rounds)", r, s, kept, r > 12)
+			}
+		}
 	}
 	_ = server
 }

@@ -206,3 +206,20 @@ type CommitRoundInput struct {
 type CommitRoundOutput struct {
 	Manifest ArtifactRef `json:"manifest"`
 }
+
+// PruneRoundInput asks the server to delete the site uploads that Pruning
+// names, for campaign Campaign in Bucket. It runs after the manifest that
+// records Pruning is committed; deleting what is already gone is not an
+// error, so it may run any number of times.
+type PruneRoundInput struct {
+	Bucket   string  `json:"bucket"`
+	Campaign string  `json:"campaign"`
+	Pruning  Pruning `json:"pruning"`
+}
+
+// PruneRoundOutput counts what this run of the activity deleted (a
+// repeated run finds fewer or none).
+type PruneRoundOutput struct {
+	Deleted int   `json:"deleted"`
+	Bytes   int64 `json:"bytes"`
+}

@@ -119,6 +119,11 @@ type RoundManifest struct {
 	// that this one replaces (a round that failed below quorum, say), so
 	// the chain protects that record too; absent when none.
 	Supersedes *ArtifactRef `json:"supersedes,omitempty"`
+	// Pruned says which earlier round's site uploads the retention policy
+	// deletes once this manifest is committed (PruningAt); absent when the
+	// policy deletes nothing. The manifest that listed them keeps their
+	// sha256.
+	Pruned *Pruning `json:"pruned,omitempty"`
 }
 
 // SiteWeight is the weight a robust aggregation gave a site's update.

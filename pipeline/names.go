@@ -32,6 +32,7 @@ const (
 	ActivityClusterSites = "ClusterSites" // ClusterSitesInput → ClusterSitesOutput (clustering, trust, drift)
 	ActivityAggregate    = "Aggregate"    // AggregateInput → AggregateOutput
 	ActivityCommitRound  = "CommitRound"  // CommitRoundInput → CommitRoundOutput
+	ActivityPruneRound   = "PruneRound"   // PruneRoundInput → PruneRoundOutput (retention policy)
 )
 
 // Query and update names of CampaignWorkflow.

@@ -80,6 +80,14 @@ type CampaignSpec struct {
 	// from the federation directory; nil (a spec stored before it existed,
 	// or a campaign whose starter cannot see the data) checks nothing.
 	Schema *DataSchema `json:"schema,omitempty"`
+	// KeepSiteModels is the retention policy of the sites' model-sized
+	// uploads (PrunedRoles): 0 keeps every round's (the default); K > 0
+	// keeps those of the last K rounds, deleting older ones after each
+	// round commits (PruningAt). It changes no result, only what stays in
+	// S3; it is part of the spec, and so of its hash, because the
+	// manifests attest to what was deleted under which policy. omitempty:
+	// specs without a policy hash as before it existed.
+	KeepSiteModels int `json:"keep_site_models,omitempty"`
 }
 
 // Defaults applied by WithDefaults.
@@ -129,6 +137,9 @@ func (s CampaignSpec) Validate() error {
 		if err := s.Schema.Validate(); err != nil {
 			return fmt.Errorf("schema.%w", err)
 		}
+	}
+	if err := validateKeepSiteModels(s.KeepSiteModels); err != nil {
+		return err
 	}
 	if s.Rounds > artifact.MaxRound {
 		return fmt.Errorf("rounds = %d: must be <= %d (round keys have four digits and would no longer sort by round)", s.Rounds, artifact.MaxRound)

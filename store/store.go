@@ -314,17 +314,50 @@ func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 
 // List returns the keys under prefix, sorted.
 func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
-	var keys []string
+	objs, err := s.ListSizes(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, len(objs))
+	for i, o := range objs {
+		keys[i] = o.Key
+	}
+	return keys, nil
+}
+
+// Object is a key and the size of the object at it, as a listing gives them.
+type Object struct {
+	Key  string
+	Size int64
+}
+
+// ListSizes returns the objects under prefix with their sizes, sorted by key.
+func (s *Store) ListSizes(ctx context.Context, prefix string) ([]Object, error) {
+	var objs []Object
 	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
 		if obj.Err != nil {
 			return nil, fmt.Errorf("store: list %s: %w", prefix, obj.Err)
 		}
-		keys = append(keys, obj.Key)
+		objs = append(objs, Object{Key: obj.Key, Size: obj.Size})
 	}
 	// S3 lists in key order already; sorting again guards against servers
 	// that do not, since callers rely on the order.
-	slices.Sort(keys)
-	return keys, nil
+	slices.SortFunc(objs, func(a, b Object) int { return strings.Compare(a.Key, b.Key) })
+	return objs, nil
+}
+
+// Delete removes the object at key. Deleting a key that holds nothing is
+// not an error (S3 answers a delete of a missing key with success), so a
+// retried delete is harmless.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := s.client.RemoveObject(ctx, s.bucket, key, minio.RemoveObjectOptions{}); err != nil {
+		resp := minio.ToErrorResponse(err)
+		if resp.StatusCode == http.StatusNotFound || resp.Code == "NoSuchKey" {
+			return nil
+		}
+		return fmt.Errorf("store: delete %s/%s: %w", s.bucket, key, err)
+	}
+	return nil
 }
 
 // MarshalJSON is the canonical JSON encoding of v used by PutJSON: indented

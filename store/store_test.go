@@ -217,3 +217,39 @@ func BenchmarkPutGetModel(b *testing.B) {
 		}
 	}
 }
+
+// TestDeleteIsIdempotent: ListSizes reports each object with the size Put
+// returned; Delete removes an object, and deleting it again, or a key that
+// never held anything, succeeds (the retention step may run twice).
+func TestDeleteIsIdempotent(t *testing.T) {
+	ctx := context.Background()
+	prefix := artifact.RoundPrefix("delete", 1)
+	a, err := testStore.Put(ctx, prefix+"models/a.parquet", []byte("model a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := testStore.Put(ctx, prefix+"models/b.parquet", []byte("model bb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := testStore.ListSizes(ctx, prefix)
+	want := []Object{{a.Key, 7}, {b.Key, 8}} // len("model a"), len("model bb")
+	if err != nil || fmt.Sprint(objs) != fmt.Sprint(want) {
+		t.Fatalf("ListSizes = %v, %v; want %v", objs, err, want)
+	}
+	for i := 0; i < 2; i++ {
+		if err := testStore.Delete(ctx, a.Key); err != nil {
+			t.Fatalf("delete %d: %v", i, err)
+		}
+	}
+	if err := testStore.Delete(ctx, prefix+"models/never.parquet"); err != nil {
+		t.Errorf("delete of a missing key: %v", err)
+	}
+	keys, err := testStore.List(ctx, prefix)
+	if err != nil || len(keys) != 1 || keys[0] != b.Key {
+		t.Errorf("after delete: List = %v, %v; want [%s]", keys, err, b.Key)
+	}
+	if _, _, err := testStore.GetKey(ctx, a.Key); !errors.Is(err, ErrNotFound) {
+		t.Errorf("get after delete: %v, want ErrNotFound", err)
+	}
+}

@@ -36,6 +36,10 @@ type fakeFederation struct {
 	mu        sync.Mutex // the test environment runs activities on their own goroutines
 	manifests []pipeline.RoundManifest
 	calls     map[string]int
+	// pruned lists the rounds PruneRound was asked to prune, in order;
+	// pruneBeforeCommit is set if one came before the manifest recording it.
+	pruned            []int
+	pruneBeforeCommit bool
 }
 
 func newFakeFederation() *fakeFederation {
@@ -178,6 +182,7 @@ func registerStubs(env *testsuite.TestWorkflowEnvironment) {
 		pipeline.ActivityClusterSites:      f.ClusterSites,
 		pipeline.ActivityAggregate:         f.Aggregate,
 		pipeline.ActivityCommitRound:       f.CommitRound,
+		pipeline.ActivityPruneRound:        f.PruneRound,
 	} {
 		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

@@ -94,3 +94,9 @@ const versionSpecSizeChecks = "spec-size-checks"
 // stop update signalling its running campaigns to stop (version 1); at
 // workflow.DefaultVersion they ran to their end.
 const versionStopChildren = "sweep-stop-children"
+
+// versionRetention is the workflow.GetVersion change ID of the retention
+// step (version 1): a round whose campaign keeps only the last K rounds of
+// site models records pipeline.Pruning in its manifest and deletes them
+// after the commit. It is asked only when the policy prunes something.
+const versionRetention = "retention"

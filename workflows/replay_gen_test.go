@@ -224,3 +224,28 @@ func writeGoldenHistory(t *testing.T, ctx context.Context, c client.Client, id, 
 	require.NoError(t, os.WriteFile(filepath.Join("testdata", file), append(b, '\n'), 0o644))
 	t.Logf("wrote testdata/%s: %d events", file, len(events))
 }
+
+// TestGenerateGoldenRetentionHistory records the golden history of a round
+// that prunes: round 2 of a 2-round campaign keeping the site models of the
+// last round only (version "retention" 1, its pruning in the manifest, the
+// PruneRound local activity after the commit).
+func TestGenerateGoldenRetentionHistory(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c := goldenServer(t, ctx)
+
+	spec := replayRetentionSpec()
+	fed := newFakeFederation()
+	startFakeFederation(t, c, fed, spec.SiteNames(), func(w worker.Worker) {
+		w.RegisterActivityWithOptions(fed.PruneRound, activity.RegisterOptions{Name: pipeline.ActivityPruneRound})
+	})
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: spec.Campaign, TaskQueue: pipeline.ServerTaskQueue},
+		pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: spec})
+	require.NoError(t, err)
+	var out pipeline.CampaignWorkflowOutput
+	require.NoError(t, run.Get(ctx, &out))
+	require.Equal(t, pipeline.StateDone, out.State)
+	require.Equal(t, []int{1}, fed.pruned)
+
+	writeGoldenHistory(t, ctx, c, pipeline.RoundWorkflowID(spec.Campaign, 2), "", roundRetentionHistoryFile)
+}

@@ -32,6 +32,9 @@ const (
 	// quorum; roundAttemptHistoryFile its round 2.
 	campaignAttemptHistoryFile = "campaign_attempt_history.json"
 	roundAttemptHistoryFile    = "round_attempt_history.json"
+	// roundRetentionHistoryFile is round 2 of a campaign keeping the site
+	// models of the last round only (replayRetentionSpec): it prunes round 1.
+	roundRetentionHistoryFile = "round_history_retention.json"
 )
 
 // Histories recorded by earlier versions of the workflows, which the
@@ -62,6 +65,13 @@ func replaySpec() pipeline.CampaignSpec {
 func replayAttemptSpec() pipeline.CampaignSpec {
 	s := replaySpec()
 	s.Campaign, s.Method, s.CodeVersion = "golden-attempt", learn.FedAvg, ""
+	return s
+}
+
+// replayRetentionSpec is the campaign of the golden retention history.
+func replayRetentionSpec() pipeline.CampaignSpec {
+	s := replaySpec()
+	s.Campaign, s.KeepSiteModels = "golden-retention", 1
 	return s
 }
 
@@ -99,6 +109,7 @@ func TestReplayGoldenHistories(t *testing.T) {
 		{sweepHistoryV0File, replaySweepSpec().Sweep},
 		{campaignAttemptHistoryFile, replayAttemptSpec().Campaign},
 		{roundAttemptHistoryFile, pipeline.AttemptRoundWorkflowID(replayAttemptSpec().Campaign, 2, 2)},
+		{roundRetentionHistoryFile, pipeline.RoundWorkflowID(replayRetentionSpec().Campaign, 2)},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := filepath.Join("testdata", tc.file)

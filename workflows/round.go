@@ -52,8 +52,12 @@ func RoundWorkflow(ctx workflow.Context, in pipeline.RoundWorkflowInput) (pipeli
 	if err := r.evaluate(ctx); err != nil {
 		return pipeline.RoundWorkflowOutput{}, err
 	}
+	pruning := r.retention(ctx)
 	ref, err := r.commit(ctx)
 	if err != nil {
+		return pipeline.RoundWorkflowOutput{}, err
+	}
+	if err := r.prune(ctx, pruning); err != nil {
 		return pipeline.RoundWorkflowOutput{}, err
 	}
 	r.carry.PrevManifestSHA256 = ref.SHA256
@@ -480,6 +484,43 @@ func (r *round) commit(ctx workflow.Context) (pipeline.ArtifactRef, error) {
 		return pipeline.ArtifactRef{}, fmt.Errorf("round %d: commit manifest: %w", r.n, err)
 	}
 	return out.Manifest, nil
+}
+
+// retention records in the manifest what the campaign's retention policy
+// deletes after this round commits (pipeline.PruningAt), and returns it;
+// nil when nothing goes. Histories recorded before the policy existed take
+// the DefaultVersion branch and prune nothing, as they ran; a campaign
+// without a policy records no version marker at all.
+func (r *round) retention(ctx workflow.Context) *pipeline.Pruning {
+	p := pipeline.PruningAt(r.spec.KeepSiteModels, r.n)
+	if p == nil {
+		return nil
+	}
+	if workflow.GetVersion(ctx, versionRetention, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil
+	}
+	r.m.Pruned = p
+	return p
+}
+
+// prune deletes what the committed manifest says the policy prunes. It
+// runs after the commit, so a crash in between leaves the uploads in S3
+// (verify accepts them there) and the retried workflow task deletes them.
+// Nothing later reads them: only the pruned round's Aggregate did.
+func (r *round) prune(ctx workflow.Context, p *pipeline.Pruning) error {
+	if p == nil {
+		return nil
+	}
+	var out pipeline.PruneRoundOutput
+	actx := workflow.WithLocalActivityOptions(ctx, serverLocalActivityOptions())
+	err := workflow.ExecuteLocalActivity(actx, pipeline.ActivityPruneRound, pipeline.PruneRoundInput{
+		Bucket: r.spec.Bucket, Campaign: r.spec.Campaign, Pruning: *p,
+	}).Get(ctx, &out)
+	if err != nil {
+		return fmt.Errorf("round %d: prune round %d's site models (committed; retention policy keep_site_models=%d): %w",
+			r.n, p.Round, p.KeepRounds, err)
+	}
+	return nil
 }
 
 // siteRefs indexes a site list by site, for lookups only.

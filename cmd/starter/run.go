@@ -41,6 +41,7 @@ func (f *campaignFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.spec.MinSites, "min-sites", 0, "quorum: the fewest sites a round may go on with (0: all sites)")
 	fs.DurationVar(&f.spec.RoundDeadline, "round-deadline", 0, "deadline of a round (default 30m)")
 	fs.StringVar(&f.spec.DescriptorRows, "descriptor-rows", "", "JSON file: site → row indices used for its descriptor")
+	fs.IntVar(&f.spec.KeepSiteModels, "keep-site-models", 0, "retention: keep the site models (and control updates) of the last K rounds only, deleting older ones after each round; aggregates, server state and manifests all stay (0: keep all)")
 	fs.Var(&f.set, "set", "hyper-parameter override NAME=VALUE (JSON names of the campaign file's hyperparameters; repeatable)")
 }
 

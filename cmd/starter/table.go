@@ -78,6 +78,11 @@ func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	// A table runs as a sweep, whose campaigns keep every artifact: say so
+	// rather than refuse the rows as a setting the sweep cannot express.
+	if f.spec.KeepSiteModels != 0 || (cf != nil && cf.KeepSiteModels != 0) {
+		return inputErrorf("--keep-site-models / keep_site_models: a table runs as a sweep, whose campaigns keep every artifact; use starter run for a retention policy")
+	}
 	var entries []campaign.Variant
 	for _, m := range strings.Split(*methods, ",") {
 		if m = strings.TrimSpace(m); m != "" {

@@ -37,10 +37,13 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	})
 }
 
-// printVerify prints every problem with its round and key, then the
-// summary of a clean record.
+// printVerify prints every problem with its round and key, what the
+// retention policy pruned, then the summary of a clean record.
 func printVerify(stdout io.Writer, rep campaign.VerifyReport) {
 	for _, p := range rep.Problems {
+		fmt.Fprintln(stdout, p.Text())
+	}
+	for _, p := range rep.Pruned {
 		fmt.Fprintln(stdout, p.Text())
 	}
 	if rep.OK {
