@@ -69,6 +69,10 @@ func DiscoverFederation(dir string) (*Federation, error) {
 		if !ok {
 			site, ok = strings.CutSuffix(name, "_"+TrainSplit+".parquet")
 		}
+		if !ok {
+			// An image site (ImageFiles).
+			site, ok = strings.CutSuffix(strings.TrimSuffix(name, ".gz"), "_"+TrainSplit+imagesSuffix)
+		}
 		if !ok || seen[site] {
 			continue
 		}
@@ -85,6 +89,16 @@ func DiscoverFederation(dir string) (*Federation, error) {
 
 	f := &Federation{Dir: abs, Sites: sites}
 	for _, site := range sites {
+		if _, err := federationFile(abs, site, TrainSplit); err != nil && IsImageSite(abs, site) {
+			for _, split := range []string{TrainSplit, TestSplit} {
+				im, lb, err := imageSplitFiles(abs, site, split)
+				if err != nil {
+					return nil, fmt.Errorf("federation %s: %w", dir, err)
+				}
+				f.Files = append(f.Files, filepath.Base(im), filepath.Base(lb))
+			}
+			continue
+		}
 		for _, split := range []string{TrainSplit, TestSplit} {
 			p, err := federationFile(abs, site, split)
 			if err != nil {
