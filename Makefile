@@ -37,6 +37,11 @@ bench-pipeline: build
 bench-deep:
 	./scripts/bench-deep.sh
 
+# fashion-mnist installs Debian's Fashion-MNIST (the IDX files under
+# /usr/share/datasets/fashion-mnist) that `gendata fashion-mnist` reads.
+fashion-mnist:
+	@dpkg -s dataset-fashion-mnist >/dev/null 2>&1 || { apt-get update && apt-get install -y dataset-fashion-mnist; }
+
 # lint: formatting, vet, and Temporal's workflowcheck (determinism of the
 # workflow code; the analyser is built from tools/workflowcheck's own module).
 lint:
