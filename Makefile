@@ -4,7 +4,7 @@ GO       ?= go
 BIN      := bin
 export GOTOOLCHAIN := local
 
-.PHONY: all build run test bench bench-tda bench-pipeline bench-deep lint fmt clean
+.PHONY: all build run test bench bench-tda bench-pipeline bench-deep fashion-mnist lint fmt clean
 
 all: build
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -273,6 +274,12 @@ func BuildSpec(cf *File, o SpecOptions, fed *Federation) (pipeline.CampaignSpec,
 	}
 	if s.Preset == "" {
 		s.Preset = method.Default
+	}
+	if slices.Contains(method.DeepPresets, s.Preset) && !o.Given["rounds"] && (cf == nil || cf.Rounds == nil) {
+		// A deep preset without rounds given (--rounds, or rounds: in the
+		// file): the preset's R (20 for deep-small, 100 for deep-c, ...),
+		// not the tabular default of 15.
+		s.Rounds = method.Rounds(s.Preset)
 	}
 	h := method.Defaults(s.Preset) // an unknown preset is named by Validate below
 	if err := applyHyperparameters(&h, overrides, "campaign file: hyperparameters"); err != nil {

@@ -144,6 +144,9 @@ func Resolve(m learn.Method, preset string, h Hyperparameters) (Config, error) {
 	if c.DeepSite.Train.Optimizer == nn.Adam {
 		c.DeepSite.Train.Momentum = 0
 	}
+	if c.LabelAware() {
+		return Config{}, fmt.Errorf("hyperparameters.detector = %q: the label-aware summary is defined on tabular rows; a deep model's pTopoFL uses \"descriptor\" (the deep presets' default)", c.Server.Detector)
+	}
 	if err := c.DeepSite.Train.Validate(); err != nil {
 		return Config{}, fmt.Errorf("hyperparameters: %w", err)
 	}
