@@ -328,6 +328,8 @@ type Federation struct {
 	Dir   string
 	Sites []string
 	Hash  string
+	// Images reports an image federation (for deep models).
+	Images bool
 }
 
 // DiscoverFederation finds the sites of dir (CSV or parquet; the order
@@ -337,14 +339,22 @@ func DiscoverFederation(dir string) (*Federation, error) {
 	if err != nil {
 		return nil, inputErrorf("--federation: %v", err)
 	}
-	return &Federation{Dir: f.Dir, Sites: f.Sites, Hash: f.Hash}, nil
+	return &Federation{Dir: f.Dir, Sites: f.Sites, Hash: f.Hash, Images: f.Images}, nil
 }
 
-// CheckSites reports a site of spec that has no files in fed.
+// CheckSites reports a site of spec that has no files in fed, and a model
+// that does not fit the federation (an image network on tabular files, or
+// logistic regression on images).
 func CheckSites(spec pipeline.CampaignSpec, fed *Federation) error {
 	have := map[string]bool{}
 	for _, s := range fed.Sites {
 		have[s] = true
+	}
+	switch deep := spec.Hyperparameters.IsDeep(); {
+	case deep && !fed.Images:
+		return inputErrorf("model %q is an image network, but %s holds tabular site files; give an image federation (bin/gendata fashion-mnist) or set model=logistic", spec.Hyperparameters.Model, fed.Dir)
+	case !deep && fed.Images:
+		return inputErrorf("%s holds images (<site>_train-images.idx); train an image network on it: --preset deep-small, or --set model=cnn", fed.Dir)
 	}
 	for i, s := range spec.Sites {
 		if !have[s.Name] {

@@ -36,6 +36,9 @@ type Federation struct {
 	// ShiftRounds are the rounds of the from-round-NNNN directories that
 	// hold some site's training split, increasing.
 	ShiftRounds []int
+	// Images reports that the sites hold images (ImageFiles), for deep
+	// models, rather than tabular rows.
+	Images bool
 	// Hash is the hex sha256 over Files: a line "<file> <sha256 of its
 	// bytes>\n" for each. For a federation without shift directories and
 	// with CSV files it equals the hash `starter` has always given a
@@ -97,6 +100,7 @@ func DiscoverFederation(dir string) (*Federation, error) {
 				}
 				f.Files = append(f.Files, filepath.Base(im), filepath.Base(lb))
 			}
+			f.Images = true
 			continue
 		}
 		for _, split := range []string{TrainSplit, TestSplit} {

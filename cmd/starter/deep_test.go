@@ -142,3 +142,24 @@ func TestRunDeepBadImages(t *testing.T) {
 		}
 	}
 }
+
+// TestRunModelFitsFederation: a deep preset on a tabular federation, and
+// logistic regression on an image federation, are refused before anything
+// starts, with what to change.
+func TestRunModelFitsFederation(t *testing.T) {
+	for i, tc := range []struct {
+		fed  string
+		args []string
+		want string
+	}{
+		{smallFederation(t), []string{"--preset", "deep-small"}, "holds tabular site files"}, // 0
+		{tinyImageFederation(t), []string{"--preset", "default"}, "--preset deep-small"},     // 1
+		{tinyImageFederation(t), []string{"--set", "model=logistic"}, "--preset deep-small"}, // 2
+	} {
+		args := append([]string{"run", "--local", "--data-dir", filepath.Join(t.TempDir(), "local"), "--federation", tc.fed, "--method", "fedavg"}, tc.args...)
+		code, _, stderr := runCLI(args...)
+		if code != exitInput || !strings.Contains(stderr, tc.want) {
+			t.Errorf("case %d: exit %d, stderr %q; want %d and %q", i, code, stderr, exitInput, tc.want)
+		}
+	}
+}
