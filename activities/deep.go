@@ -77,6 +77,16 @@ func (c *imageCache) load(classes int) (*dataset.ImageSiteData, error) {
 	return d, nil
 }
 
+// putVectors32 is putVectors for vectors of float32 values (a deep site's
+// control variate and state), stored as float32 (store.EncodeVectors32).
+func putVectors32(ctx context.Context, st *store.Store, key string, recs []store.VectorRecord) (pipeline.ArtifactRef, error) {
+	b, err := store.EncodeVectors32(recs)
+	if err != nil {
+		return pipeline.ArtifactRef{}, fmt.Errorf("encode %s: %w", key, err)
+	}
+	return st.PutCached(ctx, key, b)
+}
+
 // deepConfig resolves a call's configuration when its model is deep
 // (deep reports it); an invalid spec is a non-retryable error.
 func deepConfig(call pipeline.SiteCall) (cfg method.Config, deep bool, err error) {
@@ -237,7 +247,7 @@ func (s *Site) trainDeep(ctx context.Context, in pipeline.TrainLocalInput, cfg m
 	if out.Control != nil {
 		rec := store.VectorRecord{Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method),
 			Kind: kindControl, Vectors: map[string][]float64{vecControl: method.ToFloat64(out.Control)}}
-		ref, err := putVectors(ctx, s.store, artifact.ControlKey(in.Campaign, in.Round, s.name), []store.VectorRecord{rec})
+		ref, err := putVectors32(ctx, s.store, artifact.ControlKey(in.Campaign, in.Round, s.name), []store.VectorRecord{rec})
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(err)
 		}
@@ -245,7 +255,7 @@ func (s *Site) trainDeep(ctx context.Context, in pipeline.TrainLocalInput, cfg m
 	}
 	state := toLearnState(out.State)
 	if state.Control != nil || state.Personal != nil || state.Local != nil {
-		ref, err := putVectors(ctx, s.store, artifact.SiteStateKey(in.Campaign, in.Round, s.name),
+		ref, err := putVectors32(ctx, s.store, artifact.SiteStateKey(in.Campaign, in.Round, s.name),
 			[]store.VectorRecord{siteStateRecord(in.SiteCall, state)})
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -47,14 +48,25 @@ func writer32Props() *parquet.WriterProperties {
 	)
 }
 
-// encodeModel32 writes m's vectors (sorted by name) as float32. Every
-// value must be finite and within float32's range; values that are not
-// float32 already are rounded to nearest.
-func encodeModel32(m ModelRecord, vecs map[string][]float64, names []string) ([]byte, error) {
-	for _, name := range names {
-		for i, x := range vecs[name] {
-			if math.Abs(x) > math.MaxFloat32 {
-				return nil, fmt.Errorf("store: model of site %s round %d (%s): %s[%d] is outside float32's range; the model diverged", m.Site, m.Round, m.Method, name, i)
+// EncodeVectors32 is EncodeVectors storing the values as float32 (the
+// deep-model layout above): for vectors whose values are float32 already
+// (a deep site's control variate or personal model) nothing is lost and
+// the file is about half the size; other values are rounded to nearest.
+// Every value must be finite and within float32's range. DecodeVectors
+// reads the file back.
+func EncodeVectors32(recs []VectorRecord) ([]byte, error) {
+	for i, r := range recs {
+		if r.Round < 0 || r.Round > math.MaxInt32 {
+			return nil, fmt.Errorf("store: record %d (site %s): round %d out of range", i, r.Site, r.Round)
+		}
+		for name, v := range r.Vectors {
+			if name == "" {
+				return nil, fmt.Errorf("store: record %d (site %s): empty vector name", i, r.Site)
+			}
+			for j, x := range v {
+				if math.IsNaN(x) || math.Abs(x) > math.MaxFloat32 {
+					return nil, fmt.Errorf("store: record %d (site %s, round %d, %s): %s[%d] is not a finite float32; the model diverged or an input is bad", i, r.Site, r.Round, r.Method, name, j)
+				}
 			}
 		}
 	}
@@ -69,18 +81,25 @@ func encodeModel32(m ModelRecord, vecs map[string][]float64, names []string) ([]
 	vector := b.Field(5).(*array.StringBuilder)
 	values := b.Field(6).(*array.ListBuilder)
 	elems := values.ValueBuilder().(*array.Float32Builder)
-	for _, n := range names {
-		campaign.Append(m.Campaign)
-		round.Append(int32(m.Round))
-		site.Append(m.Site)
-		method.Append(m.Method)
-		kind.Append(m.Kind)
-		vector.Append(n)
-		values.Append(true)
-		v := vecs[n]
-		elems.Reserve(len(v))
-		for _, x := range v {
-			elems.UnsafeAppend(float32(x))
+	for _, r := range recs {
+		names := make([]string, 0, len(r.Vectors))
+		for n := range r.Vectors {
+			names = append(names, n)
+		}
+		slices.Sort(names) // map order is random; the bytes must not be
+		for _, n := range names {
+			campaign.Append(r.Campaign)
+			round.Append(int32(r.Round))
+			site.Append(r.Site)
+			method.Append(r.Method)
+			kind.Append(r.Kind)
+			vector.Append(n)
+			values.Append(true)
+			v := r.Vectors[n]
+			elems.Reserve(len(v))
+			for _, x := range v {
+				elems.UnsafeAppend(float32(x))
+			}
 		}
 	}
 	rec := b.NewRecordBatch()

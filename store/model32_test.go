@@ -68,3 +68,28 @@ func TestModelFloat32RoundTrip(t *testing.T) {
 		t.Error("a value beyond float32's range encoded without error")
 	}
 }
+
+// TestVectorsFloat32RoundTrip: EncodeVectors32 records (a deep site's
+// state) decode through DecodeVectors to the same float32 values, records
+// and names.
+func TestVectorsFloat32RoundTrip(t *testing.T) {
+	recs := []VectorRecord{
+		{Campaign: "c", Round: 2, Site: "a", Method: "scaffold", Kind: "site_state", Vectors: map[string][]float64{"control_variate": {0.5, -0.25, 3}, "local": {}}},
+		{Campaign: "c", Round: 2, Site: "b", Method: "scaffold", Kind: "site_state", Vectors: map[string][]float64{"control_variate": {1, 2}}},
+	}
+	b, err := EncodeVectors32(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeVectors(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, recs) {
+		t.Errorf("decoded %+v, want %+v", got, recs)
+	}
+	bad := []VectorRecord{{Campaign: "c", Site: "a", Kind: "k", Vectors: map[string][]float64{"v": {math.NaN()}}}}
+	if _, err := EncodeVectors32(bad); err == nil {
+		t.Error("NaN encoded without error")
+	}
+}

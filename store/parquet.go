@@ -405,30 +405,9 @@ func EncodeModel(m ModelRecord) ([]byte, error) {
 		}
 	}
 	if m.Float32 {
-		if err := checkNames32(m); err != nil {
-			return nil, err
-		}
-		names := make([]string, 0, len(vecs))
-		for n := range vecs {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		return encodeModel32(m, vecs, names)
+		return EncodeVectors32([]VectorRecord{{Campaign: m.Campaign, Round: m.Round, Site: m.Site, Method: m.Method, Kind: m.Kind, Vectors: vecs}})
 	}
 	return EncodeVectors([]VectorRecord{{Campaign: m.Campaign, Round: m.Round, Site: m.Site, Method: m.Method, Kind: m.Kind, Vectors: vecs}})
-}
-
-// checkNames32 applies EncodeVectors' checks of the record's fields.
-func checkNames32(m ModelRecord) error {
-	if m.Round < 0 || m.Round > math.MaxInt32 {
-		return fmt.Errorf("store: model of site %s: round %d out of range", m.Site, m.Round)
-	}
-	for name := range m.Extra {
-		if name == "" {
-			return fmt.Errorf("store: model of site %s: empty vector name", m.Site)
-		}
-	}
-	return nil
 }
 
 // DecodeModel decodes what EncodeModel wrote. Extra is nil when the model has
