@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -26,6 +27,25 @@ import (
 // as float32 parquet (store.ModelRecord.Float32). What the server sees is
 // the same as for a tabular site: a model reference, a control-variate
 // reference, a descriptor of 48 numbers.
+
+// deepSlots bounds the deep computations (training, evaluation,
+// descriptors) that run at once in this process to the number of CPUs,
+// each network on one thread. Ten in-process site workers of `starter run
+// --local`, each training on every CPU, starved the embedded Temporal
+// server in the same process: its internal calls (history to matching)
+// missed their deadlines and activity tasks were lost until a timeout. A
+// queue in front of CPU-bound work loses no throughput, and it shapes no
+// result (nn gives the same bits on any number of threads). A waiting
+// training activity keeps heartbeating (withHeartbeat).
+var deepSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
+
+// inSlot runs f holding one of deepSlots, on net with one thread.
+func inSlot[T any](net *nn.Network, f func() (T, error)) (T, error) {
+	deepSlots <- struct{}{}
+	defer func() { <-deepSlots }()
+	net.SetWorkers(1)
+	return f()
+}
 
 // imageCache holds a site's images as last read, re-read when a file's
 // size or modification time changes or the campaign asks for another
@@ -176,7 +196,9 @@ func (s *Site) computeDeepDescriptor(ctx context.Context, in pipeline.ComputeDes
 		rows = in.Rows
 	}
 	desc, err := withHeartbeat(ctx, func() (tda.Descriptor, error) {
-		return method.DeepDescriptor(net, params, p.Train, cfg, descriptorSeed(in.SiteCall), rows)
+		return inSlot(net, func() (tda.Descriptor, error) {
+			return method.DeepDescriptor(net, params, p.Train, cfg, descriptorSeed(in.SiteCall), rows)
+		})
 	})
 	if err != nil {
 		return pipeline.ComputeDescriptorOutput{}, wrap(err)
@@ -232,7 +254,9 @@ func (s *Site) trainDeep(ctx context.Context, in pipeline.TrainLocalInput, cfg m
 	}
 	sin.ServerControl = method.ToFloat32(server.Control)
 
-	out, err := withHeartbeat(ctx, func() (nn.SiteOutput, error) { return nn.UpdateSite(net, sin) })
+	out, err := withHeartbeat(ctx, func() (nn.SiteOutput, error) {
+		return inSlot(net, func() (nn.SiteOutput, error) { return nn.UpdateSite(net, sin) })
+	})
 	if err != nil {
 		return pipeline.TrainLocalOutput{}, wrap(err)
 	}
@@ -309,9 +333,14 @@ func scoreDeep(net *nn.Network, cfg method.Config, test nn.Data, pushed []float3
 	if params == nil {
 		return pipeline.EvaluateOutput{}, fmt.Errorf("method %s evaluates the site's own state, and the site has none", cfg.Method)
 	}
-	auc, acc, err := method.EvaluateDeep(net, params, test)
+	type scores struct{ auc, acc float64 }
+	sc, err := inSlot(net, func() (scores, error) {
+		auc, acc, err := method.EvaluateDeep(net, params, test)
+		return scores{auc, acc}, err
+	})
 	if err != nil {
 		return pipeline.EvaluateOutput{}, err
 	}
+	auc, acc := sc.auc, sc.acc
 	return pipeline.EvaluateOutput{AUC: auc, Accuracy: acc, NumTest: test.N}, nil
 }
