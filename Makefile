@@ -4,7 +4,7 @@ GO       ?= go
 BIN      := bin
 export GOTOOLCHAIN := local
 
-.PHONY: all build run test bench bench-tda bench-pipeline bench-deep lint fmt clean
+.PHONY: all build run test bench bench-tda bench-pipeline bench-deep fashion-mnist lint fmt clean
 
 all: build
 
@@ -36,6 +36,11 @@ bench-pipeline: build
 # PyTorch (Debian's python3-torch, installed if missing) in the same run.
 bench-deep:
 	./scripts/bench-deep.sh
+
+# fashion-mnist installs Debian's Fashion-MNIST (the IDX files under
+# /usr/share/datasets/fashion-mnist) that `gendata fashion-mnist` reads.
+fashion-mnist:
+	@dpkg -s dataset-fashion-mnist >/dev/null 2>&1 || { apt-get update && apt-get install -y dataset-fashion-mnist; }
 
 # lint: formatting, vet, and Temporal's workflowcheck (determinism of the
 # workflow code; the analyser is built from tools/workflowcheck's own module).

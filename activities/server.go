@@ -272,6 +272,8 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 	put := func(name string, params []float64) (pipeline.ArtifactRef, error) {
 		ref, err := s.store.PutModelCached(ctx, in.Keys().Aggregate(name), store.ModelRecord{
 			Campaign: in.Campaign, Round: in.Round, Site: name, Method: string(in.Method), Kind: store.KindAggregate, Params: params,
+			// A deep model's aggregate is stored, and so sent, as float32.
+			Float32: in.Hyperparameters.IsDeep(),
 		})
 		return ref, err
 	}

@@ -28,6 +28,8 @@ type Site struct {
 	// files is the site's data as last read and validated, with the
 	// standardised splits prepared from it (see dataset.SiteCache).
 	files *dataset.SiteCache[method.PreparedSite]
+	// images is the site's image data, for campaigns with a deep model.
+	images *imageCache
 }
 
 // NewSite returns the activities of site, whose data is in dataDir (a
@@ -36,7 +38,8 @@ func NewSite(site, dataDir string, st *store.Store, opt dataset.SiteOptions) *Si
 	prepare := func(d *dataset.SiteData) (method.PreparedSite, error) {
 		return method.PrepareSite(site, d.Train.X, d.Train.Y, d.Test.X, d.Test.Y)
 	}
-	return &Site{name: site, store: st, files: dataset.NewSiteCache(dataDir, site, opt, prepare)}
+	return &Site{name: site, store: st, files: dataset.NewSiteCache(dataDir, site, opt, prepare),
+		images: &imageCache{dir: dataDir, site: site}}
 }
 
 // Name is the site's name.
@@ -138,6 +141,9 @@ func (s *Site) ComputeDescriptor(ctx context.Context, in pipeline.ComputeDescrip
 	if err != nil {
 		return pipeline.ComputeDescriptorOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrTypeInvalidSpec, err)
 	}
+	if cfg.IsDeep() {
+		return s.computeDeepDescriptor(ctx, in, cfg)
+	}
 	c, err := s.load(in.SiteCall)
 	if err != nil {
 		return pipeline.ComputeDescriptorOutput{}, err
@@ -189,6 +195,12 @@ func pairs(ps []tda.Pair) []store.Pair {
 // model to ModelKey, the site's new state and any control-variate message
 // beside it. It heartbeats while training.
 func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pipeline.TrainLocalOutput, error) {
+	if cfg, deep, err := deepConfig(in.SiteCall); err != nil || deep {
+		if err != nil {
+			return pipeline.TrainLocalOutput{}, err
+		}
+		return s.trainDeep(ctx, in, cfg)
+	}
 	d, p, cfg, err := s.prepare(in.SiteCall)
 	if err != nil {
 		return pipeline.TrainLocalOutput{}, err
@@ -320,6 +332,12 @@ func withHeartbeat[T any](ctx context.Context, train func() (T, error)) (T, erro
 // (learn.EvaluationParams: the pushed model, pFedMe's personal model, or
 // the site's own fit for local training) on its test split.
 func (s *Site) Evaluate(ctx context.Context, in pipeline.EvaluateInput) (pipeline.EvaluateOutput, error) {
+	if cfg, deep, err := deepConfig(in.SiteCall); err != nil || deep {
+		if err != nil {
+			return pipeline.EvaluateOutput{}, err
+		}
+		return s.evaluateDeep(ctx, in, cfg)
+	}
 	_, p, cfg, err := s.prepare(in.SiteCall)
 	if err != nil {
 		return pipeline.EvaluateOutput{}, err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -287,6 +288,12 @@ func BuildSpec(cf *File, o SpecOptions, fed *Federation) (pipeline.CampaignSpec,
 	if s.Preset == "" {
 		s.Preset = method.Default
 	}
+	if slices.Contains(method.DeepPresets, s.Preset) && !o.Given["rounds"] && (cf == nil || cf.Rounds == nil) {
+		// A deep preset without rounds given (--rounds, or rounds: in the
+		// file): the preset's R (20 for deep-small, 100 for deep-c, ...),
+		// not the tabular default of 15.
+		s.Rounds = method.Rounds(s.Preset)
+	}
 	h := method.Defaults(s.Preset) // an unknown preset is named by Validate below
 	if err := applyHyperparameters(&h, overrides, "campaign file: hyperparameters"); err != nil {
 		return s, err
@@ -351,6 +358,8 @@ type Federation struct {
 	// dataset.FederationColumns.Differ).
 	Schema       *pipeline.DataSchema
 	SchemaDiffer []string
+	// Images reports an image federation (for deep models).
+	Images bool
 }
 
 // DiscoverFederation finds the sites of dir (CSV or parquet; the order
@@ -361,7 +370,12 @@ func DiscoverFederation(dir string) (*Federation, error) {
 	if err != nil {
 		return nil, inputErrorf("--federation: %v", err)
 	}
-	fed := &Federation{Dir: f.Dir, Sites: f.Sites, Hash: f.Hash}
+	fed := &Federation{Dir: f.Dir, Sites: f.Sites, Hash: f.Hash, Images: f.Images}
+	if f.Images {
+		// Image sites have no columns; the model's input shape is checked
+		// against them instead (CheckSites).
+		return fed, nil
+	}
 	// The starter's in-process workers read the default label column, so
 	// that is the label the schema is read with.
 	cols, err := f.Columns(dataset.DefaultLabelColumn)
@@ -375,11 +389,19 @@ func DiscoverFederation(dir string) (*Federation, error) {
 	return fed, nil
 }
 
-// CheckSites reports a site of spec that has no files in fed.
+// CheckSites reports a site of spec that has no files in fed, and a model
+// that does not fit the federation (an image network on tabular files, or
+// logistic regression on images).
 func CheckSites(spec pipeline.CampaignSpec, fed *Federation) error {
 	have := map[string]bool{}
 	for _, s := range fed.Sites {
 		have[s] = true
+	}
+	switch deep := spec.Hyperparameters.IsDeep(); {
+	case deep && !fed.Images:
+		return inputErrorf("model %q is an image network, but %s holds tabular site files; give an image federation (bin/gendata fashion-mnist) or set model=logistic", spec.Hyperparameters.Model, fed.Dir)
+	case !deep && fed.Images:
+		return inputErrorf("%s holds images (<site>_train-images.idx); train an image network on it: --preset deep-small, or --set model=cnn", fed.Dir)
 	}
 	for i, s := range spec.Sites {
 		if !have[s.Name] {

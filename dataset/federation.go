@@ -36,6 +36,9 @@ type Federation struct {
 	// ShiftRounds are the rounds of the from-round-NNNN directories that
 	// hold some site's training split, increasing.
 	ShiftRounds []int
+	// Images reports that the sites hold images (ImageFiles), for deep
+	// models, rather than tabular rows.
+	Images bool
 	// Hash is the hex sha256 over Files: a line "<file> <sha256 of its
 	// bytes>\n" for each. For a federation without shift directories and
 	// with CSV files it equals the hash `starter` has always given a
@@ -69,6 +72,10 @@ func DiscoverFederation(dir string) (*Federation, error) {
 		if !ok {
 			site, ok = strings.CutSuffix(name, "_"+TrainSplit+".parquet")
 		}
+		if !ok {
+			// An image site (ImageFiles).
+			site, ok = strings.CutSuffix(strings.TrimSuffix(name, ".gz"), "_"+TrainSplit+imagesSuffix)
+		}
 		if !ok || seen[site] {
 			continue
 		}
@@ -85,6 +92,17 @@ func DiscoverFederation(dir string) (*Federation, error) {
 
 	f := &Federation{Dir: abs, Sites: sites}
 	for _, site := range sites {
+		if _, err := federationFile(abs, site, TrainSplit); err != nil && IsImageSite(abs, site) {
+			for _, split := range []string{TrainSplit, TestSplit} {
+				im, lb, err := imageSplitFiles(abs, site, split)
+				if err != nil {
+					return nil, fmt.Errorf("federation %s: %w", dir, err)
+				}
+				f.Files = append(f.Files, filepath.Base(im), filepath.Base(lb))
+			}
+			f.Images = true
+			continue
+		}
 		for _, split := range []string{TrainSplit, TestSplit} {
 			p, err := federationFile(abs, site, split)
 			if err != nil {

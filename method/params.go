@@ -7,6 +7,7 @@ import (
 
 	"github.com/ptopofl/ptopofl/aggregation"
 	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/nn"
 	"github.com/ptopofl/ptopofl/tda"
 )
 
@@ -47,6 +48,15 @@ type Hyperparameters struct {
 	FoolsGoldKappa   float64 `json:"foolsgold_kappa"`
 	ClipNorm         float64 `json:"clip_norm"`
 	LocalSolver      string  `json:"local_solver"`
+	Model            string  `json:"model"`
+	Classes          int     `json:"classes"`
+	Width            int     `json:"width"`
+	Hidden           int     `json:"hidden"`
+	Depth            int     `json:"depth"`
+	Optimizer        string  `json:"optimizer"`
+	LocalEpochs      int     `json:"local_epochs"`
+	BatchSize        int     `json:"batch_size"`
+	Momentum         float64 `json:"momentum"`
 }
 
 // Kind is the type of a hyper-parameter's value.
@@ -91,9 +101,15 @@ type Param struct {
 	// zero in a spec means "the preset's default".
 	ZeroIsSetting bool
 	// Default is the value under the default preset; PaperDefault, when
-	// set, the value under the paper preset.
-	Default      Value
-	PaperDefault *Value
+	// set, the value under the paper preset; PresetDefaults, the value
+	// under the other presets it names (the deep presets, which otherwise
+	// take Default).
+	Default        Value
+	PaperDefault   *Value
+	PresetDefaults map[string]Value
+	// Deep reports that only deep models (model other than "logistic")
+	// read it; Validate checks it only for them.
+	Deep bool
 	// Absent, when set, is what a spec without this parameter means: the
 	// behaviour before the parameter existed. A campaign started by an
 	// older version carries no such field and must keep running as it
@@ -117,6 +133,36 @@ var lbfgsMethods = []learn.Method{learn.PTopoFL, learn.FedAvg, learn.LocalOnly, 
 var gdMethods = append([]learn.Method{learn.FedProx, learn.SCAFFOLD}, lbfgsMethods...)
 
 func num(x float64) Value { return Value{Num: x} }
+
+func text(s string) Value { return Value{Text: s} }
+
+// deepAll gives v under every deep preset.
+func deepAll(v Value) map[string]Value {
+	m := make(map[string]Value, len(DeepPresets))
+	for _, p := range DeepPresets {
+		m[p] = v
+	}
+	return m
+}
+
+// bySize gives full under the paper-size deep presets (deep-c, deep-d) and
+// small under their small variants.
+func bySize(full, small Value) map[string]Value {
+	return map[string]Value{DeepC: full, DeepD: full, DeepSmall: small, DeepDSmall: small}
+}
+
+// Model names a site's model: ModelLogistic is package learn's logistic
+// regression on tabular rows; the others are package nn's image networks.
+const (
+	ModelLogistic = "logistic"
+	ModelMLP      = "mlp"
+	ModelCNN      = "cnn"
+	ModelConvNet2 = "convnet2"
+	ModelResNet   = "resnet"
+)
+
+// Models lists the model names.
+var Models = []string{ModelLogistic, ModelMLP, ModelCNN, ModelConvNet2, ModelResNet}
 
 func positive(v Value) string {
 	if !(v.Num > 0) || math.IsInf(v.Num, 1) {
@@ -142,7 +188,7 @@ func atLeast(lo float64) func(Value) string {
 // warm start.
 var Params = []Param{
 	{Name: "clusters", Doc: "M, number of pTopoFL clusters; 0 chooses M by silhouette", Kind: Int,
-		Methods: []learn.Method{learn.PTopoFL}, ZeroIsSetting: true, Default: num(2), Check: atLeast(0),
+		Methods: []learn.Method{learn.PTopoFL}, ZeroIsSetting: true, Default: num(2), PresetDefaults: deepAll(num(3)), Check: atLeast(0),
 		field: func(h *Hyperparameters) any { return &h.Clusters },
 		core:  func(v Value, c *Config) { c.Server.M = int(v.Num) }},
 	{Name: "beta", Doc: "β, inter-cluster blending coefficient of Eq. 7, in [0, 1]", Kind: Float,
@@ -173,7 +219,7 @@ var Params = []Param{
 		Methods: []learn.Method{learn.PTopoFL}, ZeroIsSetting: true, Default: num(1), PaperDefault: &Value{}, Check: atLeast(0),
 		field: func(h *Hyperparameters) any { return &h.DriftCheckEvery }},
 	{Name: "n_sub", Doc: "points subsampled per site for the descriptor", Kind: Int,
-		Methods: []learn.Method{learn.PTopoFL}, Default: num(80), Check: atLeast(3),
+		Methods: []learn.Method{learn.PTopoFL}, Default: num(80), PresetDefaults: deepAll(num(200)), Check: atLeast(3),
 		field: func(h *Hyperparameters) any { return &h.NSub },
 		core:  func(v Value, c *Config) { c.NSub = int(v.Num) }},
 	{Name: "betti_resolution", Doc: "L, Betti-curve thresholds (fixed at 20: the descriptor's 48-number layout)", Kind: Int,
@@ -207,11 +253,12 @@ var Params = []Param{
 		Methods: lbfgsMethods, Default: num(1e-10), Check: positive,
 		field: func(h *Hyperparameters) any { return &h.Tol },
 		core:  func(v Value, c *Config) { c.Site.LBFGS.GradTol = v.Num }},
-	{Name: "lr", Doc: "local step size η of FedProx, SCAFFOLD and, with local_solver gd, of the L-BFGS methods", Kind: Float,
-		Methods: gdMethods, Default: num(0.05), Check: positive,
+	{Name: "lr", Doc: "local step size η of FedProx, SCAFFOLD and, with local_solver gd, of the L-BFGS methods; with a deep model, the learning rate of every method's local optimiser", Kind: Float,
+		Methods: gdMethods, Default: num(0.05), PresetDefaults: bySize(num(0.01), num(0.05)), Check: positive,
 		field: func(h *Hyperparameters) any { return &h.LR },
 		core: func(v Value, c *Config) {
 			c.Site.FedProx.LR, c.Site.SCAFFOLD.LR, c.Site.LocalGD.LR = v.Num, v.Num, v.Num
+			c.DeepSite.Train.LR = v.Num
 		}},
 	{Name: "steps", Doc: "local full-batch steps K per round of FedProx, SCAFFOLD and, with local_solver gd, of the L-BFGS methods", Kind: Int,
 		Methods: gdMethods, Default: num(30), Check: atLeast(1),
@@ -222,11 +269,11 @@ var Params = []Param{
 	{Name: "mu", Doc: "μ, FedProx's proximal weight", Kind: Float,
 		Methods: []learn.Method{learn.FedProx}, ZeroIsSetting: true, Default: num(0.1), Check: atLeast(0),
 		field: func(h *Hyperparameters) any { return &h.Mu },
-		core:  func(v Value, c *Config) { c.Site.FedProx.Mu = v.Num }},
+		core:  func(v Value, c *Config) { c.Site.FedProx.Mu, c.DeepSite.ProxMu = v.Num, v.Num }},
 	{Name: "lambda", Doc: "λ, pFedMe's Moreau-envelope weight", Kind: Float,
 		Methods: []learn.Method{learn.PFedMe}, Default: num(15), Check: positive,
 		field: func(h *Hyperparameters) any { return &h.Lambda },
-		core:  func(v Value, c *Config) { c.Site.PFedMe.Lambda = v.Num }},
+		core:  func(v Value, c *Config) { c.Site.PFedMe.Lambda, c.DeepSite.PFedMeLambda = v.Num, v.Num }},
 	{Name: "lr_personal", Doc: "pFedMe's inner (personal-model) step size", Kind: Float,
 		Methods: []learn.Method{learn.PFedMe}, Default: num(0.01), Check: positive,
 		field: func(h *Hyperparameters) any { return &h.LRPersonal },
@@ -234,7 +281,7 @@ var Params = []Param{
 	{Name: "lr_outer", Doc: "pFedMe's outer (local-model) step size", Kind: Float,
 		Methods: []learn.Method{learn.PFedMe}, Default: num(0.01), Check: positive,
 		field: func(h *Hyperparameters) any { return &h.LROuter },
-		core:  func(v Value, c *Config) { c.Site.PFedMe.LROuter = v.Num }},
+		core:  func(v Value, c *Config) { c.Site.PFedMe.LROuter, c.DeepSite.PFedMeLR = v.Num, v.Num }},
 	{Name: "personal_steps", Doc: "pFedMe's inner steps per round", Kind: Int,
 		Methods: []learn.Method{learn.PFedMe}, Default: num(20), Check: atLeast(1),
 		field: func(h *Hyperparameters) any { return &h.PersonalSteps },
@@ -261,7 +308,8 @@ var Params = []Param{
 		core:  func(v Value, c *Config) { c.Server.MaxAutoClusters = int(v.Num) }},
 	{Name: "detector", Doc: `pTopoFL's anomaly detector: "labelled" (the label-aware summary of tda.LabelledSummary, which sees label flips), "descriptor" (the paper's z-score of the 48-number descriptor distance) or "combined" (flagged by either)`, Kind: Text,
 		Methods: []learn.Method{learn.PTopoFL}, Default: Value{Text: string(aggregation.LabelledDetector)}, PaperDefault: &Value{Text: string(aggregation.DescriptorDetector)},
-		Absent: &Value{Text: string(aggregation.DescriptorDetector)},
+		PresetDefaults: deepAll(text(string(aggregation.DescriptorDetector))),
+		Absent:         &Value{Text: string(aggregation.DescriptorDetector)},
 		Check: func(v Value) string {
 			switch aggregation.Detector(v.Text) {
 			case aggregation.DescriptorDetector, aggregation.LabelledDetector, aggregation.CombinedDetector:
@@ -304,6 +352,72 @@ var Params = []Param{
 		},
 		field: func(h *Hyperparameters) any { return &h.LocalSolver },
 		core:  func(v Value, c *Config) { c.Site.LocalSolver = v.Text }},
+	// The deep parameters. Their defaults under the default and paper
+	// presets are those of deep-small (the Fashion-MNIST anchor), so that
+	// `--set model=cnn` alone gives a sensible network; a tabular campaign
+	// (model logistic) reads none of them.
+	{Name: "model", Doc: `the site's model: "logistic" (logistic regression on tabular rows), or an image network of package nn: "mlp" (dense layers), "cnn" (conv 5×5×width → pool → conv 5×5×2·width → pool → dense hidden → dense classes), "convnet2" (LEAF's ConvNet-2, 6.6 M parameters for 62 classes), "resnet" (ResNet-18's layout with GroupNorm, scaled by width and depth)`, Kind: Text,
+		Default: text(ModelLogistic), PresetDefaults: bySize(text(ModelConvNet2), text(ModelCNN)),
+		Absent: &Value{Text: ModelLogistic},
+		Check: func(v Value) string {
+			for _, m := range Models {
+				if v.Text == m {
+					return ""
+				}
+			}
+			return `must be "logistic", "mlp", "cnn", "convnet2" or "resnet"`
+		},
+		field: func(h *Hyperparameters) any { return &h.Model },
+		core:  func(v Value, c *Config) { c.Model = v.Text }},
+	{Name: "classes", Doc: "number of image classes of a deep model's output layer (10 for Fashion-MNIST and CIFAR-10, 62 for FEMNIST); every label must be below it", Kind: Int,
+		Deep: true, Default: num(10), PresetDefaults: map[string]Value{DeepD: num(62)}, Check: atLeast(2),
+		field: func(h *Hyperparameters) any { return &h.Classes },
+		core:  func(v Value, c *Config) { c.Network.Classes = int(v.Num) }},
+	{Name: "width", Doc: "channels of the first convolution of cnn and resnet (cnn's second has twice as many; convnet2 is fixed at 32) or the hidden width of mlp", Kind: Int,
+		Deep: true, Default: num(16), Check: atLeast(1),
+		field: func(h *Hyperparameters) any { return &h.Width },
+		core:  func(v Value, c *Config) { c.Network.Width = int(v.Num) }},
+	{Name: "hidden", Doc: "width of cnn's dense hidden layer after the convolutions; 0 for none (convnet2 has 2048)", Kind: Int,
+		Deep: true, ZeroIsSetting: true, Check: atLeast(0),
+		field: func(h *Hyperparameters) any { return &h.Hidden },
+		core: func(v Value, c *Config) {
+			c.Network.Hidden = []int{}
+			if v.Num > 0 {
+				c.Network.Hidden = []int{int(v.Num)}
+			}
+		}},
+	{Name: "depth", Doc: "basic blocks per stage of resnet (2 is ResNet-18)", Kind: Int,
+		Deep: true, Default: num(2), Check: atLeast(1),
+		field: func(h *Hyperparameters) any { return &h.Depth },
+		core:  func(v Value, c *Config) { c.Network.Depth = int(v.Num) }},
+	{Name: "optimizer", Doc: `a deep model's local optimiser: "sgd" (with momentum) or "adam"`, Kind: Text,
+		Deep: true, Default: text(string(nn.SGD)),
+		Check: func(v Value) string {
+			if v.Text != string(nn.SGD) && v.Text != string(nn.Adam) {
+				return `must be "sgd" or "adam"`
+			}
+			return ""
+		},
+		field: func(h *Hyperparameters) any { return &h.Optimizer },
+		core:  func(v Value, c *Config) { c.DeepSite.Train.Optimizer = nn.Optimizer(v.Text) }},
+	{Name: "local_epochs", Doc: "E, passes over a site's training images per round (paper: 5 in Scenario C, 3 in D)", Kind: Int,
+		Deep: true, Default: num(1), PresetDefaults: map[string]Value{DeepC: num(5), DeepD: num(3), DeepDSmall: num(3)}, Check: atLeast(1),
+		field: func(h *Hyperparameters) any { return &h.LocalEpochs },
+		core:  func(v Value, c *Config) { c.DeepSite.Train.Epochs = int(v.Num) }},
+	{Name: "batch_size", Doc: "B, a deep model's minibatch size", Kind: Int,
+		Deep: true, Default: num(32), Check: atLeast(1),
+		field: func(h *Hyperparameters) any { return &h.BatchSize },
+		core:  func(v Value, c *Config) { c.DeepSite.Train.BatchSize = int(v.Num) }},
+	{Name: "momentum", Doc: "SGD's heavy-ball momentum in [0, 1) (PyTorch's form); 0 is plain SGD", Kind: Float,
+		Deep: true, ZeroIsSetting: true, Default: num(0.9),
+		Check: func(v Value) string {
+			if !(v.Num >= 0 && v.Num < 1) {
+				return "must be in [0, 1)"
+			}
+			return ""
+		},
+		field: func(h *Hyperparameters) any { return &h.Momentum },
+		core:  func(v Value, c *Config) { c.DeepSite.Train.Momentum = v.Num }},
 }
 
 // Lookup returns the Param called name.
@@ -340,6 +454,9 @@ func (p Param) Applies(m learn.Method) bool {
 
 // DefaultFor returns the parameter's default under preset.
 func (p Param) DefaultFor(preset string) Value {
+	if v, ok := p.PresetDefaults[preset]; ok {
+		return v
+	}
 	if preset == Paper && p.PaperDefault != nil {
 		return *p.PaperDefault
 	}
@@ -423,11 +540,17 @@ func (h Hyperparameters) WithDefaults(preset string) Hyperparameters {
 	return h
 }
 
+// IsDeep reports whether h asks for an image network rather than logistic
+// regression (a model other than "logistic"; an empty model, from a spec
+// stored before the parameter existed, is logistic).
+func (h Hyperparameters) IsDeep() bool { return h.Model != "" && h.Model != ModelLogistic }
+
 // Validate checks the parameters that method m reads and names the first
-// bad one ("hyperparameters.beta = 2: must be in [0, 1]").
+// bad one ("hyperparameters.beta = 2: must be in [0, 1]"). The deep
+// parameters are checked only for a deep model.
 func (h Hyperparameters) Validate(m learn.Method) error {
 	for _, p := range Params {
-		if !p.Applies(m) || p.Check == nil {
+		if !p.Applies(m) || p.Check == nil || (p.Deep && !h.IsDeep()) {
 			continue
 		}
 		v := p.Get(h)

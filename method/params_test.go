@@ -8,6 +8,7 @@ import (
 
 	"github.com/ptopofl/ptopofl/aggregation"
 	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/nn"
 	"github.com/ptopofl/ptopofl/tda"
 )
 
@@ -75,7 +76,7 @@ func TestPresets(t *testing.T) {
 			site := learn.DefaultSiteConfig()
 			site.LocalSolver, site.LocalGD = tc.solver, learn.GDConfig{LR: 0.05, Steps: 30}
 			want := Config{Method: m, Preset: tc.preset, Descriptor: tc.descriptor, NSub: 80, LabelNSub: tda.DefaultLabelledNSub,
-				Site: site, Server: server}
+				Site: site, Server: server, Model: ModelLogistic}
 			if !reflect.DeepEqual(c, want) {
 				t.Errorf("case %d %s:\ngot  %+v\nwant %+v", i, m, c, want)
 			}
@@ -257,5 +258,54 @@ func TestDriftCheckEveryDefault(t *testing.T) {
 	}
 	if got := h.WithDefaults(Default).DriftCheckEvery; got != 0 {
 		t.Errorf("stored spec: drift_check_every = %d after WithDefaults, want its 0", got)
+	}
+}
+
+// TestDeepPresets pins the deep presets to the paper's Scenario C and D
+// settings (M = 3, β = 0.3, n_sub = 200, L = 20; C: 5 local epochs, 100
+// rounds; D: 3 local epochs, 200 rounds, FEMNIST's 62 classes) and the
+// small variant to issue 13's PyTorch anchor (conv 5×5×16 → pool → conv
+// 5×5×32 → pool → dense 10, 1 epoch, batch 32, SGD 0.05 momentum 0.9, 20
+// rounds).
+func TestDeepPresets(t *testing.T) {
+	for i, tc := range []struct {
+		preset  string
+		network nn.Config
+		epochs  int
+		lr      float64
+		rounds  int
+	}{
+		{DeepC, nn.Config{Arch: nn.ConvNet2, Classes: 10}, 5, 0.01, 100},                            // 0
+		{DeepD, nn.Config{Arch: nn.ConvNet2, Classes: 62}, 3, 0.01, 200},                            // 1
+		{DeepSmall, nn.Config{Arch: nn.CNN, Classes: 10, Width: 16, Hidden: []int{}}, 1, 0.05, 20},  // 2
+		{DeepDSmall, nn.Config{Arch: nn.CNN, Classes: 10, Width: 16, Hidden: []int{}}, 3, 0.05, 20}, // 3
+	} {
+		c, err := Preset(tc.preset, learn.PTopoFL)
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if !c.IsDeep() || !reflect.DeepEqual(c.Network, tc.network) {
+			t.Errorf("case %d: network %+v, want %+v", i, c.Network, tc.network)
+		}
+		want := nn.TrainConfig{Optimizer: nn.SGD, LR: tc.lr, Momentum: 0.9, Epochs: tc.epochs, BatchSize: 32}
+		if c.DeepSite.Train != want {
+			t.Errorf("case %d: training %+v, want %+v", i, c.DeepSite.Train, want)
+		}
+		if c.Server.M != 3 || c.Server.Beta != 0.3 || c.NSub != 200 || c.Server.Detector != aggregation.DescriptorDetector {
+			t.Errorf("case %d: M %d, β %v, n_sub %d, detector %s; want 3, 0.3, 200, descriptor", i, c.Server.M, c.Server.Beta, c.NSub, c.Server.Detector)
+		}
+		if got := Rounds(tc.preset); got != tc.rounds {
+			t.Errorf("case %d: %d rounds, want %d", i, got, tc.rounds)
+		}
+	}
+	// A tabular spec ignores the deep parameters, even invalid ones.
+	h := Defaults(Default)
+	h.Momentum = 2
+	if _, err := Resolve(learn.FedAvg, Default, h); err != nil {
+		t.Errorf("logistic model with momentum 2: %v", err)
+	}
+	h.Model = ModelCNN
+	if _, err := Resolve(learn.FedAvg, Default, h); err == nil || !strings.Contains(err.Error(), "momentum") {
+		t.Errorf("cnn with momentum 2: error %v, want one naming momentum", err)
 	}
 }

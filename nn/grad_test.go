@@ -93,6 +93,7 @@ var gradCases = []gradCase{
 			return []layer{&conv{k: 1, stride: 1, outC: 64, bias: true}, &conv{k: 5, stride: 1, pad: 2, outC: 2, bias: true}, &dense{out: 2, last: true}}
 		},
 	},
+	{name: "cnn-hidden", cfg: &Config{Arch: CNN, Input: Shape{8, 8, 1}, Classes: 3, Width: 2, Hidden: []int{5}}}, // 13
 }
 
 func (c gradCase) build(t *testing.T) *Network {

@@ -149,6 +149,10 @@ func TestParamCounts(t *testing.T) {
 		{Config{Arch: ResNet, Input: Shape{32, 32, 3}, Classes: 10, Width: 64}, 11173962},        // 2
 		{Config{Arch: MLP, Input: Shape{1, 1, 3}, Classes: 2, Hidden: []int{}}, 3*2 + 2},         // 3: logistic regression
 		{Config{Arch: MLP, Input: Shape{1, 1, 4}, Classes: 3, Hidden: []int{5, 2}}, 25 + 12 + 9}, // 4
+		// 5: the Fashion-MNIST anchor's CNN, by hand: (25·1·16 + 16) + (25·16·32 + 32) + (7·7·32·10 + 10)
+		{Config{Arch: CNN, Input: Shape{28, 28, 1}, Classes: 10}, 416 + 12832 + 15690},
+		// 6: CNN at ConvNet-2's size is ConvNet-2 (case 0's count)
+		{Config{Arch: CNN, Input: Shape{28, 28, 1}, Classes: 62, Width: 32, Hidden: []int{2048}}, 6603710},
 	} {
 		n, err := New(c.cfg)
 		if err != nil {
@@ -168,6 +172,8 @@ func TestConfigValidate(t *testing.T) {
 		{Arch: MLP, Input: Shape{28, 28, 1}, Classes: 10, Hidden: []int{0}},       // 3
 		{Arch: ConvNet2, Input: Shape{3, 3, 1}, Classes: 10},                      // 4
 		{Arch: ResNet, Input: Shape{32, 32, 3}, Classes: 10, Width: 6, Groups: 4}, // 5
+		{Arch: CNN, Input: Shape{3, 3, 1}, Classes: 10},                           // 6
+		{Arch: CNN, Input: Shape{8, 8, 1}, Classes: 10, Hidden: []int{0}},         // 7
 	} {
 		if _, err := New(c); err == nil {
 			t.Errorf("case %d: no error for %+v", i, c)

@@ -35,10 +35,18 @@ const (
 	// differ), while GroupNorm normalises each sample on its own and has only
 	// ordinary parameters, which average like any other.
 	ResNet Arch = "resnet"
+	// CNN is ConvNet-2's layout at a chosen size: conv 5×5×Width 'same' +
+	// ReLU, 2×2 max-pool, conv 5×5×(2·Width) 'same' + ReLU, 2×2 max-pool,
+	// then dense layers of Config.Hidden widths with ReLU (none when Hidden
+	// is empty) and a dense output layer. Width 32 and Hidden [2048] is
+	// ConvNet2; Width 16 and no hidden layer is the small CNN of the
+	// Fashion-MNIST anchor (conv 5×5×16 → pool → conv 5×5×32 → pool →
+	// dense 10; 28,938 parameters for 28×28×1 inputs and 10 classes).
+	CNN Arch = "cnn"
 )
 
 // Archs lists every architecture in a fixed order.
-var Archs = []Arch{MLP, ConvNet2, ResNet}
+var Archs = []Arch{MLP, ConvNet2, ResNet, CNN}
 
 // Config describes a network. The zero values of Hidden, Width, Depth and
 // Groups select the defaults documented on each field.
@@ -49,10 +57,11 @@ type Config struct {
 	Input Shape
 	// Classes is the number of classes, at least 2.
 	Classes int
-	// Hidden lists the MLP's hidden widths (default [256]).
+	// Hidden lists the MLP's hidden widths (default [256]) or the CNN's
+	// dense hidden widths (default none).
 	Hidden []int
 	// Width is the ResNet's first-stage channel count (default 16;
-	// ResNet-18 has 64).
+	// ResNet-18 has 64), or the CNN's first convolution's (default 16).
 	Width int
 	// Depth is the number of basic blocks per ResNet stage (default 2, as
 	// ResNet-18).
@@ -66,6 +75,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.Arch == MLP && c.Hidden == nil {
 		c.Hidden = []int{256}
+	}
+	if c.Arch == CNN && c.Width == 0 {
+		c.Width = 16
 	}
 	if c.Arch == ResNet {
 		if c.Width == 0 {
@@ -101,6 +113,18 @@ func (c Config) Validate() error {
 		if c.Input.H < 4 || c.Input.W < 4 {
 			return fmt.Errorf("nn: convnet2 needs inputs of at least 4x4 for its two 2x2 poolings, got %dx%d", c.Input.H, c.Input.W)
 		}
+	case CNN:
+		if c.Input.H < 4 || c.Input.W < 4 {
+			return fmt.Errorf("nn: cnn needs inputs of at least 4x4 for its two 2x2 poolings, got %dx%d", c.Input.H, c.Input.W)
+		}
+		if c.Width < 1 {
+			return fmt.Errorf("nn: cnn width %d: want at least 1", c.Width)
+		}
+		for i, h := range c.Hidden {
+			if h < 1 {
+				return fmt.Errorf("nn: cnn hidden layer %d has width %d: want at least 1", i, h)
+			}
+		}
 	case ResNet:
 		if c.Width < 1 || c.Depth < 1 || c.Groups < 1 {
 			return fmt.Errorf("nn: resnet width %d, depth %d, groups %d: each must be at least 1", c.Width, c.Depth, c.Groups)
@@ -129,6 +153,15 @@ func (c Config) layers() []layer {
 			&dense{out: 2048}, &relu{},
 			&dense{out: c.Classes, last: true},
 		}
+	case CNN:
+		ls := []layer{
+			&conv{k: 5, stride: 1, pad: 2, outC: c.Width, bias: true}, &maxPool{}, &relu{},
+			&conv{k: 5, stride: 1, pad: 2, outC: 2 * c.Width, bias: true}, &maxPool{}, &relu{},
+		}
+		for _, h := range c.Hidden {
+			ls = append(ls, &dense{out: h}, &relu{})
+		}
+		return append(ls, &dense{out: c.Classes, last: true})
 	case ResNet:
 		ls := []layer{&conv{k: 3, stride: 1, pad: 1, outC: c.Width}, &groupNorm{groups: c.Groups}, &relu{}}
 		for stage := range 4 {

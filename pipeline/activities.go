@@ -69,6 +69,10 @@ type ComputeDescriptorInput struct {
 	// Rows, when not empty, are the training rows to use (exact
 	// reproduction); otherwise the activity subsamples NSub rows with Seed.
 	Rows []int `json:"rows,omitempty"`
+	// Model is the model a deep site holds (the last aggregation's), whose
+	// penultimate activations its descriptor summarises; nil in round 1
+	// (the campaign's seeded initial model) and for tabular sites.
+	Model *ArtifactRef `json:"model,omitempty"`
 }
 
 // ComputeDescriptorOutput: the descriptor is written to

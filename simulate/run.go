@@ -41,6 +41,9 @@ type Result struct {
 	ConvRound int
 	// SampleWeights are pTopoFL's per-site topology sample weights.
 	SampleWeights [][]float64
+	// Held is, for RunDeep, the model each site was sent after the last
+	// round (float32 values), as the pipeline's store holds it.
+	Held [][]float64
 }
 
 // Run runs cfg.Rounds rounds of cfg.Method over sites. Each round: every

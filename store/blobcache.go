@@ -148,7 +148,8 @@ func (s *Store) PutCached(ctx context.Context, key string, data []byte) (artifac
 // its parameters as the decoded value, so a reader through this Store (the
 // aggregation reading a site's model, a site reading its aggregate) skips
 // the parquet decoding too. The plain encoding stores each float64's bits,
-// so what GetModelParamsCached would decode is exactly rec.Params.
+// so what GetModelParamsCached would decode is exactly rec.Params (rounded
+// to float32 for a Float32 record).
 func (s *Store) PutModelCached(ctx context.Context, key string, rec ModelRecord) (artifact.Ref, error) {
 	b, err := EncodeModel(rec)
 	if err != nil {
@@ -158,7 +159,11 @@ func (s *Store) PutModelCached(ctx context.Context, key string, rec ModelRecord)
 	if err != nil {
 		return ref, err
 	}
-	s.cache.setDecoded(s.blobKey(ref), slices.Clone(rec.Params))
+	params := slices.Clone(rec.Params)
+	if rec.Float32 {
+		params = RoundFloat32(rec.Params)
+	}
+	s.cache.setDecoded(s.blobKey(ref), params)
 	return ref, nil
 }
 

@@ -216,7 +216,11 @@ func EncodeVectors(recs []VectorRecord) ([]byte, error) {
 // vector decodes as an empty, non-nil slice.
 func DecodeVectors(b []byte) ([]VectorRecord, error) {
 	var out []VectorRecord
-	err := ReadParquet("vector", b, vectorSchema, func(rec arrow.RecordBatch) error {
+	want := vectorSchema
+	if isFloat32File(b) {
+		want = vector32Schema
+	}
+	err := ReadParquet("vector", b, want, func(rec arrow.RecordBatch) error {
 		campaign := rec.Column(0).(*array.String)
 		round := rec.Column(1).(*array.Int32)
 		site := rec.Column(2).(*array.String)
@@ -224,7 +228,14 @@ func DecodeVectors(b []byte) ([]VectorRecord, error) {
 		kind := rec.Column(4).(*array.String)
 		vector := rec.Column(5).(*array.String)
 		values := rec.Column(6).(*array.List)
-		elems := values.ListValues().(*array.Float64)
+		var f64 []float64
+		var f32 []float32
+		switch e := values.ListValues().(type) {
+		case *array.Float64:
+			f64 = e.Float64Values()
+		case *array.Float32:
+			f32 = e.Float32Values()
+		}
 		for i := 0; i < int(rec.NumRows()); i++ {
 			r := VectorRecord{
 				Campaign: campaign.Value(i), Round: int(round.Value(i)), Site: site.Value(i),
@@ -241,7 +252,13 @@ func DecodeVectors(b []byte) ([]VectorRecord, error) {
 			}
 			start, end := values.ValueOffsets(i)
 			v := make([]float64, end-start)
-			copy(v, elems.Float64Values()[start:end])
+			if f32 != nil {
+				for k, x := range f32[start:end] {
+					v[k] = float64(x)
+				}
+			} else {
+				copy(v, f64[start:end])
+			}
 			name := vector.Value(i)
 			if _, dup := out[n-1].Vectors[name]; dup {
 				return fmt.Errorf("row %d: vector %q appears twice for site %s round %d", i, name, r.Site, r.Round)
@@ -355,6 +372,12 @@ type ModelRecord struct {
 	Kind     string
 	Params   []float64
 	Extra    map[string][]float64
+	// Float32 stores every vector as float32 (a deep model: package nn's
+	// parameters are float32, so nothing is lost, and the file is half the
+	// size), Zstd-compressed; values that are not float32 already (an
+	// average of float32 models) are rounded to nearest. Decoding gives
+	// the float64 values of the stored float32 ones.
+	Float32 bool
 }
 
 // EncodeModel encodes m. It rejects NaN and ±Inf anywhere in the model, with
@@ -380,6 +403,9 @@ func EncodeModel(m ModelRecord) ([]byte, error) {
 				return nil, fmt.Errorf("store: model of site %s round %d (%s): %s[%d] is %v; the model diverged or an input is bad", m.Site, m.Round, m.Method, name, i, x)
 			}
 		}
+	}
+	if m.Float32 {
+		return EncodeVectors32([]VectorRecord{{Campaign: m.Campaign, Round: m.Round, Site: m.Site, Method: m.Method, Kind: m.Kind, Vectors: vecs}})
 	}
 	return EncodeVectors([]VectorRecord{{Campaign: m.Campaign, Round: m.Round, Site: m.Site, Method: m.Method, Kind: m.Kind, Vectors: vecs}})
 }

@@ -241,12 +241,21 @@ func (r *round) descriptors(ctx workflow.Context) error {
 		return nil
 	}
 	r.m.DescriptorsRecomputed = true
+	// A deep site's descriptor is computed from its penultimate activations
+	// under the model it holds, so it is told which; a tabular site's
+	// descriptor depends on its data alone and its input stays as it was
+	// (no model: the same payload as before deep models existed).
+	var models map[string]*pipeline.ArtifactRef
+	if h.IsDeep() {
+		models = siteRefs(r.carry.Models)
+	}
 	res := fanOut[pipeline.ComputeDescriptorOutput](ctx, r.spec, fanOutRequest{
 		Phase: pipeline.PhaseDescriptor, Protocol: r.protocol, Activity: pipeline.ActivityComputeDescriptor, Sites: need,
 		Input: func(site string) any {
 			return pipeline.ComputeDescriptorInput{
 				SiteCall: r.siteCall(site, pipeline.PurposeDescriptor),
 				Rows:     r.spec.DescriptorRows[site], // a lookup by key, not an iteration
+				Model:    models[site],
 			}
 		},
 	})

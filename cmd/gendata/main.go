@@ -7,6 +7,11 @@
 //	gendata healthcare --seed S --out DIR [--sites K] [--adversarial 1,5]
 //	gendata benchmark  --seed S --out DIR [--sites K]
 //	gendata clouds     --seed S --out DIR [--n 500,1000,2000] [--d 20] [--k 4]
+//	gendata fashion-mnist --alpha A --sites K --seed S --out DIR [--per-site N]
+//
+// fashion-mnist writes an image federation (dataset.WriteImageFederation)
+// from Debian's dataset-fashion-mnist package, which it asks the user to
+// install when it is missing.
 //
 // The same seed and flags always write the same bytes. Bad flags print one
 // message on stderr and exit with status 2; a failure to write exits with
@@ -27,6 +32,7 @@ const usage = `usage:
   gendata healthcare --seed S --out DIR [--sites K] [--adversarial 1,5]
   gendata benchmark  --seed S --out DIR [--sites K]
   gendata clouds     --seed S --out DIR [--n 500,1000,2000] [--d 20] [--k 4]
+  gendata fashion-mnist --alpha A --sites K --seed S --out DIR [--per-site N]
 
 Run "gendata COMMAND -h" for the flags of a command.
 `
@@ -60,6 +66,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runBenchmark(args[1:], stdout, stderr)
 	case "clouds":
 		err = runClouds(args[1:], stdout, stderr)
+	case "fashion-mnist":
+		err = runFashionMNIST(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

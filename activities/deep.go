@@ -1,0 +1,346 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ptopofl/ptopofl/artifact"
+	"github.com/ptopofl/ptopofl/dataset"
+	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/method"
+	"github.com/ptopofl/ptopofl/nn"
+	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/store"
+	"github.com/ptopofl/ptopofl/tda"
+)
+
+// The deep path of a site: a campaign whose model is an image network
+// (method.Config.IsDeep) reads the site's image federation files
+// (dataset.LoadImageSite), trains with nn.UpdateSite and stores its models
+// as float32 parquet (store.ModelRecord.Float32). What the server sees is
+// the same as for a tabular site: a model reference, a control-variate
+// reference, a descriptor of 48 numbers.
+
+// deepSlots bounds the deep computations (training, evaluation,
+// descriptors) that run at once in this process to the number of CPUs,
+// each network on one thread. Ten in-process site workers of `starter run
+// --local`, each training on every CPU, starved the embedded Temporal
+// server in the same process: its internal calls (history to matching)
+// missed their deadlines and activity tasks were lost until a timeout. A
+// queue in front of CPU-bound work loses no throughput, and it shapes no
+// result (nn gives the same bits on any number of threads). A waiting
+// training activity keeps heartbeating (withHeartbeat).
+var deepSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
+
+// inSlot runs f holding one of deepSlots, on net with one thread.
+func inSlot[T any](net *nn.Network, f func() (T, error)) (T, error) {
+	deepSlots <- struct{}{}
+	defer func() { <-deepSlots }()
+	net.SetWorkers(1)
+	return f()
+}
+
+// imageCache holds a site's images as last read, re-read when a file's
+// size or modification time changes or the campaign asks for another
+// number of classes.
+type imageCache struct {
+	dir, site string
+
+	mu      sync.Mutex
+	classes int
+	stamps  [4]fileStamp
+	data    *dataset.ImageSiteData
+}
+
+type fileStamp struct {
+	size int64
+	mod  time.Time
+}
+
+func stampFiles(files [4]string) ([4]fileStamp, error) {
+	var st [4]fileStamp
+	for i, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return st, err
+		}
+		st[i] = fileStamp{fi.Size(), fi.ModTime()}
+	}
+	return st, nil
+}
+
+// load returns the site's images for a campaign of classes classes.
+func (c *imageCache) load(classes int) (*dataset.ImageSiteData, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.data != nil && c.classes == classes {
+		if st, err := stampFiles(c.data.Files); err == nil && st == c.stamps {
+			return c.data, nil
+		}
+	}
+	d, err := dataset.LoadImageSite(c.dir, c.site, classes)
+	if err != nil {
+		return nil, err
+	}
+	st, err := stampFiles(d.Files)
+	if err != nil {
+		return nil, err
+	}
+	c.data, c.classes, c.stamps = d, classes, st
+	return d, nil
+}
+
+// putVectors32 is putVectors for vectors of float32 values (a deep site's
+// control variate and state), stored as float32 (store.EncodeVectors32).
+func putVectors32(ctx context.Context, st *store.Store, key string, recs []store.VectorRecord) (pipeline.ArtifactRef, error) {
+	b, err := store.EncodeVectors32(recs)
+	if err != nil {
+		return pipeline.ArtifactRef{}, fmt.Errorf("encode %s: %w", key, err)
+	}
+	return st.PutCached(ctx, key, b)
+}
+
+// deepConfig resolves a call's configuration when its model is deep
+// (deep reports it); an invalid spec is a non-retryable error.
+func deepConfig(call pipeline.SiteCall) (cfg method.Config, deep bool, err error) {
+	if !call.Hyperparameters.IsDeep() {
+		return method.Config{}, false, nil
+	}
+	cfg, err = method.Resolve(call.Method, call.Preset, call.Hyperparameters)
+	if err != nil {
+		return method.Config{}, true, temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrTypeInvalidSpec, err)
+	}
+	return cfg, true, nil
+}
+
+// deepSite reads and prepares the site's images for cfg's network; a
+// problem with them is a non-retryable BadSiteData error naming the site
+// and the file.
+func (s *Site) deepSite(call pipeline.SiteCall, cfg method.Config) (method.DeepSite, error) {
+	if call.Site != s.name {
+		return method.DeepSite{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("site %s: asked to run for site %q; check the task queue routing", s.name, call.Site),
+			"WrongSite", nil)
+	}
+	d, err := s.images.load(cfg.Network.Classes)
+	if err != nil {
+		var de *dataset.SiteDataError
+		if errors.As(err, &de) {
+			return method.DeepSite{}, pipeline.NewBadSiteDataError(de.Site, de.File, de.Line, "%s", de.Msg)
+		}
+		return method.DeepSite{}, err
+	}
+	shape := nn.Shape{H: d.Train.H, W: d.Train.W, C: d.Train.C}
+	p, err := method.PrepareDeepSite(s.name, cfg, shape,
+		nn.Data{N: d.Train.N, X: d.Train.Pixels, Labels: d.Train.Labels},
+		nn.Data{N: d.Test.N, X: d.Test.Pixels, Labels: d.Test.Labels})
+	if err != nil {
+		return method.DeepSite{}, pipeline.NewBadSiteDataError(s.name, d.Files[0], 0, "%v", err)
+	}
+	return p, nil
+}
+
+// deepInitSeed seeds a deep campaign's initial model. It depends on the
+// campaign seed alone, so that every site starts from the same network:
+// averaging networks initialised apart averages unrelated features.
+func deepInitSeed(call pipeline.SiteCall) uint64 {
+	return pipeline.DeriveSeed(call.CampaignSeed, 0, "", pipeline.PurposeTrain)
+}
+
+// initialParams returns the campaign's seeded initial model.
+func initialParams(net *nn.Network, call pipeline.SiteCall) []float32 {
+	net.Init(deepInitSeed(call))
+	return append([]float32(nil), net.Params()...)
+}
+
+func toNNState(st learn.SiteState) nn.SiteState {
+	return nn.SiteState{Control: method.ToFloat32(st.Control), Personal: method.ToFloat32(st.Personal), Local: method.ToFloat32(st.Local)}
+}
+
+func toLearnState(st nn.SiteState) learn.SiteState {
+	return learn.SiteState{Control: method.ToFloat64(st.Control), Personal: method.ToFloat64(st.Personal), Local: method.ToFloat64(st.Local)}
+}
+
+// computeDeepDescriptor is ComputeDescriptor for a deep model: the
+// descriptor of the penultimate activations of n_sub training images under
+// the model the site holds (in.Model, or the initial model in round 1).
+func (s *Site) computeDeepDescriptor(ctx context.Context, in pipeline.ComputeDescriptorInput, cfg method.Config) (pipeline.ComputeDescriptorOutput, error) {
+	p, err := s.deepSite(in.SiteCall, cfg)
+	if err != nil {
+		return pipeline.ComputeDescriptorOutput{}, err
+	}
+	wrap := func(err error) error { return fmt.Errorf("site %s round %d: %w", s.name, in.Round, err) }
+	net, err := cfg.NewNetwork(p.Shape)
+	if err != nil {
+		return pipeline.ComputeDescriptorOutput{}, temporal.NewNonRetryableApplicationError(wrap(err).Error(), pipeline.ErrTypeInvalidSpec, err)
+	}
+	var params []float32
+	if in.Model != nil {
+		m, err := s.store.GetModelParamsCached(ctx, *in.Model)
+		if err != nil {
+			return pipeline.ComputeDescriptorOutput{}, wrap(err)
+		}
+		params = method.ToFloat32(m)
+	} else {
+		params = initialParams(net, in.SiteCall)
+	}
+	var rows []int
+	if len(in.Rows) > 0 {
+		rows = in.Rows
+	}
+	desc, err := withHeartbeat(ctx, func() (tda.Descriptor, error) {
+		return inSlot(net, func() (tda.Descriptor, error) {
+			return method.DeepDescriptor(net, params, p.Train, cfg, descriptorSeed(in.SiteCall), rows)
+		})
+	})
+	if err != nil {
+		return pipeline.ComputeDescriptorOutput{}, wrap(err)
+	}
+	rec := store.DescriptorRecord{
+		Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method),
+		Descriptor: desc.Vector, H0: pairs(desc.H0), H1: pairs(desc.H1),
+	}
+	b, err := store.EncodeDescriptor(rec)
+	if err != nil {
+		return pipeline.ComputeDescriptorOutput{}, wrap(err)
+	}
+	ref, err := s.store.PutCached(ctx, artifact.DescriptorKey(in.Campaign, in.Round, s.name), b)
+	if err != nil {
+		return pipeline.ComputeDescriptorOutput{}, wrap(err)
+	}
+	return pipeline.ComputeDescriptorOutput{Descriptor: ref, NumTrain: p.Train.N}, nil
+}
+
+// trainDeep is TrainLocal for a deep model: nn.UpdateSite under the
+// method's rule from the pushed model (or the campaign's initial one),
+// minibatches drawn with the call's seed. pTopoFL's site update is
+// FedAvg's here: its topology sample weights are defined on tabular rows
+// (learn.TopologySampleWeights), and its deep variant acts through the
+// server's clustering, trust and blending alone.
+func (s *Site) trainDeep(ctx context.Context, in pipeline.TrainLocalInput, cfg method.Config) (pipeline.TrainLocalOutput, error) {
+	p, err := s.deepSite(in.SiteCall, cfg)
+	if err != nil {
+		return pipeline.TrainLocalOutput{}, err
+	}
+	wrap := func(err error) error { return fmt.Errorf("site %s round %d: %w", s.name, in.Round, err) }
+	net, err := cfg.NewNetwork(p.Shape)
+	if err != nil {
+		return pipeline.TrainLocalOutput{}, temporal.NewNonRetryableApplicationError(wrap(err).Error(), pipeline.ErrTypeInvalidSpec, err)
+	}
+	sin := nn.SiteInput{Method: cfg.Method, Round: in.Round, InitSeed: deepInitSeed(in.SiteCall), Train: p.Train, Config: cfg.DeepSite}
+	sin.Config.Train.Seed = in.Seed
+	if in.StartModel != nil {
+		pushed, err := s.store.GetModelParamsCached(ctx, *in.StartModel)
+		if err != nil {
+			return pipeline.TrainLocalOutput{}, wrap(err)
+		}
+		sin.Pushed = method.ToFloat32(pushed)
+	}
+	st, err := getSiteState(ctx, s.store, in.SiteState)
+	if err != nil {
+		return pipeline.TrainLocalOutput{}, wrap(err)
+	}
+	sin.State = toNNState(st)
+	server, err := getServerState(ctx, s.store, in.ServerState)
+	if err != nil {
+		return pipeline.TrainLocalOutput{}, wrap(err)
+	}
+	sin.ServerControl = method.ToFloat32(server.Control)
+
+	out, err := withHeartbeat(ctx, func() (nn.SiteOutput, error) {
+		return inSlot(net, func() (nn.SiteOutput, error) { return nn.UpdateSite(net, sin) })
+	})
+	if err != nil {
+		return pipeline.TrainLocalOutput{}, wrap(err)
+	}
+	res := pipeline.TrainLocalOutput{NumTrain: out.N, Loss: out.MeanLoss}
+	res.Model, err = s.store.PutModelCached(ctx, artifact.ModelKey(in.Campaign, in.Round, s.name), store.ModelRecord{
+		Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method), Kind: store.KindModel,
+		Params: method.ToFloat64(out.Params), Float32: true,
+	})
+	if err != nil {
+		return pipeline.TrainLocalOutput{}, wrap(err)
+	}
+	if out.Control != nil {
+		rec := store.VectorRecord{Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method),
+			Kind: kindControl, Vectors: map[string][]float64{vecControl: method.ToFloat64(out.Control)}}
+		ref, err := putVectors32(ctx, s.store, artifact.ControlKey(in.Campaign, in.Round, s.name), []store.VectorRecord{rec})
+		if err != nil {
+			return pipeline.TrainLocalOutput{}, wrap(err)
+		}
+		res.Control = &ref
+	}
+	state := toLearnState(out.State)
+	if state.Control != nil || state.Personal != nil || state.Local != nil {
+		ref, err := putVectors32(ctx, s.store, artifact.SiteStateKey(in.Campaign, in.Round, s.name),
+			[]store.VectorRecord{siteStateRecord(in.SiteCall, state)})
+		if err != nil {
+			return pipeline.TrainLocalOutput{}, wrap(err)
+		}
+		res.SiteState = &ref
+	}
+	if in.Evaluate {
+		if !method.EvaluatesOwnUpdate(in.Method) {
+			return pipeline.TrainLocalOutput{}, temporal.NewNonRetryableApplicationError(
+				wrap(fmt.Errorf("asked to evaluate in training, but %s scores the aggregated model", in.Method)).Error(), "BadRequest", nil)
+		}
+		ev, err := scoreDeep(net, cfg, p.Test, nil, out.State)
+		if err != nil {
+			return pipeline.TrainLocalOutput{}, wrap(fmt.Errorf("evaluate: %w", err))
+		}
+		res.Evaluation = &ev
+	}
+	return res, nil
+}
+
+// evaluateDeep is Evaluate for a deep model.
+func (s *Site) evaluateDeep(ctx context.Context, in pipeline.EvaluateInput, cfg method.Config) (pipeline.EvaluateOutput, error) {
+	p, err := s.deepSite(in.SiteCall, cfg)
+	if err != nil {
+		return pipeline.EvaluateOutput{}, err
+	}
+	wrap := func(err error) error { return fmt.Errorf("site %s round %d: evaluate: %w", s.name, in.Round, err) }
+	net, err := cfg.NewNetwork(p.Shape)
+	if err != nil {
+		return pipeline.EvaluateOutput{}, temporal.NewNonRetryableApplicationError(wrap(err).Error(), pipeline.ErrTypeInvalidSpec, err)
+	}
+	pushed, err := s.store.GetModelParamsCached(ctx, in.Model)
+	if err != nil {
+		return pipeline.EvaluateOutput{}, wrap(err)
+	}
+	st, err := getSiteState(ctx, s.store, in.SiteState)
+	if err != nil {
+		return pipeline.EvaluateOutput{}, wrap(err)
+	}
+	ev, err := scoreDeep(net, cfg, p.Test, method.ToFloat32(pushed), toNNState(st))
+	if err != nil {
+		return pipeline.EvaluateOutput{}, wrap(err)
+	}
+	return ev, nil
+}
+
+// scoreDeep evaluates the model the method scores the site with
+// (nn.EvaluationParams) on its test images.
+func scoreDeep(net *nn.Network, cfg method.Config, test nn.Data, pushed []float32, state nn.SiteState) (pipeline.EvaluateOutput, error) {
+	params := nn.EvaluationParams(cfg.Method, pushed, state)
+	if params == nil {
+		return pipeline.EvaluateOutput{}, fmt.Errorf("method %s evaluates the site's own state, and the site has none", cfg.Method)
+	}
+	type scores struct{ auc, acc float64 }
+	sc, err := inSlot(net, func() (scores, error) {
+		auc, acc, err := method.EvaluateDeep(net, params, test)
+		return scores{auc, acc}, err
+	})
+	if err != nil {
+		return pipeline.EvaluateOutput{}, err
+	}
+	auc, acc := sc.auc, sc.acc
+	return pipeline.EvaluateOutput{AUC: auc, Accuracy: acc, NumTest: test.N}, nil
+}

@@ -1,0 +1,145 @@
+package workers_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/ptopofl/ptopofl/artifact"
+	"github.com/ptopofl/ptopofl/dataset"
+	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/method"
+	"github.com/ptopofl/ptopofl/nn"
+	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/simulate"
+)
+
+// bandImages returns n 8×8 images of 3 classes whose class is a bright
+// band of rows over seeded noise (pixels multiples of 1/255, as IDX files
+// hold them).
+func bandImages(n int, seed uint64) *dataset.Images {
+	const side, classes = 8, 3
+	im := &dataset.Images{N: n, H: side, W: side, C: 1, Classes: classes, Pixels: make([]float32, n*side*side), Labels: make([]int, n)}
+	x := seed
+	for i := range n {
+		x = x*6364136223846793005 + 1442695040888963407
+		y := int(x>>33) % classes
+		im.Labels[i] = y
+		for p := range side * side {
+			x = x*6364136223846793005 + 1442695040888963407
+			v := int(x >> 59) // noise 0..31
+			if row := p / side; row >= 3*y && row < 3*y+3 {
+				v += 160
+			}
+			im.Pixels[i*side*side+p] = float32(v) / 255
+		}
+	}
+	return im
+}
+
+// TestDeepCampaignMatchesSimulate runs 3-round deep-small campaigns (the
+// anchor's CNN on 8×8 images, 3 classes) of FedAvg, pTopoFL, FedProx,
+// SCAFFOLD, pFedMe and LocalOnly over a 3-site image federation on the
+// local stack and requires the accuracy and AUC curves and every site's
+// final model to equal simulate.RunDeep's bit for bit: the float32 model
+// files, the float32 rounding of aggregates and the seeds are the same on
+// both paths.
+func TestDeepCampaignMatchesSimulate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the local stack")
+	}
+	s := startStack(t)
+	s.dataDir = filepath.Join(t.TempDir(), "images")
+	var fed []dataset.ImageSite
+	var sims []simulate.DeepSite
+	var sites []pipeline.Site
+	for k := range 3 {
+		name := fmt.Sprintf("site%d", k)
+		fed = append(fed, dataset.ImageSite{Name: name, Train: bandImages(40+8*k, uint64(100+k)), Test: bandImages(20, uint64(200+k))})
+		sites = append(sites, pipeline.Site{Name: name})
+	}
+	if err := dataset.WriteImageFederation(s.dataDir, fed, dataset.ImageManifest{Generator: "test", Classes: 3}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fed {
+		// What the site reads back from the IDX files.
+		d, err := dataset.LoadImageSite(s.dataDir, f.Name, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sims = append(sims, simulate.DeepSite{Name: f.Name, Shape: nn.Shape{H: 8, W: 8, C: 1},
+			Train: nn.Data{N: d.Train.N, X: d.Train.Pixels, Labels: d.Train.Labels},
+			Test:  nn.Data{N: d.Test.N, X: d.Test.Pixels, Labels: d.Test.Labels}})
+	}
+	startWorkers(t, s, sites)
+
+	const seed, rounds = 17, 3
+	seeds := simulate.DeepSeeds{
+		Init:       pipeline.DeriveSeed(seed, 0, "", pipeline.PurposeTrain),
+		Train:      func(r int, site string) uint64 { return pipeline.DeriveSeed(seed, r, site, pipeline.PurposeTrain) },
+		Descriptor: func(site string) uint64 { return pipeline.DeriveSeed(seed, 0, site, pipeline.PurposeDescriptor) },
+	}
+	for _, m := range []learn.Method{learn.FedAvg, learn.PTopoFL, learn.FedProx, learn.SCAFFOLD, learn.PFedMe, learn.LocalOnly} {
+		t.Run(string(m), func(t *testing.T) {
+			h := method.Defaults(method.DeepSmall)
+			h.Classes, h.NSub = 3, 30
+			mc, err := method.Resolve(m, method.DeepSmall, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := simulate.RunDeep(sims, simulate.Config{Config: mc, Rounds: rounds}, seeds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec := pipeline.CampaignSpec{
+				Campaign: "deep-" + string(m), Method: m, Preset: method.DeepSmall, Rounds: rounds, Seed: seed,
+				Sites: sites, Bucket: s.store.Bucket(), Hyperparameters: h,
+			}.WithDefaults()
+			if err := spec.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: spec.Campaign, TaskQueue: pipeline.ServerTaskQueue},
+				pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: spec})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out pipeline.CampaignWorkflowOutput
+			if err := run.Get(ctx, &out); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: accuracy %v (simulate %v)", m, out.AccCurve, want.AccCurve)
+			if !sameBits(out.AccCurve, want.AccCurve) || !sameBits(out.AUCCurve, want.AUCCurve) {
+				t.Errorf("curves\n got acc %v auc %v\nwant acc %v auc %v", out.AccCurve, out.AUCCurve, want.AccCurve, want.AUCCurve)
+			}
+			var man pipeline.RoundManifest
+			if _, err := s.store.GetJSONKey(ctx, artifact.ManifestKey(spec.Campaign, rounds), &man); err != nil {
+				t.Fatal(err)
+			}
+			held := map[string]pipeline.ArtifactRef{}
+			for _, o := range man.Outputs {
+				if o.Role == pipeline.RoleSiteModel {
+					held[o.Site] = o.Ref
+				}
+			}
+			for i, site := range sites {
+				ref, ok := held[site.Name]
+				if !ok {
+					t.Fatalf("manifest of round %d has no site model for %s", rounds, site.Name)
+				}
+				got, err := s.store.GetModel(ctx, artifact.Ref(ref))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !sameBits(got.Params, want.Held[i]) {
+					t.Errorf("site %s: final model differs from simulate.RunDeep's", site.Name)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,123 @@
+package method
+
+import (
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/nn"
+	"github.com/ptopofl/ptopofl/tda"
+)
+
+// TestDescriptorRowsMatchTDA checks that a deep site subsamples its images
+// as tda.ComputeDescriptor subsamples a tabular site's rows (its
+// Descriptor.Rows), for n above and below n_sub.
+func TestDescriptorRowsMatchTDA(t *testing.T) {
+	for i, tc := range []struct {
+		n, nSub int
+		seed    uint64
+	}{
+		{30, 12, 7}, // 0: subsampled
+		{10, 12, 7}, // 1: every row, in order
+		{50, 50, 3}, // 2: n = n_sub
+	} {
+		x := make([][]float64, tc.n)
+		for r := range x {
+			x[r] = []float64{float64(r), float64(r * r % 7)}
+		}
+		d, err := tda.ComputeDescriptor(x, tda.DescriptorOptions{NSub: tc.nSub, Seed: tc.seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := DescriptorRows(tc.n, tc.nSub, tc.seed); !reflect.DeepEqual(got, d.Rows) {
+			t.Errorf("case %d: rows %v, tda chose %v", i, got, d.Rows)
+		}
+	}
+}
+
+// deepFixture is a CNN on 8×8 images of 3 classes with seeded parameters
+// and 40 images whose class is a bright band of rows.
+func deepFixture(t *testing.T) (Config, *nn.Network, nn.Data) {
+	t.Helper()
+	h := Defaults(DeepSmall)
+	h.Classes = 3
+	cfg, err := Resolve(learn.PTopoFL, DeepSmall, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	net, err := cfg.NewNetwork(nn.Shape{H: 8, W: 8, C: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	net.Init(1)
+	d := nn.Data{N: 40, X: make([]float32, 40*64), Labels: make([]int, 40)}
+	for i := range d.N {
+		y := i % 3
+		d.Labels[i] = y
+		for p := range 64 {
+			v := float32((i*31+p*17)%13) / 64
+			if p/8 >= 3*y && p/8 < 3*y+3 {
+				v += 0.7
+			}
+			d.X[i*64+p] = v
+		}
+	}
+	return cfg, net, d
+}
+
+// TestDeepDescriptor checks the deep descriptor: 48 numbers, the same for
+// the same model and seed, different under another model.
+func TestDeepDescriptor(t *testing.T) {
+	cfg, net, d := deepFixture(t)
+	params := append([]float32(nil), net.Params()...)
+	a, err := DeepDescriptor(net, params, d, cfg, 9, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := DeepDescriptor(net, params, d, cfg, 9, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Vector) != tda.DescriptorLen || !reflect.DeepEqual(a.Vector, b.Vector) {
+		t.Errorf("descriptor of %d numbers, repeatable %v; want %d, true", len(a.Vector), reflect.DeepEqual(a.Vector, b.Vector), tda.DescriptorLen)
+	}
+	net.Init(2)
+	c, err := DeepDescriptor(net, append([]float32(nil), net.Params()...), d, cfg, 9, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reflect.DeepEqual(a.Vector, c.Vector) {
+		t.Error("another model gave the same descriptor: it does not read the activations")
+	}
+	if _, err := DeepDescriptor(net, params[:10], d, cfg, 9, nil); err == nil {
+		t.Error("a model of the wrong length gave no error")
+	}
+}
+
+// TestEvaluateDeep checks EvaluateDeep's accuracy against nn's own
+// Accuracy, and its AUC on a trained network against chance.
+func TestEvaluateDeep(t *testing.T) {
+	cfg, net, d := deepFixture(t)
+	tc := cfg.DeepSite.Train
+	tc.Epochs, tc.Seed = 20, 3
+	if _, err := nn.Train(net, d, tc, nn.Terms{}); err != nil {
+		t.Fatal(err)
+	}
+	params := append([]float32(nil), net.Params()...)
+	want, err := net.Accuracy(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auc, acc, err := EvaluateDeep(net, params, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acc != want {
+		t.Errorf("accuracy %v, nn.Accuracy %v", acc, want)
+	}
+	// The bands are far apart: 20 epochs separate them (measured: AUC 1).
+	if !(auc > 0.9 && auc <= 1) || math.IsNaN(auc) {
+		t.Errorf("macro AUC %v after training, want above 0.9", auc)
+	}
+}

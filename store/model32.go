@@ -1,0 +1,149 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// A deep model (ModelRecord.Float32) is stored as float32, half the bytes
+// of float64 for values that are float32 to begin with (package nn's
+// parameters), in the vector layout with a list<float32> values column,
+// its floats BYTE_STREAM_SPLIT-encoded (the four bytes of every value in
+// four streams, so that the similar exponent bytes sit together) and Zstd
+// compressed. DecodeModel reads either layout.
+
+var listF32 = arrow.ListOfNonNullable(arrow.PrimitiveTypes.Float32)
+
+var vector32Schema = arrow.NewSchema([]arrow.Field{
+	nonNull("campaign", arrow.BinaryTypes.String),
+	nonNull("round", arrow.PrimitiveTypes.Int32),
+	nonNull("site", arrow.BinaryTypes.String),
+	nonNull("method", arrow.BinaryTypes.String),
+	nonNull("kind", arrow.BinaryTypes.String),
+	nonNull("vector", arrow.BinaryTypes.String),
+	nonNull("values", listF32),
+}, nil)
+
+// writer32Props are writerProps with Zstd and BYTE_STREAM_SPLIT for the
+// values: still no dictionary, a fixed created_by, no timestamps, so equal
+// models give equal bytes.
+func writer32Props() *parquet.WriterProperties {
+	return parquet.NewWriterProperties(
+		parquet.WithCreatedBy(createdBy),
+		parquet.WithDictionaryDefault(false),
+		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithCompressionLevel(3),
+		parquet.WithEncodingFor("values.list.element", parquet.Encodings.ByteStreamSplit),
+		parquet.WithStats(false),
+	)
+}
+
+// EncodeVectors32 is EncodeVectors storing the values as float32 (the
+// deep-model layout above): for vectors whose values are float32 already
+// (a deep site's control variate or personal model) nothing is lost and
+// the file is about half the size; other values are rounded to nearest.
+// Every value must be finite and within float32's range. DecodeVectors
+// reads the file back.
+func EncodeVectors32(recs []VectorRecord) ([]byte, error) {
+	for i, r := range recs {
+		if r.Round < 0 || r.Round > math.MaxInt32 {
+			return nil, fmt.Errorf("store: record %d (site %s): round %d out of range", i, r.Site, r.Round)
+		}
+		for name, v := range r.Vectors {
+			if name == "" {
+				return nil, fmt.Errorf("store: record %d (site %s): empty vector name", i, r.Site)
+			}
+			for j, x := range v {
+				if math.IsNaN(x) || math.Abs(x) > math.MaxFloat32 {
+					return nil, fmt.Errorf("store: record %d (site %s, round %d, %s): %s[%d] is not a finite float32; the model diverged or an input is bad", i, r.Site, r.Round, r.Method, name, j)
+				}
+			}
+		}
+	}
+	mem := memory.NewGoAllocator()
+	b := array.NewRecordBuilder(mem, vector32Schema)
+	defer b.Release()
+	campaign := b.Field(0).(*array.StringBuilder)
+	round := b.Field(1).(*array.Int32Builder)
+	site := b.Field(2).(*array.StringBuilder)
+	method := b.Field(3).(*array.StringBuilder)
+	kind := b.Field(4).(*array.StringBuilder)
+	vector := b.Field(5).(*array.StringBuilder)
+	values := b.Field(6).(*array.ListBuilder)
+	elems := values.ValueBuilder().(*array.Float32Builder)
+	for _, r := range recs {
+		names := make([]string, 0, len(r.Vectors))
+		for n := range r.Vectors {
+			names = append(names, n)
+		}
+		slices.Sort(names) // map order is random; the bytes must not be
+		for _, n := range names {
+			campaign.Append(r.Campaign)
+			round.Append(int32(r.Round))
+			site.Append(r.Site)
+			method.Append(r.Method)
+			kind.Append(r.Kind)
+			vector.Append(n)
+			values.Append(true)
+			v := r.Vectors[n]
+			elems.Reserve(len(v))
+			for _, x := range v {
+				elems.UnsafeAppend(float32(x))
+			}
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	w, err := pqarrow.NewFileWriter(vector32Schema, &buf, writer32Props(), pqarrow.DefaultWriterProps())
+	if err != nil {
+		return nil, fmt.Errorf("store: parquet writer: %w", err)
+	}
+	if err := w.Write(rec); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: write parquet: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("store: close parquet: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// RoundFloat32 returns x with every value rounded to the nearest float32,
+// as a Float32 model record stores it: what a reader of the record gets.
+func RoundFloat32(x []float64) []float64 {
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = float64(float32(v))
+	}
+	return out
+}
+
+// isFloat32File reports whether the parquet file b holds a values column
+// of float32 (a Float32 model) rather than float64. A file it cannot read
+// is left for ReadParquet to report.
+func isFloat32File(b []byte) bool {
+	r, err := file.NewParquetReader(bytes.NewReader(b))
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	sc := r.MetaData().Schema
+	for i := range sc.NumColumns() {
+		c := sc.Column(i)
+		if c.Path() == "values.list.element" {
+			return c.PhysicalType() == parquet.Types.Float
+		}
+	}
+	return false
+}
