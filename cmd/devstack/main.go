@@ -9,6 +9,14 @@
 // DIR/credentials.env (PTOPOFL_S3_ACCESS_KEY, PTOPOFL_S3_SECRET_KEY), never on
 // stdout. It runs until SIGINT or SIGTERM, then stops both servers and exits 0.
 //
+// With --persistence postgres --postgres-url postgres://USER:PW@HOST:PORT/DB
+// Temporal keeps its state in PostgreSQL (schemas created or upgraded at
+// start) instead of DIR/temporal/temporal.db. The subcommand
+//
+//	devstack postgres --dir DIR [--port P]
+//
+// runs a PostgreSQL server for it (see postgres.go).
+//
 // Starting again with the same DIR resumes: workflows, histories and objects
 // persist. Fixed ports can be reused right after a kill -9. A fixed
 // --temporal-port P also uses P+1 and P+2 for Temporal's internal services.
@@ -33,6 +41,9 @@ func main() {
 }
 
 func run() int {
+	if len(os.Args) > 1 && os.Args[1] == "postgres" {
+		return runPostgres(os.Args[2:])
+	}
 	fs := flag.NewFlagSet("devstack", flag.ContinueOnError)
 	data := fs.String("data", "", "data directory (required); created if missing, resumed if it exists")
 	temporalPort := fs.Int("temporal-port", 0, "Temporal frontend port on 127.0.0.1 (0: a free port); P+1 and P+2 are used too")
@@ -40,6 +51,8 @@ func run() int {
 	namespace := fs.String("namespace", devstack.DefaultNamespace, "Temporal namespace to create")
 	bucket := fs.String("bucket", devstack.DefaultBucket, "S3 bucket to create")
 	readyTimeout := fs.Duration("ready-timeout", devstack.DefaultReadyTimeout, "how long each server may take to become ready")
+	persistence := fs.String("persistence", "sqlite", "where Temporal keeps its state: sqlite (a file in DIR) or postgres (--postgres-url)")
+	postgresURL := fs.String("postgres-url", "", "with --persistence postgres: postgres://USER:PASSWORD@HOST:PORT/DATABASE[?visibility=DB2]")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: devstack --data DIR [--temporal-port P] [--s3-port Q] [--namespace NS] [--bucket B]")
 		fs.PrintDefaults()
@@ -59,6 +72,12 @@ func run() int {
 		return 1
 	}
 
+	pg, err := persistenceFlags(*persistence, *postgresURL)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "devstack: %v\n", err)
+		return 2
+	}
+
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -66,6 +85,7 @@ func run() int {
 	stack, err := devstack.Start(ctx, devstack.Config{
 		Dir: dir, TemporalPort: *temporalPort, S3Port: *s3Port,
 		Namespace: *namespace, Bucket: *bucket, ReadyTimeout: *readyTimeout,
+		Postgres: pg,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "devstack: %v\n", err)

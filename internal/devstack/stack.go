@@ -50,6 +50,9 @@ type Config struct {
 	// ReadyTimeout bounds each server's readiness wait; zero means
 	// DefaultReadyTimeout.
 	ReadyTimeout time.Duration
+	// Postgres, when set, is where Temporal keeps its state instead of
+	// the SQLite file in Dir (see TemporalConfig.Postgres).
+	Postgres *PostgresDB
 }
 
 // Endpoints tell clients where the stack is. Credentials are not in it: they
@@ -149,7 +152,7 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 
 	s.temporal, err = StartTemporal(ctx, TemporalConfig{
 		Dir: filepath.Join(dir, TemporalDir), Port: cfg.TemporalPort,
-		Namespaces: []string{ns}, ReadyTimeout: cfg.ReadyTimeout,
+		Namespaces: []string{ns}, ReadyTimeout: cfg.ReadyTimeout, Postgres: cfg.Postgres,
 	})
 	if err != nil {
 		return nil, err

@@ -62,6 +62,10 @@ type TemporalConfig struct {
 	// ReadyTimeout bounds the wait until the frontend answers a health
 	// check. Zero means DefaultReadyTimeout.
 	ReadyTimeout time.Duration
+	// Postgres, when set, keeps everything in these PostgreSQL databases
+	// (schemas created or upgraded at start) instead of Dir/temporal.db;
+	// Dir still holds the log.
+	Postgres *PostgresDB
 }
 
 // Temporal is a running embedded Temporal server.
@@ -114,38 +118,12 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 
 	dbPath := filepath.Join(dir, temporalDBFile)
 	logPath := filepath.Join(dir, temporalLogFile)
-	sqlCfg := &config.SQL{
-		PluginName:   sqliteplugin.PluginName,
-		DatabaseName: dbPath,
-		ConnectAttributes: map[string]string{
-			"mode": "rwc",
-			// Keys that are not DSN parameters become PRAGMAs (see the
-			// sqlite plugin's buildDSNAttr). WAL with synchronous=NORMAL
-			// saves an fsync per transaction, which is most of the cost of
-			// a round's many small writes, and still loses nothing when the
-			// process is killed (kill -9); only a power loss can drop the
-			// last transactions.
-			"journal_mode": "wal",
-			"synchronous":  "1",
-		},
+	persistence, err := temporalPersistence(dbPath, cfg.Postgres, namespaces)
+	if err != nil {
+		return nil, err
 	}
-	if _, err := os.Stat(dbPath); errors.Is(err, os.ErrNotExist) {
-		if err := sqlite.SetupSchema(sqlCfg); err != nil {
-			return nil, fmt.Errorf("devstack: create temporal schema in %s: %w", dbPath, err)
-		}
-	} else if err != nil {
-		return nil, fmt.Errorf("devstack: %w", err)
-	}
-	var nsConfigs []*sqlite.NamespaceConfig
-	for _, ns := range namespaces {
-		c, err := sqlite.NewNamespaceConfig(clusterName, ns, false, nil)
-		if err != nil {
-			return nil, fmt.Errorf("devstack: namespace %q: %w", ns, err)
-		}
-		nsConfigs = append(nsConfigs, c)
-	}
-	if err := sqlite.CreateNamespaces(sqlCfg, nsConfigs...); err != nil {
-		return nil, fmt.Errorf("devstack: register namespaces in %s: %w", dbPath, err)
+	if cfg.Postgres != nil {
+		dbPath = ""
 	}
 
 	// No worker service: it runs Temporal's own system workflows (task queue
@@ -182,12 +160,7 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: loopback},
 			// Metrics nil: no Prometheus listener. PProf port 0: no pprof.
 		},
-		Persistence: config.Persistence{
-			DefaultStore:     sqliteplugin.PluginName,
-			VisibilityStore:  sqliteplugin.PluginName,
-			NumHistoryShards: 1,
-			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
-		},
+		Persistence: persistence,
 		ClusterMetadata: &cluster.Config{
 			EnableGlobalNamespace:    false,
 			FailoverVersionIncrement: 10,
@@ -237,6 +210,69 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 		return nil, fmt.Errorf("%w (log: %s)", err, logPath)
 	}
 	return t, nil
+}
+
+// temporalPersistence creates the schema if missing (SQLite: a new file;
+// PostgreSQL: missing databases, tables or versions), registers the
+// namespaces, and returns the stores of the server's configuration.
+func temporalPersistence(dbPath string, pg *PostgresDB, namespaces []string) (config.Persistence, error) {
+	var sqlCfg, visCfg *config.SQL
+	var where string
+	if pg != nil {
+		if err := SetupPostgresSchema(*pg); err != nil {
+			return config.Persistence{}, err
+		}
+		sqlCfg, visCfg = postgresSQL(*pg, pg.Database), postgresSQL(*pg, pg.Visibility)
+		where = "postgres database " + pg.Database + " on " + pg.Addr
+	} else {
+		sqlCfg = &config.SQL{
+			PluginName:   sqliteplugin.PluginName,
+			DatabaseName: dbPath,
+			ConnectAttributes: map[string]string{
+				"mode": "rwc",
+				// Keys that are not DSN parameters become PRAGMAs (see the
+				// sqlite plugin's buildDSNAttr). WAL with synchronous=NORMAL
+				// saves an fsync per transaction, which is most of the cost of
+				// a round's many small writes, and still loses nothing when the
+				// process is killed (kill -9); only a power loss can drop the
+				// last transactions.
+				"journal_mode": "wal",
+				"synchronous":  "1",
+			},
+		}
+		where = dbPath
+		if _, err := os.Stat(dbPath); errors.Is(err, os.ErrNotExist) {
+			if err := sqlite.SetupSchema(sqlCfg); err != nil {
+				return config.Persistence{}, fmt.Errorf("devstack: create temporal schema in %s: %w", dbPath, err)
+			}
+		} else if err != nil {
+			return config.Persistence{}, fmt.Errorf("devstack: %w", err)
+		}
+	}
+	var nsConfigs []*sqlite.NamespaceConfig
+	for _, ns := range namespaces {
+		c, err := sqlite.NewNamespaceConfig(clusterName, ns, false, nil)
+		if err != nil {
+			return config.Persistence{}, fmt.Errorf("devstack: namespace %q: %w", ns, err)
+		}
+		nsConfigs = append(nsConfigs, c)
+	}
+	// CreateNamespaces works on any SQL store despite its package's name:
+	// it writes the namespace rows through the generic SQL persistence.
+	if err := sqlite.CreateNamespaces(sqlCfg, nsConfigs...); err != nil {
+		return config.Persistence{}, fmt.Errorf("devstack: register namespaces in %s: %w", where, err)
+	}
+	if visCfg == nil {
+		return config.Persistence{
+			DefaultStore: sqliteplugin.PluginName, VisibilityStore: sqliteplugin.PluginName, NumHistoryShards: 1,
+			DataStores: map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
+		}, nil
+	}
+	const store, visibility = "postgres", "postgres-visibility"
+	return config.Persistence{
+		DefaultStore: store, VisibilityStore: visibility, NumHistoryShards: 1,
+		DataStores: map[string]config.DataStore{store: {SQL: sqlCfg}, visibility: {SQL: visCfg}},
+	}, nil
 }
 
 // dynamicConfig is the embedded server's dynamic configuration: a
@@ -296,7 +332,8 @@ func (t *Temporal) HostPort() string { return t.hostPort }
 // Namespaces are the namespaces registered at start.
 func (t *Temporal) Namespaces() []string { return append([]string(nil), t.namespaces...) }
 
-// DBPath is the SQLite file holding all persisted state.
+// DBPath is the SQLite file holding all persisted state, or empty when the
+// state is in PostgreSQL.
 func (t *Temporal) DBPath() string { return t.dbPath }
 
 // LogPath is the server's log file.
