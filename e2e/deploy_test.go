@@ -3,7 +3,11 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +16,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	taskqueuepb "go.temporal.io/api/taskqueue/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/pipeline"
@@ -62,7 +72,10 @@ func startPostgres(t *testing.T, ctx context.Context, logs, name, devstackBin, d
 
 // TestDeployPostgres runs a 15-round campaign with the Temporal server on
 // PostgreSQL (Debian's, started by `devstack postgres`), the devstack, the
-// server worker and one worker per site as separate processes; kills -9
+// server worker and one worker per site as separate processes, every
+// connection over TLS with certificates of a test CA made at start
+// (Temporal with mutual TLS and the per-site policy, S3 over HTTPS; see
+// checkTLSRefusals for what is refused); kills -9
 // the devstack (the Temporal server and S3) after round 4 and the
 // PostgreSQL postmaster after round 9, restarts each on the same
 // directories and ports, and checks that every round manifest is
@@ -113,10 +126,20 @@ func TestDeployPostgres(t *testing.T) {
 	pgProc, pg := startPostgres(t, ctx, logs, "postgres", devstackBin, pgDir, pgPort, 0)
 	t.Logf("postgres ready: pid %d", pg.PID)
 
+	// A test CA with the stack's, the server worker's, the starter's and
+	// each site's certificate; and another CA with a site certificate of
+	// the same name, which must be refused.
+	certs, rogue := filepath.Join(tmp, "certs"), filepath.Join(tmp, "rogue-certs")
+	for _, d := range []string{certs, rogue} {
+		if out, err := exec.CommandContext(ctx, devstackBin, "certs", "--dir", d, "--sites", strings.Join(sites, ",")).CombinedOutput(); err != nil {
+			t.Fatalf("devstack certs: %v\n%s", err, out)
+		}
+	}
+
 	dataDir := filepath.Join(tmp, "stack")
 	tport, s3port := freeRun(t, 4), freeRun(t, 1)
 	stackArgs := []string{"--data", dataDir, "--temporal-port", strconv.Itoa(tport), "--s3-port", strconv.Itoa(s3port),
-		"--persistence", "postgres", "--postgres-url", pg.URL}
+		"--persistence", "postgres", "--postgres-url", pg.URL, "--tls-dir", certs}
 	endpoints := filepath.Join(dataDir, "endpoints.json")
 	startStack := func(name string) *proc {
 		os.Remove(endpoints)
@@ -126,15 +149,26 @@ func TestDeployPostgres(t *testing.T) {
 	}
 	stack := startStack("devstack")
 	env := readEnvFile(t, filepath.Join(dataDir, "credentials.env"))
-	conn := []string{"--temporal", "127.0.0.1:" + strconv.Itoa(tport), "--namespace", "default",
-		"--s3", "http://127.0.0.1:" + strconv.Itoa(s3port), "--bucket", "ptopofl"}
+	hostPort := "127.0.0.1:" + strconv.Itoa(tport)
+	// conn is the connection of the client whose certificate is name in
+	// dir: Temporal over mutual TLS, S3 over HTTPS, both verified
+	// against the test CA.
+	conn := func(dir, name string) []string {
+		return []string{"--temporal", hostPort, "--namespace", "default",
+			"--s3", "https://127.0.0.1:" + strconv.Itoa(s3port), "--bucket", "ptopofl", "--s3-tls-ca", filepath.Join(certs, "ca.pem"),
+			"--temporal-tls-ca", filepath.Join(certs, "ca.pem"),
+			"--temporal-tls-cert", filepath.Join(dir, name+".pem"), "--temporal-tls-key", filepath.Join(dir, name+"-key.pem")}
+	}
+	starterConn := conn(certs, "ptopofl-starter")
 
-	start(t, logs, "server", env, workerBin, append([]string{"--role", "server"}, conn...)...)
+	checkTLSRefusals(t, ctx, logs, env, workerBin, fed, hostPort, s3port, certs, rogue, conn)
+
+	start(t, logs, "server", env, workerBin, append([]string{"--role", "server"}, conn(certs, "ptopofl-server")...)...)
 	for _, s := range sites {
-		start(t, logs, "site-"+s, env, workerBin, append([]string{"--role", "site", "--site", s, "--data", fed}, conn...)...)
+		start(t, logs, "site-"+s, env, workerBin, append([]string{"--role", "site", "--site", s, "--data", fed}, conn(certs, "ptopofl-site-"+s)...)...)
 	}
 	t1 := time.Now()
-	cmd := exec.CommandContext(ctx, starterBin, append([]string{"run", spec, "--federation", fed, "--detach", "--format", "json"}, conn...)...)
+	cmd := exec.CommandContext(ctx, starterBin, append([]string{"run", spec, "--federation", fed, "--detach", "--format", "json"}, starterConn...)...)
 	cmd.Env = append(os.Environ(), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("starter run --detach: %v\n%s", err, out)
@@ -172,7 +206,7 @@ func TestDeployPostgres(t *testing.T) {
 	waitFor(t, ctx, "round 15", func() bool { return exists(manifest(15)) })
 	var st pipeline.CampaignStatus
 	waitFor(t, ctx, "campaign done", func() bool {
-		cmd := exec.CommandContext(ctx, starterBin, append([]string{"status", "deploy", "--format", "json"}, conn...)...)
+		cmd := exec.CommandContext(ctx, starterBin, append([]string{"status", "deploy", "--format", "json"}, starterConn...)...)
 		cmd.Env = append(os.Environ(), env...)
 		out, err := cmd.Output()
 		return err == nil && json.Unmarshal(out, &st) == nil && st.State == pipeline.StateDone
@@ -184,6 +218,110 @@ func TestDeployPostgres(t *testing.T) {
 	compareManifests(t, "deploy", func(r int) string { return manifest(r) },
 		func(r int) string { return filepath.Join(refDir, "s3", "ptopofl", artifact.ManifestKey("deploy", r)) })
 	_ = stack
+}
+
+// checkTLSRefusals checks, before the campaign, that the stack refuses
+// what mutual TLS and the per-site policy must refuse: a site worker with
+// a certificate of another CA, or with none, does not get in; a site's
+// certificate cannot poll another site's task queue nor workflow tasks;
+// S3 does not answer plain HTTP. And that a site's own certificate can
+// poll its own queue, so the refusals are the policy's and not a broken
+// set-up's.
+func checkTLSRefusals(t *testing.T, ctx context.Context, logs string, env []string, workerBin, fed, hostPort string, s3port int,
+	certs, rogue string, conn func(dir, name string) []string) {
+	t.Helper()
+	// Real worker processes: with another CA's certificate, and with a
+	// CA but no certificate. Both must exit with an error.
+	noCert := conn(certs, "ptopofl-site-site0")
+	noCert = noCert[:len(noCert)-4]
+	for i, c := range []struct {
+		name string
+		args []string
+	}{
+		{"worker-rogue-ca", conn(rogue, "ptopofl-site-site0")},
+		{"worker-no-cert", noCert},
+	} {
+		wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+		cmd := exec.CommandContext(wctx, workerBin, append([]string{"--role", "site", "--site", "site0", "--data", fed}, c.args...)...)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		timedOut := wctx.Err() != nil
+		cancel()
+		if err == nil || timedOut {
+			t.Fatalf("case %d (%s): the worker was not refused (err %v, timed out %v):\n%s", i, c.name, err, timedOut, out)
+		}
+		t.Logf("case %d (%s) refused: %s", i, c.name, lastLine(out))
+	}
+
+	site0, err := tlsClient(filepath.Join(certs, "ca.pem"), filepath.Join(certs, "ptopofl-site-site0.pem"), filepath.Join(certs, "ptopofl-site-site0-key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.DialContext(ctx, client.Options{HostPort: hostPort, Namespace: "default", ConnectionOptions: client.ConnectionOptions{TLS: site0}})
+	if err != nil {
+		t.Fatalf("site0's own certificate: %v", err)
+	}
+	defer c.Close()
+	poll := func(queue string, workflow bool) error {
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		tq := &taskqueuepb.TaskQueue{Name: queue, Kind: enumspb.TASK_QUEUE_KIND_NORMAL}
+		if workflow {
+			_, err := c.WorkflowService().PollWorkflowTaskQueue(pctx, &workflowservice.PollWorkflowTaskQueueRequest{Namespace: "default", TaskQueue: tq, Identity: "e2e"})
+			return err
+		}
+		_, err := c.WorkflowService().PollActivityTaskQueue(pctx, &workflowservice.PollActivityTaskQueueRequest{Namespace: "default", TaskQueue: tq, Identity: "e2e"})
+		return err
+	}
+	for i, q := range []struct {
+		queue    string
+		workflow bool
+		allowed  bool
+	}{
+		{"ptopofl-site-site0", false, true},
+		{"ptopofl-site-site1", false, false},
+		{"ptopofl-server", false, false},
+		{"ptopofl-server", true, false},
+	} {
+		err := poll(q.queue, q.workflow)
+		var pd *serviceerror.PermissionDenied
+		denied := errors.As(err, &pd)
+		if denied == q.allowed {
+			t.Fatalf("case %d: site0 polling %s (workflow tasks %v): err %v, want allowed %v", i, q.queue, q.workflow, err, q.allowed)
+		}
+		if denied {
+			t.Logf("case %d: site0 polling %s (workflow tasks %v): denied: %s", i, q.queue, q.workflow, pd.Reason)
+		} else {
+			t.Logf("case %d: site0 polling %s: allowed (%v)", i, q.queue, err)
+		}
+	}
+
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(s3port) + "/healthz")
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Fatal("S3 answered plain HTTP")
+		}
+	}
+}
+
+func tlsClient(ca, cert, key string) (*tls.Config, error) {
+	pemCA, err := os.ReadFile(ca)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pemCA)
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
+}
+
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
 }
 
 // compareManifests checks that rounds 1-15 of campaign have manifests

@@ -15,7 +15,11 @@
 //
 //	devstack postgres --dir DIR [--port P]
 //
-// runs a PostgreSQL server for it (see postgres.go).
+// runs a PostgreSQL server for it (see postgres.go). With --tls-dir DIR2
+// (made by `devstack certs --dir DIR2 --clients ...`) S3 speaks HTTPS only
+// and the Temporal frontend requires client certificates from that CA,
+// authorizing each call by the certificate's name (a site's certificate
+// polls only its own task queue).
 //
 // Starting again with the same DIR resumes: workflows, histories and objects
 // persist. Fixed ports can be reused right after a kill -9. A fixed
@@ -44,6 +48,9 @@ func run() int {
 	if len(os.Args) > 1 && os.Args[1] == "postgres" {
 		return runPostgres(os.Args[2:])
 	}
+	if len(os.Args) > 1 && os.Args[1] == "certs" {
+		return runCerts(os.Args[2:])
+	}
 	fs := flag.NewFlagSet("devstack", flag.ContinueOnError)
 	data := fs.String("data", "", "data directory (required); created if missing, resumed if it exists")
 	temporalPort := fs.Int("temporal-port", 0, "Temporal frontend port on 127.0.0.1 (0: a free port); P+1 and P+2 are used too")
@@ -52,6 +59,7 @@ func run() int {
 	bucket := fs.String("bucket", devstack.DefaultBucket, "S3 bucket to create")
 	readyTimeout := fs.Duration("ready-timeout", devstack.DefaultReadyTimeout, "how long each server may take to become ready")
 	persistence := fs.String("persistence", "sqlite", "where Temporal keeps its state: sqlite (a file in DIR) or postgres (--postgres-url)")
+	tlsDir := fs.String("tls-dir", "", "serve S3 over HTTPS and Temporal with mutual TLS and per-site authorization, with the CA and certificates `devstack certs` wrote to this directory")
 	postgresURL := fs.String("postgres-url", "", "with --persistence postgres: postgres://USER:PASSWORD@HOST:PORT/DATABASE[?visibility=DB2]")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: devstack --data DIR [--temporal-port P] [--s3-port Q] [--namespace NS] [--bucket B]")
@@ -85,7 +93,7 @@ func run() int {
 	stack, err := devstack.Start(ctx, devstack.Config{
 		Dir: dir, TemporalPort: *temporalPort, S3Port: *s3Port,
 		Namespace: *namespace, Bucket: *bucket, ReadyTimeout: *readyTimeout,
-		Postgres: pg,
+		Postgres: pg, TLS: tlsFiles(*tlsDir),
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "devstack: %v\n", err)

@@ -53,6 +53,10 @@ type Config struct {
 	// Postgres, when set, is where Temporal keeps its state instead of
 	// the SQLite file in Dir (see TemporalConfig.Postgres).
 	Postgres *PostgresDB
+	// TLS, when set, serves S3 over HTTPS only and Temporal's frontend
+	// with mutual TLS and the per-site policy of authz.go, both presenting
+	// TLS.Cert (see MakeCerts: the StackCommonName certificate).
+	TLS *TLSFiles
 }
 
 // Endpoints tell clients where the stack is. Credentials are not in it: they
@@ -68,6 +72,9 @@ type Endpoints struct {
 	DataDir         string `json:"data_dir"`
 	TemporalLog     string `json:"temporal_log"`
 	PID             int    `json:"pid"`
+	// TLSCA is the CA that signs the servers' certificates and the
+	// clients' when the stack runs with TLS.
+	TLSCA string `json:"tls_ca,omitempty"`
 }
 
 // Stack is a running local stack: Temporal and S3 over one data directory.
@@ -78,6 +85,7 @@ type Stack struct {
 	accessKey string
 	secretKey string
 	lock      *os.File
+	tls       *TLSFiles
 }
 
 // Start starts S3 and Temporal, creates the bucket and the namespace if
@@ -138,10 +146,12 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 	s.s3, err = s3local.Start(ctx, s3local.Config{
 		Dir: filepath.Join(dir, S3Dir), Addr: s3Addr,
 		AccessKey: s.accessKey, SecretKey: s.secretKey, ReadyTimeout: cfg.ReadyTimeout,
+		CertFile: tlsPart(cfg.TLS, "cert"), KeyFile: tlsPart(cfg.TLS, "key"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("devstack: %w", err)
 	}
+	s.tls = cfg.TLS
 	st, err := store.New(s.StoreConfig(bucket))
 	if err != nil {
 		return nil, fmt.Errorf("devstack: %w", err)
@@ -152,7 +162,7 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 
 	s.temporal, err = StartTemporal(ctx, TemporalConfig{
 		Dir: filepath.Join(dir, TemporalDir), Port: cfg.TemporalPort,
-		Namespaces: []string{ns}, ReadyTimeout: cfg.ReadyTimeout, Postgres: cfg.Postgres,
+		Namespaces: []string{ns}, ReadyTimeout: cfg.ReadyTimeout, Postgres: cfg.Postgres, TLS: cfg.TLS,
 	})
 	if err != nil {
 		return nil, err
@@ -162,7 +172,7 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 		Temporal: s.temporal.HostPort(), Namespace: ns,
 		S3URL: s.s3.URL(), S3Region: s3local.Region, Bucket: bucket,
 		CredentialsFile: credPath, DataDir: dir, TemporalLog: s.temporal.LogPath(),
-		PID: os.Getpid(),
+		PID: os.Getpid(), TLSCA: tlsPart(cfg.TLS, "ca"),
 	}
 	if err := writeFileAtomic(filepath.Join(dir, EndpointsFile), mustJSON(s.ep), 0o644); err != nil {
 		return nil, fmt.Errorf("devstack: write %s: %w", EndpointsFile, err)
@@ -205,7 +215,23 @@ func (s *Stack) StoreConfig(bucket string) store.Config {
 	if bucket == "" {
 		bucket = s.ep.Bucket
 	}
-	return store.Config{Endpoint: s.s3.URL(), Bucket: bucket, AccessKey: s.accessKey, SecretKey: s.secretKey, Region: s3local.Region}
+	return store.Config{Endpoint: s.s3.URL(), Bucket: bucket, AccessKey: s.accessKey, SecretKey: s.secretKey, Region: s3local.Region,
+		CAFile: tlsPart(s.tls, "ca")}
+}
+
+// tlsPart is one file of f, or "" when f is nil.
+func tlsPart(f *TLSFiles, part string) string {
+	if f == nil {
+		return ""
+	}
+	switch part {
+	case "ca":
+		return f.CA
+	case "cert":
+		return f.Cert
+	default:
+		return f.Key
+	}
 }
 
 // Stop stops Temporal, then S3, and releases the data directory. Safe to call

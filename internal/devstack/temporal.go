@@ -2,6 +2,7 @@ package devstack
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -66,6 +67,12 @@ type TemporalConfig struct {
 	// (schemas created or upgraded at start) instead of Dir/temporal.db;
 	// Dir still holds the log.
 	Postgres *PostgresDB
+	// TLS, when set, makes the frontend require mutual TLS: it presents
+	// TLS.Cert, accepts only client certificates signed by TLS.CA, and
+	// authorizes each call by the client certificate's common name (see
+	// authz.go). TLS.Cert must also be valid as a client certificate: the
+	// readiness check presents it.
+	TLS *TLSFiles
 }
 
 // Temporal is a running embedded Temporal server.
@@ -186,13 +193,22 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 	}
 
 	logger := log.NewZapLogger(log.BuildZapLogger(log.Config{Level: level, OutputFile: logPath}))
-	srv, err := temporal.NewServer(
+	opts := []temporal.ServerOption{
 		temporal.WithConfig(cfgServer),
 		temporal.ForServices(serviceNames),
 		temporal.WithStaticHosts(hosts),
 		temporal.WithLogger(logger),
 		temporal.WithDynamicConfigClient(dynamicConfig()),
-	)
+	}
+	var clientTLS *tls.Config
+	if cfg.TLS != nil {
+		if clientTLS, err = cfg.TLS.ClientConfig(); err != nil {
+			return nil, fmt.Errorf("devstack: temporal TLS: %w", err)
+		}
+		cfgServer.Global.TLS = frontendTLS(*cfg.TLS)
+		opts = append(opts, temporal.WithAuthorizer(siteAuthorizer{}), temporal.WithClaimMapper(newCertClaimMapper))
+	}
+	srv, err := temporal.NewServer(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("devstack: create temporal server: %w", err)
 	}
@@ -205,7 +221,7 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 	if timeout <= 0 {
 		timeout = DefaultReadyTimeout
 	}
-	if err := WaitTemporal(ctx, frontend, namespaces[0], timeout); err != nil {
+	if err := WaitTemporalTLS(ctx, frontend, namespaces[0], timeout, clientTLS); err != nil {
 		t.Stop()
 		return nil, fmt.Errorf("%w (log: %s)", err, logPath)
 	}
@@ -352,11 +368,16 @@ func (t *Temporal) Stop() error {
 // readiness check for any Temporal server, embedded or not: a listening
 // socket alone does not mean the services behind it are up.
 func WaitTemporal(ctx context.Context, hostPort, namespace string, timeout time.Duration) error {
+	return WaitTemporalTLS(ctx, hostPort, namespace, timeout, nil)
+}
+
+// WaitTemporalTLS is WaitTemporal over TLS when tc is not nil.
+func WaitTemporalTLS(ctx context.Context, hostPort, namespace string, timeout time.Duration, tc *tls.Config) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last error
 	for {
-		last = checkTemporal(ctx, hostPort, namespace)
+		last = checkTemporal(ctx, hostPort, namespace, tc)
 		if last == nil {
 			return nil
 		}
@@ -368,10 +389,11 @@ func WaitTemporal(ctx context.Context, hostPort, namespace string, timeout time.
 	}
 }
 
-func checkTemporal(ctx context.Context, hostPort, namespace string) error {
+func checkTemporal(ctx context.Context, hostPort, namespace string, tc *tls.Config) error {
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	c, err := client.DialContext(dctx, client.Options{HostPort: hostPort, Namespace: namespace, Logger: quietLogger{}})
+	c, err := client.DialContext(dctx, client.Options{HostPort: hostPort, Namespace: namespace, Logger: quietLogger{},
+		ConnectionOptions: client.ConnectionOptions{TLS: tc}})
 	if err != nil {
 		return err
 	}
