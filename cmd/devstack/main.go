@@ -2,7 +2,7 @@
 // embedded S3 server, both on 127.0.0.1) as a separate process, for
 // multi-process set-ups such as the crash tests:
 //
-//	devstack --data DIR [--temporal-port P] [--s3-port Q] [--namespace NS] [--bucket B]
+//	devstack --data DIR [--temporal-port P] [--s3-port Q] [--namespace NS] [--bucket B] [--ui=false] [--ui-port U]
 //
 // Once both servers are ready it prints one JSON line with the endpoints to
 // stdout and writes the same to DIR/endpoints.json. The S3 credentials are in
@@ -20,6 +20,9 @@
 // and the Temporal frontend requires client certificates from that CA,
 // authorizing each call by the certificate's name (a site's certificate
 // polls only its own task queue).
+//
+// The Temporal Web UI is served on 127.0.0.1 (endpoints "ui") unless
+// --ui=false.
 //
 // Starting again with the same DIR resumes: workflows, histories and objects
 // persist. Fixed ports can be reused right after a kill -9. A fixed
@@ -59,6 +62,8 @@ func run() int {
 	bucket := fs.String("bucket", devstack.DefaultBucket, "S3 bucket to create")
 	readyTimeout := fs.Duration("ready-timeout", devstack.DefaultReadyTimeout, "how long each server may take to become ready")
 	persistence := fs.String("persistence", "sqlite", "where Temporal keeps its state: sqlite (a file in DIR) or postgres (--postgres-url)")
+	ui := fs.Bool("ui", true, "serve the Temporal Web UI on 127.0.0.1 (--ui=false: off)")
+	uiPort := fs.Int("ui-port", 0, "Web UI port on 127.0.0.1 (0: a free port)")
 	tlsDir := fs.String("tls-dir", "", "serve S3 over HTTPS and Temporal with mutual TLS and per-site authorization, with the CA and certificates `devstack certs` wrote to this directory")
 	postgresURL := fs.String("postgres-url", "", "with --persistence postgres: postgres://USER:PASSWORD@HOST:PORT/DATABASE[?visibility=DB2]")
 	fs.Usage = func() {
@@ -93,7 +98,7 @@ func run() int {
 	stack, err := devstack.Start(ctx, devstack.Config{
 		Dir: dir, TemporalPort: *temporalPort, S3Port: *s3Port,
 		Namespace: *namespace, Bucket: *bucket, ReadyTimeout: *readyTimeout,
-		Postgres: pg, TLS: tlsFiles(*tlsDir),
+		Postgres: pg, TLS: tlsFiles(*tlsDir), NoUI: !*ui, UIPort: *uiPort,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "devstack: %v\n", err)
@@ -108,6 +113,9 @@ func run() int {
 	fmt.Println(string(line))
 	fmt.Fprintf(os.Stderr, "devstack: ready in %v; Temporal %s, S3 %s; credentials in %s; stop with Ctrl-C or SIGTERM\n",
 		time.Since(t0).Round(time.Millisecond), stack.Endpoints().Temporal, stack.Endpoints().S3URL, stack.Endpoints().CredentialsFile)
+	if u := stack.Endpoints().UI; u != "" {
+		fmt.Fprintf(os.Stderr, "devstack: Temporal Web UI at %s\n", u)
+	}
 
 	<-ctx.Done()
 	stop() // a second signal now kills the process the default way

@@ -57,6 +57,10 @@ type Config struct {
 	// with mutual TLS and the per-site policy of authz.go, both presenting
 	// TLS.Cert (see MakeCerts: the StackCommonName certificate).
 	TLS *TLSFiles
+	// NoUI leaves out the Temporal Web UI, which is otherwise served on
+	// 127.0.0.1:UIPort (zero: a free port) and named in Endpoints.UI.
+	NoUI   bool
+	UIPort int
 }
 
 // Endpoints tell clients where the stack is. Credentials are not in it: they
@@ -75,6 +79,8 @@ type Endpoints struct {
 	// TLSCA is the CA that signs the servers' certificates and the
 	// clients' when the stack runs with TLS.
 	TLSCA string `json:"tls_ca,omitempty"`
+	// UI is the Temporal Web UI's URL, empty when it is off.
+	UI string `json:"ui,omitempty"`
 }
 
 // Stack is a running local stack: Temporal and S3 over one data directory.
@@ -86,6 +92,7 @@ type Stack struct {
 	secretKey string
 	lock      *os.File
 	tls       *TLSFiles
+	ui        *UI
 }
 
 // Start starts S3 and Temporal, creates the bucket and the namespace if
@@ -168,11 +175,21 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 		return nil, err
 	}
 
+	if !cfg.NoUI {
+		s.ui, err = StartUI(ctx, UIConfig{Port: cfg.UIPort, Temporal: s.temporal.HostPort(), Namespace: ns, TLS: cfg.TLS, ReadyTimeout: cfg.ReadyTimeout})
+		if err != nil {
+			return nil, err
+		}
+	}
+
 	s.ep = Endpoints{
 		Temporal: s.temporal.HostPort(), Namespace: ns,
 		S3URL: s.s3.URL(), S3Region: s3local.Region, Bucket: bucket,
 		CredentialsFile: credPath, DataDir: dir, TemporalLog: s.temporal.LogPath(),
 		PID: os.Getpid(), TLSCA: tlsPart(cfg.TLS, "ca"),
+	}
+	if s.ui != nil {
+		s.ep.UI = s.ui.URL()
 	}
 	if err := writeFileAtomic(filepath.Join(dir, EndpointsFile), mustJSON(s.ep), 0o644); err != nil {
 		return nil, fmt.Errorf("devstack: write %s: %w", EndpointsFile, err)
@@ -234,10 +251,13 @@ func tlsPart(f *TLSFiles, part string) string {
 	}
 }
 
-// Stop stops Temporal, then S3, and releases the data directory. Safe to call
-// more than once.
+// Stop stops the Web UI, Temporal, then S3, and releases the data
+// directory. Safe to call more than once.
 func (s *Stack) Stop() error {
 	var errs []error
+	if s.ui != nil {
+		errs = append(errs, s.ui.Stop())
+	}
 	if s.temporal != nil {
 		errs = append(errs, s.temporal.Stop())
 	}
