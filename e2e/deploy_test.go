@@ -80,7 +80,8 @@ func startPostgres(t *testing.T, ctx context.Context, logs, name, devstackBin, d
 // PostgreSQL postmaster after round 9, restarts each on the same
 // directories and ports, and checks that every round manifest is
 // byte-identical to an uninterrupted run of the same spec on the embedded
-// SQLite stack.
+// SQLite stack. Then it opens the devstack's Temporal Web UI in headless
+// Chromium (checkWebUI).
 func TestDeployPostgres(t *testing.T) {
 	deployTest(t)
 	devstackBin, workerBin, starterBin, gendataBin := bin(t, "devstack"), bin(t, "worker"), bin(t, "starter"), bin(t, "gendata")
@@ -217,6 +218,16 @@ func TestDeployPostgres(t *testing.T) {
 	}
 	compareManifests(t, "deploy", func(r int) string { return manifest(r) },
 		func(r int) string { return filepath.Join(refDir, "s3", "ptopofl", artifact.ManifestKey("deploy", r)) })
+
+	// The devstack's Web UI, reading this Temporal over mutual TLS with
+	// the stack's certificate.
+	var ep struct {
+		UI string `json:"ui"`
+	}
+	if b, err := os.ReadFile(endpoints); err != nil || json.Unmarshal(b, &ep) != nil || ep.UI == "" {
+		t.Fatalf("endpoints.json names no web UI: %s (%v)", b, err)
+	}
+	checkWebUI(t, ctx, ep.UI, "deploy", 15, testOut(t))
 	_ = stack
 }
 
