@@ -372,3 +372,31 @@ func dumpLogsOnFailure(t *testing.T, dir string) {
 		}
 	})
 }
+
+// TestComposeConfig checks deploy/temporal/docker-compose.yml with Debian's
+// docker-compose (`config -q`: the file's syntax and its schema, without a
+// Docker engine), which make test-deploy installs. The images are not
+// pulled and nothing is started: there is no Docker engine here.
+func TestComposeConfig(t *testing.T) {
+	deployTest(t)
+	dc, err := exec.LookPath("docker-compose")
+	if err != nil {
+		t.Fatalf("docker-compose not found (make test-deploy installs Debian's docker-compose): %v", err)
+	}
+	file, err := filepath.Abs("../deploy/temporal/docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(dc, "-f", file, "config", "-q")
+	cmd.Env = append(os.Environ(), "PTOPOFL_S3_ACCESS_KEY=check", "PTOPOFL_S3_SECRET_KEY=check", "POSTGRES_PASSWORD=check")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("docker-compose config: %v\n%s", err, out)
+	}
+	// The variables the file requires are required: without them the
+	// check fails, naming one.
+	cmd = exec.Command(dc, "-f", file, "config", "-q")
+	cmd.Env = append(os.Environ(), "PTOPOFL_S3_ACCESS_KEY=", "PTOPOFL_S3_SECRET_KEY=", "POSTGRES_PASSWORD=")
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "set ") {
+		t.Errorf("docker-compose config without the secrets: err %v, output %s", err, out)
+	}
+}

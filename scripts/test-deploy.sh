@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make test-deploy: the deployment tests (e2e/deploy_test.go,
 # e2e/browser_test.go). They run Temporal on Debian's PostgreSQL 15 and look
-# at pages in Debian's headless chromium, which this script installs with
+# at pages in Debian's headless chromium, and check the compose file with
+# Debian's docker-compose, which this script installs with
 # apt if missing (the tests never install anything themselves). Screenshots
 # go to out/test-deploy/.
 set -euo pipefail
@@ -10,6 +11,7 @@ cd "$(dirname "$0")/.."
 missing=()
 ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose)
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "test-deploy: installing Debian's ${missing[*]} with apt-get (needed by the deployment tests)" >&2
 	if [ "$(id -u)" -ne 0 ]; then
@@ -22,4 +24,5 @@ fi
 
 export GOTOOLCHAIN=local
 mkdir -p out/test-deploy
-PTOPOFL_TEST_DEPLOY=1 PTOPOFL_TEST_OUT="$PWD/out/test-deploy" exec go test -count=1 -timeout 15m -v -run 'TestDeploy' ./e2e/
+PTOPOFL_TEST_DEPLOY=1 PTOPOFL_TEST_OUT="$PWD/out/test-deploy" exec go test -count=1 -timeout 15m -v \
+	-run '^(TestDeployPostgres|TestReportInBrowser|TestComposeConfig)$' ./e2e/

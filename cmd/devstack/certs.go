@@ -24,7 +24,8 @@ func tlsFiles(dir string) *devstack.TLSFiles {
 	return &f
 }
 
-// runCerts is `devstack certs --dir DIR [--sites a,b] [--clients x,y]`: a
+// runCerts is `devstack certs --dir DIR [--sites a,b] [--clients x,y]
+// [--hosts h1,h2]`: a
 // new test CA in DIR and certificates signed by it: the stack's, the
 // server worker's and the starter's, one per site (common name
 // ptopofl-site-<site>), and any extra client names.
@@ -33,8 +34,9 @@ func runCerts(args []string) int {
 	dir := fs.String("dir", "", "directory for ca.pem and NAME.pem / NAME-key.pem (required)")
 	sites := fs.String("sites", "", "comma-separated site names: one certificate each, named "+devstack.SiteCommonName("SITE"))
 	clients := fs.String("clients", "", "comma-separated extra client certificate names")
+	hosts := fs.String("hosts", "", "comma-separated extra DNS names of the servers' certificate (besides localhost and 127.0.0.1)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: devstack certs --dir DIR [--sites a,b,...] [--clients x,y,...]")
+		fmt.Fprintln(fs.Output(), "usage: devstack certs --dir DIR [--sites a,b,...] [--clients x,y,...] [--hosts h1,h2,...]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -49,7 +51,7 @@ func runCerts(args []string) int {
 		names = append(names, devstack.SiteCommonName(s))
 	}
 	names = append(names, split(*clients)...)
-	if err := devstack.MakeCerts(*dir, names); err != nil {
+	if err := devstack.MakeCerts(*dir, names, split(*hosts)); err != nil {
 		fmt.Fprintf(os.Stderr, "devstack certs: %v\n", err)
 		return 1
 	}

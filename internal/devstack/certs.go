@@ -59,10 +59,12 @@ func CertFiles(dir, name string) TLSFiles {
 // P-256, valid ten days) and issues a certificate for StackCommonName,
 // valid for 127.0.0.1 and localhost as a server and as a client, and a
 // client certificate for each of clients, with the client's name as its
-// common name and DNS name. dir is created if missing; existing files are
-// overwritten. The CA's private key is kept in dir (mode 0600) only so
-// that more certificates can be issued by hand.
-func MakeCerts(dir string, clients []string) error {
+// common name and DNS name. hosts are more DNS names of the stack's
+// certificate (the servers' names in a compose network, for example).
+// dir is created if missing; existing files are overwritten. The CA's
+// private key is kept in dir (mode 0600) only so that more certificates
+// can be issued by hand.
+func MakeCerts(dir string, clients, hosts []string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("certs: %w", err)
 	}
@@ -111,7 +113,7 @@ func MakeCerts(dir string, clients []string) error {
 		}
 		if server {
 			tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
-			tmpl.DNSNames = append(tmpl.DNSNames, "localhost")
+			tmpl.DNSNames = append(append(tmpl.DNSNames, "localhost"), hosts...)
 			tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
 		}
 		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
