@@ -174,12 +174,12 @@ func StartPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
 	}
 	deadline := time.Now().Add(timeout)
 	for {
-		err := p.start(bin, dir, port, cred)
+		if err := p.start(bin, dir, port, cred); err != nil {
+			return nil, fmt.Errorf("devstack: postgres: %w", err)
+		}
+		err := p.waitReady(ctx, deadline)
 		if err == nil {
-			err = p.waitReady(ctx, deadline)
-			if err == nil {
-				return p, nil
-			}
+			return p, nil
 		}
 		// A server that exited at once may have found the lock file or
 		// shared memory of a killed predecessor still in use by its
