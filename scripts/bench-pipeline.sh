@@ -78,9 +78,14 @@ trap cleanup EXIT
 if [ "$PG" != 0 ]; then
 	# Under /tmp: the postgres account must reach the directory.
 	PGDIR=$(mktemp -d /tmp/ptopofl-bench-pg-XXXXXX)
+	chmod 755 "$PGDIR" # mktemp makes it 0700: the postgres account must enter it
 	"$BIN/devstack" postgres --dir "$PGDIR/cluster" >"$OUT/postgres.log" 2>&1 &
 	PIDS+=($!)
 	for _ in $(seq 1200); do [ -s "$PGDIR/cluster/postgres.json" ] && break; sleep 0.1; done
+	if [ ! -s "$PGDIR/cluster/postgres.json" ]; then
+		echo "bench-pipeline: PostgreSQL did not start; see $OUT/postgres.log" >&2
+		exit 1
+	fi
 	PGURL=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["url"])' "$PGDIR/cluster/postgres.json")
 fi
 
