@@ -4,7 +4,7 @@ GO       ?= go
 BIN      := bin
 export GOTOOLCHAIN := local
 
-.PHONY: all build run test bench bench-tda bench-pipeline bench-deep fashion-mnist lint fmt clean
+.PHONY: all build run test test-deploy bench bench-tda bench-pipeline bench-deep fashion-mnist lint fmt clean
 
 all: build
 
@@ -19,6 +19,12 @@ test: build
 	$(GO) vet ./...
 	./tools/workflowcheck/run.sh ./workflows/...
 	$(GO) test -count=1 -timeout 25m ./...
+
+# test-deploy: the deployment path (e2e/deploy_test.go): Temporal on
+# Debian's PostgreSQL (installed here if missing) with every component a
+# separate process, killed and restarted mid-campaign.
+test-deploy: build
+	./scripts/test-deploy.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./tda/... ./aggregation/... ./eval/... ./learn/... ./simulate/... ./nn/...

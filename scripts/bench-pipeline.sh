@@ -12,6 +12,13 @@
 #  3. A 200-round campaign completes inside Temporal's history limits
 #     (continue-as-new), checked from the visibility store.
 #
+# Parts 1 (at 8 and 200 sites) and 2 run a second time with Temporal on
+# PostgreSQL (Debian's, started by `devstack postgres` in a temporary
+# directory; a devstack process with --persistence postgres, to which
+# `starter --local` attaches), printed next to the SQLite figures. Set
+# BENCH_POSTGRES=0 to leave it out; without Debian's postgresql it is left
+# out with a note.
+#
 # Environment: BENCH_DIR (default .run/bench, wiped), BENCH_ROUNDS (10),
 # PARALLEL (9, campaigns of the table at once), BIN (bin, where starter is).
 #
@@ -24,7 +31,8 @@ BIN=${BIN:-bin}
 OUT=${BENCH_DIR:-.run/bench}
 ROUNDS=${BENCH_ROUNDS:-10}
 PARALLEL=${PARALLEL:-9}
-for b in starter; do
+PG=${BENCH_POSTGRES:-1}
+for b in starter devstack; do
 	[ -x "$BIN/$b" ] || { echo "bench-pipeline: $BIN/$b missing; run 'make build'" >&2; exit 1; }
 done
 command -v python3 >/dev/null || { echo "bench-pipeline: python3 needed for the tiny federations and the table" >&2; exit 1; }
@@ -54,27 +62,85 @@ PY
 
 load() { echo "load: $(uptime | sed 's/.*load average: //') (1, 5, 15 min)"; }
 
+# PostgreSQL for the second column: one server for the whole run, one pair
+# of databases per stack (the devstack creates them).
+if [ "$PG" != 0 ] && ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
+	echo "bench-pipeline: no PostgreSQL (apt-get install postgresql): the PostgreSQL column is left out" >&2
+	PG=0
+fi
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	[ -n "${PGDIR:-}" ] && rm -rf "$PGDIR"
+}
+trap cleanup EXIT
+if [ "$PG" != 0 ]; then
+	# Under /tmp: the postgres account must reach the directory.
+	PGDIR=$(mktemp -d /tmp/ptopofl-bench-pg-XXXXXX)
+	chmod 755 "$PGDIR" # mktemp makes it 0700: the postgres account must enter it
+	"$BIN/devstack" postgres --dir "$PGDIR/cluster" >"$OUT/postgres.log" 2>&1 &
+	PIDS+=($!)
+	for _ in $(seq 1200); do [ -s "$PGDIR/cluster/postgres.json" ] && break; sleep 0.1; done
+	if [ ! -s "$PGDIR/cluster/postgres.json" ]; then
+		echo "bench-pipeline: PostgreSQL did not start; see $OUT/postgres.log" >&2
+		exit 1
+	fi
+	PGURL=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["url"])' "$PGDIR/cluster/postgres.json")
+fi
+
+# pg_stack DIR NAME: a devstack over DIR with Temporal in databases NAME and
+# NAME_vis, in the background; starter --local --data-dir DIR attaches to it.
+pg_stack() {
+	local base=${PGURL%/*}
+	"$BIN/devstack" --data "$1" --ui=false --persistence postgres \
+		--postgres-url "$base/$2?visibility=$2_vis" >"$1.log" 2>&1 &
+	PIDS+=($!)
+	for _ in $(seq 1200); do
+		[ -s "$1/endpoints.json" ] && return 0
+		kill -0 $! 2>/dev/null || { echo "bench-pipeline: devstack on PostgreSQL failed; see $1.log" >&2; exit 1; }
+		sleep 0.1
+	done
+	echo "bench-pipeline: devstack on PostgreSQL not ready after 120 s; see $1.log" >&2
+	exit 1
+}
+
+# per_round K DIR: run the tiny FedAvg campaign on the stack over DIR and
+# print wall seconds and ms per round.
+per_round() {
+	local json
+	json=$("$BIN/starter" run --local --data-dir "$2" --federation "$OUT/tiny-$1" \
+		--method fedavg --rounds "$ROUNDS" --seed 1 --format json)
+	python3 - "$ROUNDS" "$json" <<'PY'
+import json, sys
+rounds, r = int(sys.argv[1]), json.loads(sys.argv[2])
+assert r["state"] == "done" and r["rounds_done"] == rounds, r
+print(f"{r['wall_seconds']:.2f} {1000*r['wall_seconds']/rounds:.1f}")
+PY
+}
+
 echo "== 1. per-round orchestration overhead (fedavg, tiny sites, $ROUNDS rounds)"
 load
-printf "%6s %8s %12s %12s\n" sites rounds wall_s per_round_ms
+printf "%6s %8s %12s %12s %12s %12s\n" sites rounds sqlite_s sqlite_ms pg_s pg_ms
 for k in 8 50 200; do
-	fed="$OUT/tiny-$k"
-	tiny_federation "$fed" "$k"
-	json=$("$BIN/starter" run --local --data-dir "$OUT/stack-$k" --federation "$fed" \
-		--method fedavg --rounds "$ROUNDS" --seed 1 --format json)
-	python3 - "$k" "$ROUNDS" "$json" <<'PY'
-import json, sys
-k, rounds, r = int(sys.argv[1]), int(sys.argv[2]), json.loads(sys.argv[3])
-assert r["state"] == "done" and r["rounds_done"] == rounds, r
-print(f"{k:6d} {rounds:8d} {r['wall_seconds']:12.2f} {1000*r['wall_seconds']/rounds:12.1f}")
-PY
+	tiny_federation "$OUT/tiny-$k" "$k"
+	res=$(per_round "$k" "$OUT/stack-$k")
+	read -r sw sr <<<"$res"
+	pw=- pr=-
+	if [ "$PG" != 0 ] && [ "$k" != 50 ]; then
+		pg_stack "$OUT/pgstack-$k" "bench_$k"
+		res=$(per_round "$k" "$OUT/pgstack-$k")
+		read -r pw pr <<<"$res"
+	fi
+	printf "%6d %8d %12s %12s %12s %12s\n" "$k" "$ROUNDS" "$sw" "$sr" "$pw" "$pr"
 done
 
 echo
 echo "== 2. paper table through the pipeline (preset paper, golden seed-42 data, 2 × (6 + 3) campaigns)"
 load
 variants=(--variant "pTopoFL_M1:ptopofl:clusters=1" --variant "pTopoFL_beta0:ptopofl:beta=0" --variant "pTopoFL_beta1:ptopofl:beta=1")
-t0=$(date +%s.%N)
+# paper_table STACKDIR TAG: both scenarios' tables on the stack over STACKDIR.
+paper_table() {
 for sc in healthcare benchmark; do
 	golden="testdata/paper/$sc"
 	python3 -c "
@@ -82,11 +148,14 @@ import json, sys
 cl = json.load(open('$golden/clients.json'))
 json.dump({f\"client{c['client']}\": c['subsample_idx'] for c in cl}, open('$OUT/rows-$sc.json', 'w'))
 "
-	"$BIN/starter" table --local --data-dir "$OUT/stack-paper" --federation "$golden" \
+	"$BIN/starter" table --local --data-dir "$1" --federation "$golden" \
 		--preset paper --rounds 15 --seed 42 --descriptor-rows "$OUT/rows-$sc.json" \
 		--methods ptopofl,fedprox,scaffold,pfedme,fedavg,local "${variants[@]}" \
-		--parallel "$PARALLEL" --format json >"$OUT/table-$sc.json"
+		--parallel "$PARALLEL" --format json >"$OUT/table$2-$sc.json"
 done
+}
+t0=$(date +%s.%N)
+paper_table "$OUT/stack-paper" ""
 t1=$(date +%s.%N)
 python3 - "$OUT" "$t0" "$t1" <<'PY'
 import json, sys
@@ -104,6 +173,21 @@ for sc in ("healthcare", "benchmark"):
     print(f"{sc:11s} table wall time {got['wall_seconds']:.2f} s")
 print(f"paper table, both scenarios, 18 campaigns: {t1 - t0:.2f} s wall (two starter processes, stack start included; target < 16 s)")
 PY
+if [ "$PG" != 0 ]; then
+	pg_stack "$OUT/pgstack-paper" bench_paper
+	t0=$(date +%s.%N)
+	paper_table "$OUT/pgstack-paper" "-pg"
+	t1=$(date +%s.%N)
+	python3 - "$OUT" "$t0" "$t1" <<'PY'
+import json, sys
+out, t0, t1 = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+for sc in ("healthcare", "benchmark"):
+    a = {r["label"]: r["final_auc"] for r in json.load(open(f"{out}/table-{sc}.json"))["results"]}
+    b = {r["label"]: r["final_auc"] for r in json.load(open(f"{out}/table-pg-{sc}.json"))["results"]}
+    assert a == b, f"{sc}: AUCs on PostgreSQL differ from SQLite: {a} vs {b}"
+print(f"paper table on PostgreSQL, same 18 campaigns: {t1 - t0:.2f} s wall (stack already running); every AUC equal to the SQLite run's")
+PY
+fi
 
 echo
 echo "== 3. a 200-round campaign and Temporal's history limits"

@@ -6,8 +6,13 @@
 # artifacts and manifests are. Re-running resumes: finished campaigns are
 # re-attached, not re-run.
 #
+# The stack runs as its own process (bin/devstack) so that the Temporal Web
+# UI it serves stays up after the results are printed, with its URL; stop
+# it with the kill command printed. UI=0 runs the stack inside the starter
+# instead, stopped when it exits, with no UI.
+#
 # Environment: RUN_DIR (default .run), ROUNDS (15), SEED (42), PRESET
-# (default), METHODS (all), PARALLEL (3).
+# (default), METHODS (all), PARALLEL (3), UI (1).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -17,11 +22,12 @@ ROUNDS=${ROUNDS:-15}
 SEED=${SEED:-42}
 PRESET=${PRESET:-default}
 PARALLEL=${PARALLEL:-3}
+UI=${UI:-1}
 METHODS=${METHODS:-ptopofl,fedavg,fedprox,scaffold,pfedme,local,median,trimmed-mean,krum,foolsgold,norm-clip}
 FED="$RUN_DIR/federation"
 DATA="$RUN_DIR/local"
 
-for b in starter gendata; do
+for b in starter gendata devstack; do
 	if [ ! -x "$BIN/$b" ]; then
 		echo "run.sh: $BIN/$b missing; run 'make build' first" >&2
 		exit 1
@@ -33,6 +39,32 @@ if [ ! -f "$FED/federation.json" ]; then
 	"$BIN/gendata" healthcare --seed 42 --out "$FED"
 fi
 
+# stack_pid prints the PID of the devstack serving $DATA, if one is alive.
+stack_pid() {
+	local pid
+	pid=$(sed -n 's/.*"pid": *\([0-9][0-9]*\).*/\1/p' "$DATA/endpoints.json" 2>/dev/null || true)
+	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && [ "$(cat /proc/"$pid"/comm 2>/dev/null)" = devstack ]; then
+		echo "$pid"
+	fi
+}
+if [ "$UI" != 0 ] && [ -z "$(stack_pid)" ]; then
+	mkdir -p "$DATA"
+	rm -f "$DATA/endpoints.json"
+	nohup "$BIN/devstack" --data "$DATA" >"$RUN_DIR/devstack.log" 2>&1 &
+	for _ in $(seq 1200); do
+		[ -n "$(stack_pid)" ] && break
+		if ! kill -0 $! 2>/dev/null; then
+			echo "run.sh: the local stack did not start; see $RUN_DIR/devstack.log" >&2
+			exit 1
+		fi
+		sleep 0.1
+	done
+	if [ -z "$(stack_pid)" ]; then
+		echo "run.sh: the local stack is not ready after 120 s; see $RUN_DIR/devstack.log" >&2
+		exit 1
+	fi
+fi
+
 echo "== running $METHODS on the local stack ($DATA), $ROUNDS rounds, preset $PRESET"
 "$BIN/starter" table --local --data-dir "$DATA" --federation "$FED" \
 	--methods "$METHODS" --rounds "$ROUNDS" --seed "$SEED" --preset "$PRESET" --parallel "$PARALLEL"
@@ -41,3 +73,8 @@ echo
 echo "federation  $FED (federation.json says which sites are adversarial)"
 echo "per-round audit of a campaign:  $BIN/starter history CAMPAIGN --local --data-dir $DATA"
 echo "all campaigns:                  $BIN/starter ls --local --data-dir $DATA"
+if [ "$UI" != 0 ] && [ -n "$(stack_pid)" ]; then
+	ui=$(sed -n 's/.*"ui": *"\([^"]*\)".*/\1/p' "$DATA/endpoints.json")
+	echo "Temporal Web UI:                $ui/namespaces/default/workflows"
+	echo "the local stack keeps serving it; stop it with:  kill $(stack_pid)"
+fi

@@ -2,7 +2,7 @@
 // embedded S3 server, both on 127.0.0.1) as a separate process, for
 // multi-process set-ups such as the crash tests:
 //
-//	devstack --data DIR [--temporal-port P] [--s3-port Q] [--namespace NS] [--bucket B]
+//	devstack --data DIR [--temporal-port P] [--s3-port Q] [--namespace NS] [--bucket B] [--ui=false] [--ui-port U]
 //
 // Once both servers are ready it prints one JSON line with the endpoints to
 // stdout and writes the same to DIR/endpoints.json. The S3 credentials are in
@@ -17,6 +17,21 @@
 // prints DIR/sites/<site>.env for each (load it into the site worker's
 // environment). Temporal payloads are encrypted with DIR/payload-keys: give
 // it to every worker with --payload-key-file.
+//
+// With --persistence postgres --postgres-url postgres://USER:PW@HOST:PORT/DB
+// Temporal keeps its state in PostgreSQL (schemas created or upgraded at
+// start) instead of DIR/temporal/temporal.db. The subcommand
+//
+//	devstack postgres --dir DIR [--port P]
+//
+// runs a PostgreSQL server for it (see postgres.go). With --tls-dir DIR2
+// (made by `devstack certs --dir DIR2 --clients ...`) S3 speaks HTTPS only
+// and the Temporal frontend requires client certificates from that CA,
+// authorizing each call by the certificate's name (a site's certificate
+// polls only its own task queue).
+//
+// The Temporal Web UI is served on 127.0.0.1 (endpoints "ui") unless
+// --ui=false.
 //
 // Starting again with the same DIR resumes: workflows, histories and objects
 // persist. Fixed ports can be reused right after a kill -9. A fixed
@@ -43,6 +58,12 @@ func main() {
 }
 
 func run() int {
+	if len(os.Args) > 1 && os.Args[1] == "postgres" {
+		return runPostgres(os.Args[2:])
+	}
+	if len(os.Args) > 1 && os.Args[1] == "certs" {
+		return runCerts(os.Args[2:])
+	}
 	fs := flag.NewFlagSet("devstack", flag.ContinueOnError)
 	data := fs.String("data", "", "data directory (required); created if missing, resumed if it exists")
 	temporalPort := fs.Int("temporal-port", 0, "Temporal frontend port on 127.0.0.1 (0: a free port); P+1 and P+2 are used too")
@@ -51,6 +72,11 @@ func run() int {
 	bucket := fs.String("bucket", devstack.DefaultBucket, "S3 bucket to create")
 	readyTimeout := fs.Duration("ready-timeout", devstack.DefaultReadyTimeout, "how long each server may take to become ready")
 	grant := fs.String("grant-sites", "", "comma-separated site names: give each its own S3 identity on the devstack already running over --data, print its credentials file, and exit")
+	persistence := fs.String("persistence", "sqlite", "where Temporal keeps its state: sqlite (a file in DIR) or postgres (--postgres-url)")
+	ui := fs.Bool("ui", true, "serve the Temporal Web UI on 127.0.0.1 (--ui=false: off)")
+	uiPort := fs.Int("ui-port", 0, "Web UI port on 127.0.0.1 (0: a free port)")
+	tlsDir := fs.String("tls-dir", "", "serve S3 over HTTPS and Temporal with mutual TLS and per-site authorization, with the CA and certificates `devstack certs` wrote to this directory")
+	postgresURL := fs.String("postgres-url", "", "with --persistence postgres: postgres://USER:PASSWORD@HOST:PORT/DATABASE[?visibility=DB2]")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: devstack --data DIR [--temporal-port P] [--s3-port Q] [--namespace NS] [--bucket B]")
 		fs.PrintDefaults()
@@ -68,6 +94,12 @@ func run() int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "devstack: --data %s: %v\n", *data, err)
 		return 1
+	}
+
+	pg, err := persistenceFlags(*persistence, *postgresURL)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "devstack: %v\n", err)
+		return 2
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -89,6 +121,7 @@ func run() int {
 	stack, err := devstack.Start(ctx, devstack.Config{
 		Dir: dir, TemporalPort: *temporalPort, S3Port: *s3Port,
 		Namespace: *namespace, Bucket: *bucket, ReadyTimeout: *readyTimeout,
+		Postgres: pg, TLS: tlsFiles(*tlsDir), NoUI: !*ui, UIPort: *uiPort,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "devstack: %v\n", err)
@@ -103,6 +136,9 @@ func run() int {
 	fmt.Println(string(line))
 	fmt.Fprintf(os.Stderr, "devstack: ready in %v; Temporal %s, S3 %s; credentials in %s; stop with Ctrl-C or SIGTERM\n",
 		time.Since(t0).Round(time.Millisecond), stack.Endpoints().Temporal, stack.Endpoints().S3URL, stack.Endpoints().CredentialsFile)
+	if u := stack.Endpoints().UI; u != "" {
+		fmt.Fprintf(os.Stderr, "devstack: Temporal Web UI at %s\n", u)
+	}
 
 	<-ctx.Done()
 	stop() // a second signal now kills the process the default way

@@ -53,6 +53,17 @@ type Config struct {
 	// ReadyTimeout bounds each server's readiness wait; zero means
 	// DefaultReadyTimeout.
 	ReadyTimeout time.Duration
+	// Postgres, when set, is where Temporal keeps its state instead of
+	// the SQLite file in Dir (see TemporalConfig.Postgres).
+	Postgres *PostgresDB
+	// TLS, when set, serves S3 over HTTPS only and Temporal's frontend
+	// with mutual TLS and the per-site policy of authz.go, both presenting
+	// TLS.Cert (see MakeCerts: the StackCommonName certificate).
+	TLS *TLSFiles
+	// NoUI leaves out the Temporal Web UI, which is otherwise served on
+	// 127.0.0.1:UIPort (zero: a free port) and named in Endpoints.UI.
+	NoUI   bool
+	UIPort int
 }
 
 // Endpoints tell clients where the stack is. Credentials are not in it: they
@@ -71,6 +82,11 @@ type Endpoints struct {
 	DataDir        string `json:"data_dir"`
 	TemporalLog    string `json:"temporal_log"`
 	PID            int    `json:"pid"`
+	// TLSCA is the CA that signs the servers' certificates and the
+	// clients' when the stack runs with TLS.
+	TLSCA string `json:"tls_ca,omitempty"`
+	// UI is the Temporal Web UI's URL, empty when it is off.
+	UI string `json:"ui,omitempty"`
 }
 
 // Stack is a running local stack: Temporal and S3 over one data directory.
@@ -81,6 +97,8 @@ type Stack struct {
 	accessKey string
 	secretKey string
 	lock      *os.File
+	tls       *TLSFiles
+	ui        *UI
 }
 
 // Start starts S3 and Temporal, creates the bucket and the namespace if
@@ -146,10 +164,12 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 	s.s3, err = s3local.Start(ctx, s3local.Config{
 		Dir: filepath.Join(dir, S3Dir), Addr: s3Addr,
 		AccessKey: s.accessKey, SecretKey: s.secretKey, ReadyTimeout: cfg.ReadyTimeout,
+		CertFile: tlsPart(cfg.TLS, "cert"), KeyFile: tlsPart(cfg.TLS, "key"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("devstack: %w", err)
 	}
+	s.tls = cfg.TLS
 	st, err := store.New(s.StoreConfig(bucket))
 	if err != nil {
 		return nil, fmt.Errorf("devstack: %w", err)
@@ -160,17 +180,27 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 
 	s.temporal, err = StartTemporal(ctx, TemporalConfig{
 		Dir: filepath.Join(dir, TemporalDir), Port: cfg.TemporalPort,
-		Namespaces: []string{ns}, ReadyTimeout: cfg.ReadyTimeout,
+		Namespaces: []string{ns}, ReadyTimeout: cfg.ReadyTimeout, Postgres: cfg.Postgres, TLS: cfg.TLS,
 	})
 	if err != nil {
 		return nil, err
+	}
+
+	if !cfg.NoUI {
+		s.ui, err = StartUI(ctx, UIConfig{Port: cfg.UIPort, Temporal: s.temporal.HostPort(), Namespace: ns, TLS: cfg.TLS, ReadyTimeout: cfg.ReadyTimeout})
+		if err != nil {
+			return nil, err
+		}
 	}
 
 	s.ep = Endpoints{
 		Temporal: s.temporal.HostPort(), Namespace: ns,
 		S3URL: s.s3.URL(), S3Region: s3local.Region, Bucket: bucket,
 		CredentialsFile: credPath, PayloadKeyFile: keyPath, DataDir: dir, TemporalLog: s.temporal.LogPath(),
-		PID: os.Getpid(),
+		PID: os.Getpid(), TLSCA: tlsPart(cfg.TLS, "ca"),
+	}
+	if s.ui != nil {
+		s.ep.UI = s.ui.URL()
 	}
 	if err := writeFileAtomic(filepath.Join(dir, EndpointsFile), mustJSON(s.ep), 0o644); err != nil {
 		return nil, fmt.Errorf("devstack: write %s: %w", EndpointsFile, err)
@@ -213,13 +243,32 @@ func (s *Stack) StoreConfig(bucket string) store.Config {
 	if bucket == "" {
 		bucket = s.ep.Bucket
 	}
-	return store.Config{Endpoint: s.s3.URL(), Bucket: bucket, AccessKey: s.accessKey, SecretKey: s.secretKey, Region: s3local.Region}
+	return store.Config{Endpoint: s.s3.URL(), Bucket: bucket, AccessKey: s.accessKey, SecretKey: s.secretKey, Region: s3local.Region,
+		CAFile: tlsPart(s.tls, "ca")}
 }
 
-// Stop stops Temporal, then S3, and releases the data directory. Safe to call
-// more than once.
+// tlsPart is one file of f, or "" when f is nil.
+func tlsPart(f *TLSFiles, part string) string {
+	if f == nil {
+		return ""
+	}
+	switch part {
+	case "ca":
+		return f.CA
+	case "cert":
+		return f.Cert
+	default:
+		return f.Key
+	}
+}
+
+// Stop stops the Web UI, Temporal, then S3, and releases the data
+// directory. Safe to call more than once.
 func (s *Stack) Stop() error {
 	var errs []error
+	if s.ui != nil {
+		errs = append(errs, s.ui.Stop())
+	}
 	if s.temporal != nil {
 		errs = append(errs, s.temporal.Stop())
 	}

@@ -2,6 +2,7 @@ package devstack
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -62,6 +63,16 @@ type TemporalConfig struct {
 	// ReadyTimeout bounds the wait until the frontend answers a health
 	// check. Zero means DefaultReadyTimeout.
 	ReadyTimeout time.Duration
+	// Postgres, when set, keeps everything in these PostgreSQL databases
+	// (schemas created or upgraded at start) instead of Dir/temporal.db;
+	// Dir still holds the log.
+	Postgres *PostgresDB
+	// TLS, when set, makes the frontend require mutual TLS: it presents
+	// TLS.Cert, accepts only client certificates signed by TLS.CA, and
+	// authorizes each call by the client certificate's common name (see
+	// authz.go). TLS.Cert must also be valid as a client certificate: the
+	// readiness check presents it.
+	TLS *TLSFiles
 }
 
 // Temporal is a running embedded Temporal server.
@@ -114,38 +125,12 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 
 	dbPath := filepath.Join(dir, temporalDBFile)
 	logPath := filepath.Join(dir, temporalLogFile)
-	sqlCfg := &config.SQL{
-		PluginName:   sqliteplugin.PluginName,
-		DatabaseName: dbPath,
-		ConnectAttributes: map[string]string{
-			"mode": "rwc",
-			// Keys that are not DSN parameters become PRAGMAs (see the
-			// sqlite plugin's buildDSNAttr). WAL with synchronous=NORMAL
-			// saves an fsync per transaction, which is most of the cost of
-			// a round's many small writes, and still loses nothing when the
-			// process is killed (kill -9); only a power loss can drop the
-			// last transactions.
-			"journal_mode": "wal",
-			"synchronous":  "1",
-		},
+	persistence, err := temporalPersistence(dbPath, cfg.Postgres, namespaces)
+	if err != nil {
+		return nil, err
 	}
-	if _, err := os.Stat(dbPath); errors.Is(err, os.ErrNotExist) {
-		if err := sqlite.SetupSchema(sqlCfg); err != nil {
-			return nil, fmt.Errorf("devstack: create temporal schema in %s: %w", dbPath, err)
-		}
-	} else if err != nil {
-		return nil, fmt.Errorf("devstack: %w", err)
-	}
-	var nsConfigs []*sqlite.NamespaceConfig
-	for _, ns := range namespaces {
-		c, err := sqlite.NewNamespaceConfig(clusterName, ns, false, nil)
-		if err != nil {
-			return nil, fmt.Errorf("devstack: namespace %q: %w", ns, err)
-		}
-		nsConfigs = append(nsConfigs, c)
-	}
-	if err := sqlite.CreateNamespaces(sqlCfg, nsConfigs...); err != nil {
-		return nil, fmt.Errorf("devstack: register namespaces in %s: %w", dbPath, err)
+	if cfg.Postgres != nil {
+		dbPath = ""
 	}
 
 	// No worker service: it runs Temporal's own system workflows (task queue
@@ -182,12 +167,7 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: loopback},
 			// Metrics nil: no Prometheus listener. PProf port 0: no pprof.
 		},
-		Persistence: config.Persistence{
-			DefaultStore:     sqliteplugin.PluginName,
-			VisibilityStore:  sqliteplugin.PluginName,
-			NumHistoryShards: 1,
-			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
-		},
+		Persistence: persistence,
 		ClusterMetadata: &cluster.Config{
 			EnableGlobalNamespace:    false,
 			FailoverVersionIncrement: 10,
@@ -213,13 +193,22 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 	}
 
 	logger := log.NewZapLogger(log.BuildZapLogger(log.Config{Level: level, OutputFile: logPath}))
-	srv, err := temporal.NewServer(
+	opts := []temporal.ServerOption{
 		temporal.WithConfig(cfgServer),
 		temporal.ForServices(serviceNames),
 		temporal.WithStaticHosts(hosts),
 		temporal.WithLogger(logger),
 		temporal.WithDynamicConfigClient(dynamicConfig()),
-	)
+	}
+	var clientTLS *tls.Config
+	if cfg.TLS != nil {
+		if clientTLS, err = cfg.TLS.ClientConfig(); err != nil {
+			return nil, fmt.Errorf("devstack: temporal TLS: %w", err)
+		}
+		cfgServer.Global.TLS = frontendTLS(*cfg.TLS)
+		opts = append(opts, temporal.WithAuthorizer(siteAuthorizer{}), temporal.WithClaimMapper(newCertClaimMapper))
+	}
+	srv, err := temporal.NewServer(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("devstack: create temporal server: %w", err)
 	}
@@ -232,11 +221,74 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 	if timeout <= 0 {
 		timeout = DefaultReadyTimeout
 	}
-	if err := WaitTemporal(ctx, frontend, namespaces[0], timeout); err != nil {
+	if err := WaitTemporalTLS(ctx, frontend, namespaces[0], timeout, clientTLS); err != nil {
 		t.Stop()
 		return nil, fmt.Errorf("%w (log: %s)", err, logPath)
 	}
 	return t, nil
+}
+
+// temporalPersistence creates the schema if missing (SQLite: a new file;
+// PostgreSQL: missing databases, tables or versions), registers the
+// namespaces, and returns the stores of the server's configuration.
+func temporalPersistence(dbPath string, pg *PostgresDB, namespaces []string) (config.Persistence, error) {
+	var sqlCfg, visCfg *config.SQL
+	var where string
+	if pg != nil {
+		if err := SetupPostgresSchema(*pg); err != nil {
+			return config.Persistence{}, err
+		}
+		sqlCfg, visCfg = postgresSQL(*pg, pg.Database), postgresSQL(*pg, pg.Visibility)
+		where = "postgres database " + pg.Database + " on " + pg.Addr
+	} else {
+		sqlCfg = &config.SQL{
+			PluginName:   sqliteplugin.PluginName,
+			DatabaseName: dbPath,
+			ConnectAttributes: map[string]string{
+				"mode": "rwc",
+				// Keys that are not DSN parameters become PRAGMAs (see the
+				// sqlite plugin's buildDSNAttr). WAL with synchronous=NORMAL
+				// saves an fsync per transaction, which is most of the cost of
+				// a round's many small writes, and still loses nothing when the
+				// process is killed (kill -9); only a power loss can drop the
+				// last transactions.
+				"journal_mode": "wal",
+				"synchronous":  "1",
+			},
+		}
+		where = dbPath
+		if _, err := os.Stat(dbPath); errors.Is(err, os.ErrNotExist) {
+			if err := sqlite.SetupSchema(sqlCfg); err != nil {
+				return config.Persistence{}, fmt.Errorf("devstack: create temporal schema in %s: %w", dbPath, err)
+			}
+		} else if err != nil {
+			return config.Persistence{}, fmt.Errorf("devstack: %w", err)
+		}
+	}
+	var nsConfigs []*sqlite.NamespaceConfig
+	for _, ns := range namespaces {
+		c, err := sqlite.NewNamespaceConfig(clusterName, ns, false, nil)
+		if err != nil {
+			return config.Persistence{}, fmt.Errorf("devstack: namespace %q: %w", ns, err)
+		}
+		nsConfigs = append(nsConfigs, c)
+	}
+	// CreateNamespaces works on any SQL store despite its package's name:
+	// it writes the namespace rows through the generic SQL persistence.
+	if err := sqlite.CreateNamespaces(sqlCfg, nsConfigs...); err != nil {
+		return config.Persistence{}, fmt.Errorf("devstack: register namespaces in %s: %w", where, err)
+	}
+	if visCfg == nil {
+		return config.Persistence{
+			DefaultStore: sqliteplugin.PluginName, VisibilityStore: sqliteplugin.PluginName, NumHistoryShards: 1,
+			DataStores: map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
+		}, nil
+	}
+	const store, visibility = "postgres", "postgres-visibility"
+	return config.Persistence{
+		DefaultStore: store, VisibilityStore: visibility, NumHistoryShards: 1,
+		DataStores: map[string]config.DataStore{store: {SQL: sqlCfg}, visibility: {SQL: visCfg}},
+	}, nil
 }
 
 // dynamicConfig is the embedded server's dynamic configuration: a
@@ -296,7 +348,8 @@ func (t *Temporal) HostPort() string { return t.hostPort }
 // Namespaces are the namespaces registered at start.
 func (t *Temporal) Namespaces() []string { return append([]string(nil), t.namespaces...) }
 
-// DBPath is the SQLite file holding all persisted state.
+// DBPath is the SQLite file holding all persisted state, or empty when the
+// state is in PostgreSQL.
 func (t *Temporal) DBPath() string { return t.dbPath }
 
 // LogPath is the server's log file.
@@ -315,11 +368,16 @@ func (t *Temporal) Stop() error {
 // readiness check for any Temporal server, embedded or not: a listening
 // socket alone does not mean the services behind it are up.
 func WaitTemporal(ctx context.Context, hostPort, namespace string, timeout time.Duration) error {
+	return WaitTemporalTLS(ctx, hostPort, namespace, timeout, nil)
+}
+
+// WaitTemporalTLS is WaitTemporal over TLS when tc is not nil.
+func WaitTemporalTLS(ctx context.Context, hostPort, namespace string, timeout time.Duration, tc *tls.Config) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last error
 	for {
-		last = checkTemporal(ctx, hostPort, namespace)
+		last = checkTemporal(ctx, hostPort, namespace, tc)
 		if last == nil {
 			return nil
 		}
@@ -331,10 +389,11 @@ func WaitTemporal(ctx context.Context, hostPort, namespace string, timeout time.
 	}
 }
 
-func checkTemporal(ctx context.Context, hostPort, namespace string) error {
+func checkTemporal(ctx context.Context, hostPort, namespace string, tc *tls.Config) error {
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	c, err := client.DialContext(dctx, client.Options{HostPort: hostPort, Namespace: namespace, Logger: quietLogger{}})
+	c, err := client.DialContext(dctx, client.Options{HostPort: hostPort, Namespace: namespace, Logger: quietLogger{},
+		ConnectionOptions: client.ConnectionOptions{TLS: tc}})
 	if err != nil {
 		return err
 	}

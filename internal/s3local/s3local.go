@@ -22,7 +22,10 @@
 package s3local
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -80,10 +83,15 @@ type Config struct {
 	// ReadyTimeout bounds the wait for the health path. Zero means
 	// DefaultReadyTimeout.
 	ReadyTimeout time.Duration
+	// CertFile and KeyFile, both set, make the server speak HTTPS only
+	// with this PEM certificate and key; URL then starts with https://.
+	CertFile, KeyFile string
 }
 
 // Server is a running embedded S3 server.
 type Server struct {
+	scheme   string
+	tlsLeaf  []byte // the DER certificate the server presents over HTTPS
 	addr     string
 	dir      string
 	metaNote string
@@ -167,6 +175,26 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 		metaNote = "sidecar " + sidecar
 	}
 
+	scheme, leaf := "http", []byte(nil)
+	if (cfg.CertFile == "") != (cfg.KeyFile == "") {
+		return nil, errors.New("s3local: Config.CertFile and Config.KeyFile go together")
+	}
+	if cfg.CertFile != "" {
+		// Absolute: versitygw reads them after the backend has changed
+		// the working directory.
+		if cfg.CertFile, err = filepath.Abs(cfg.CertFile); err != nil {
+			return nil, fmt.Errorf("s3local: %w", err)
+		}
+		if cfg.KeyFile, err = filepath.Abs(cfg.KeyFile); err != nil {
+			return nil, fmt.Errorf("s3local: %w", err)
+		}
+		pair, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("s3local: TLS certificate: %w", err)
+		}
+		scheme, leaf = "https", pair.Certificate[0]
+	}
+
 	prevWD, err := os.Getwd()
 	if err != nil {
 		prevWD = ""
@@ -184,7 +212,7 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	be := &bucketPolicies{Backend: px, dataDir: dir, dir: policyDir}
 
 	runCtx, cancel := context.WithCancel(context.Background())
-	s := &Server{addr: addr, dir: dir, metaNote: metaNote, prevWD: prevWD, cancel: cancel, done: make(chan error, 1)}
+	s := &Server{scheme: scheme, tlsLeaf: leaf, addr: addr, dir: dir, metaNote: metaNote, prevWD: prevWD, cancel: cancel, done: make(chan error, 1)}
 	gwcfg := &embedgw.Config{
 		RootUserAccess:    cfg.AccessKey,
 		RootUserSecret:    cfg.SecretKey,
@@ -200,6 +228,8 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 		// would build and announce on stdout: commands such as
 		// cmd/devstack promise one JSON line there).
 		IAMService: siteIAM{root: auth.Account{Access: cfg.AccessKey, Secret: cfg.SecretKey, Role: auth.RoleAdmin}},
+		CertFile:   cfg.CertFile,
+		KeyFile:    cfg.KeyFile,
 	}
 	go func() { s.done <- embedgw.RunVersityGW(runCtx, be, gwcfg) }()
 
@@ -218,6 +248,19 @@ func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	hc := &http.Client{Timeout: 2 * time.Second}
+	if s.tlsLeaf != nil {
+		// The health check trusts exactly the certificate it gave the
+		// server, whoever signed it.
+		hc.Transport = &http.Transport{TLSClientConfig: &tls.Config{
+			MinVersion: tls.VersionTLS12, InsecureSkipVerify: true,
+			VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+				if len(raw) == 0 || !bytes.Equal(raw[0], s.tlsLeaf) {
+					return errors.New("s3local: the server presented another certificate")
+				}
+				return nil
+			},
+		}}
+	}
 	url := s.URL() + HealthPath
 	var last error
 	for {
@@ -245,8 +288,9 @@ func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 // Addr is the host:port the server listens on, e.g. "127.0.0.1:41234".
 func (s *Server) Addr() string { return s.addr }
 
-// URL is the endpoint URL for S3 clients, e.g. "http://127.0.0.1:41234".
-func (s *Server) URL() string { return "http://" + s.addr }
+// URL is the endpoint URL for S3 clients, e.g. "http://127.0.0.1:41234",
+// or https:// with Config.CertFile.
+func (s *Server) URL() string { return s.scheme + "://" + s.addr }
 
 // Dir is the absolute data directory.
 func (s *Server) Dir() string { return s.dir }

@@ -1,0 +1,355 @@
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// PostgresUser is the database role that owns Temporal's databases in a
+// PostgreSQL started by StartPostgres.
+const PostgresUser = "temporal"
+
+// PostgresDatabase and PostgresVisibilityDatabase are the databases
+// Temporal's persistence and visibility stores use on PostgreSQL (the
+// names of Temporal's own deployment tooling).
+const (
+	PostgresDatabase           = "temporal"
+	PostgresVisibilityDatabase = "temporal_visibility"
+)
+
+// Files inside PostgresConfig.Dir.
+const (
+	postgresDataDir  = "data"         // PGDATA, made by initdb
+	postgresPassword = "password"     // the PostgresUser role's password (mode 0600)
+	postgresLogFile  = "postgres.log" // the server's stdout and stderr
+	postgresOSUser   = "postgres"     // the account the server runs as when we are root
+	postgresBinGlob  = "/usr/lib/postgresql/*/bin"
+	postgresInstall  = "apt-get update && apt-get install -y postgresql"
+	postgresMaxConns = 10
+)
+
+// PostgresConfig configures a PostgreSQL server that StartPostgres runs as
+// a child process for the Temporal server's persistence.
+type PostgresConfig struct {
+	// Dir holds the cluster (Dir/data, made by initdb on the first start),
+	// the role's password and the server log. Starting again on the same
+	// Dir resumes. When this process runs as root the server runs as the
+	// "postgres" account, which then owns Dir: every directory above Dir
+	// must be searchable by it (a directory under /tmp made by
+	// os.MkdirTemp is; a test's t.TempDir() is not). Required.
+	Dir string
+	// Port is the port on 127.0.0.1; zero picks a free one.
+	Port int
+	// BinDir holds initdb and postgres; empty means the newest
+	// /usr/lib/postgresql/*/bin (Debian's layout).
+	BinDir string
+	// ReadyTimeout bounds the wait until the server accepts a login. Zero
+	// means DefaultReadyTimeout.
+	ReadyTimeout time.Duration
+}
+
+// Postgres is a running PostgreSQL server started by StartPostgres.
+type Postgres struct {
+	cmd     *exec.Cmd
+	done    chan struct{}
+	waitErr error
+	db      PostgresDB
+	logPath string
+}
+
+// PostgresDB says where Temporal's databases are on a PostgreSQL server and
+// how to log in. Its text form is a URL (see ParsePostgresURL).
+type PostgresDB struct {
+	Addr       string // host:port
+	User       string
+	Password   string
+	Database   string // Temporal's persistence store
+	Visibility string // Temporal's visibility store
+}
+
+// URL is the database as postgres://user:password@host:port/database,
+// with ?visibility=NAME when the visibility database is not the default
+// name. The password is in it: do not log it.
+func (d PostgresDB) URL() string {
+	u := url.URL{Scheme: "postgres", User: url.UserPassword(d.User, d.Password), Host: d.Addr, Path: "/" + d.Database}
+	if d.Visibility != PostgresVisibilityDatabase {
+		u.RawQuery = url.Values{"visibility": {d.Visibility}}.Encode()
+	}
+	return u.String()
+}
+
+// ParsePostgresURL reads postgres://user:password@host:port/database
+// [?visibility=NAME]; the database defaults to PostgresDatabase and the
+// visibility database to PostgresVisibilityDatabase.
+func ParsePostgresURL(s string) (PostgresDB, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return PostgresDB{}, fmt.Errorf("postgres URL: %w", err)
+	}
+	if u.Scheme != "postgres" && u.Scheme != "postgresql" {
+		return PostgresDB{}, fmt.Errorf("postgres URL: scheme %q, want postgres://", u.Scheme)
+	}
+	if _, _, err := net.SplitHostPort(u.Host); err != nil {
+		return PostgresDB{}, fmt.Errorf("postgres URL: host %q: %w", u.Host, err)
+	}
+	if u.User == nil || u.User.Username() == "" {
+		return PostgresDB{}, errors.New("postgres URL: no user")
+	}
+	pw, _ := u.User.Password()
+	d := PostgresDB{Addr: u.Host, User: u.User.Username(), Password: pw,
+		Database: strings.TrimPrefix(u.Path, "/"), Visibility: u.Query().Get("visibility")}
+	if d.Database == "" {
+		d.Database = PostgresDatabase
+	}
+	if d.Visibility == "" {
+		d.Visibility = PostgresVisibilityDatabase
+	}
+	if d.Database == d.Visibility {
+		return PostgresDB{}, fmt.Errorf("postgres URL: persistence and visibility both in database %q; Temporal needs two", d.Database)
+	}
+	return d, nil
+}
+
+// StartPostgres creates the cluster in cfg.Dir if it has none (initdb, a
+// password login for PostgresUser on 127.0.0.1 only, no Unix socket),
+// starts the server as a child process and returns once it accepts a
+// login. Run as root, the server runs as the "postgres" account (the
+// server refuses root). A server killed with SIGKILL leaves its lock file
+// and shared memory behind; starting again on the same Dir retries until
+// the server's own checks find them stale.
+func StartPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("devstack: PostgresConfig.Dir is empty")
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("devstack: postgres dir %q: %w", cfg.Dir, err)
+	}
+	bin, err := postgresBinDir(cfg.BinDir)
+	if err != nil {
+		return nil, err
+	}
+	cred, err := postgresCredential()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("devstack: create postgres dir: %w", err)
+	}
+	if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return nil, fmt.Errorf("devstack: give %s to the %s account: %w", dir, postgresOSUser, err)
+		}
+	}
+	password, err := initPostgres(ctx, dir, bin, cred)
+	if err != nil {
+		return nil, err
+	}
+	port := cfg.Port
+	if port == 0 {
+		if port, err = FreePortRun(1); err != nil {
+			return nil, fmt.Errorf("devstack: postgres port: %w", err)
+		}
+	}
+	timeout := cfg.ReadyTimeout
+	if timeout <= 0 {
+		timeout = DefaultReadyTimeout
+	}
+	p := &Postgres{
+		db: PostgresDB{Addr: net.JoinHostPort(loopback, strconv.Itoa(port)), User: PostgresUser, Password: password,
+			Database: PostgresDatabase, Visibility: PostgresVisibilityDatabase},
+		logPath: filepath.Join(dir, postgresLogFile),
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		if err := p.start(bin, dir, port, cred); err != nil {
+			return nil, fmt.Errorf("devstack: postgres: %w", err)
+		}
+		err := p.waitReady(ctx, deadline)
+		if err == nil {
+			return p, nil
+		}
+		// A server that exited at once may have found the lock file or
+		// shared memory of a killed predecessor still in use by its
+		// backends, which exit shortly after their postmaster: try again.
+		select {
+		case <-p.done:
+		default:
+			p.Stop()
+			return nil, fmt.Errorf("devstack: postgres on %s: %w (log: %s)", p.db.Addr, err, p.logPath)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, fmt.Errorf("devstack: postgres on %s did not start: %v (log: %s)", p.db.Addr, p.waitErr, p.logPath)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// start runs the postmaster, as the unprivileged account when cred is set.
+func (p *Postgres) start(bin, dir string, port int, cred *syscall.Credential) error {
+	lf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("postgres log: %w", err)
+	}
+	defer lf.Close()
+	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", filepath.Join(dir, postgresDataDir),
+		"-p", strconv.Itoa(port),
+		"-c", "listen_addresses="+loopback,
+		"-c", "unix_socket_directories=",
+		"-c", "max_connections=100",
+	)
+	cmd.Stdout, cmd.Stderr = lf, lf
+	cmd.Dir = dir
+	// Pdeathsig: if this process dies, even by SIGKILL, the server gets
+	// SIGQUIT (its immediate shutdown) instead of living on orphaned.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGQUIT}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", cmd.Path, err)
+	}
+	p.cmd = cmd
+	p.done = make(chan struct{})
+	go func() { p.waitErr = cmd.Wait(); close(p.done) }()
+	return nil
+}
+
+// waitReady logs in until it works, the server exits, or the deadline.
+func (p *Postgres) waitReady(ctx context.Context, deadline time.Time) error {
+	var last error
+	for {
+		if last = pingPostgres(p.db); last == nil {
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("server exited: %v", p.waitErr)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no login after the ready timeout: %w", last)
+		}
+	}
+}
+
+// DB is where Temporal's databases are on this server, with the login.
+func (p *Postgres) DB() PostgresDB { return p.db }
+
+// PID is the postmaster's process ID.
+func (p *Postgres) PID() int { return p.cmd.Process.Pid }
+
+// LogPath is the server's log file.
+func (p *Postgres) LogPath() string { return p.logPath }
+
+// Done is closed when the server process has exited.
+func (p *Postgres) Done() <-chan struct{} { return p.done }
+
+// Stop asks the server for a fast shutdown (SIGINT: connections are
+// closed, everything committed is kept) and waits for it. Safe to call
+// more than once and after the server exited.
+func (p *Postgres) Stop() error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	p.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-p.done:
+	case <-time.After(60 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+	return nil
+}
+
+// initPostgres runs initdb unless dir already holds a cluster, and returns
+// the PostgresUser role's password.
+func initPostgres(ctx context.Context, dir, bin string, cred *syscall.Credential) (string, error) {
+	pwPath := filepath.Join(dir, postgresPassword)
+	data := filepath.Join(dir, postgresDataDir)
+	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); err == nil {
+		b, err := os.ReadFile(pwPath)
+		if err != nil {
+			return "", fmt.Errorf("devstack: postgres cluster in %s without its password: %w", data, err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	// A cluster whose initdb was interrupted is removed and made again.
+	if err := os.RemoveAll(data); err != nil {
+		return "", fmt.Errorf("devstack: remove partial cluster %s: %w", data, err)
+	}
+	password := randomHex(16)
+	if err := os.WriteFile(pwPath, []byte(password+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("devstack: write postgres password: %w", err)
+	}
+	if cred != nil {
+		if err := os.Chown(pwPath, int(cred.Uid), int(cred.Gid)); err != nil {
+			return "", fmt.Errorf("devstack: %w", err)
+		}
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data,
+		"--username="+PostgresUser, "--pwfile="+pwPath,
+		"--auth-host=scram-sha-256", "--auth-local=reject",
+		"--encoding=UTF8", "--locale=C", "--no-instructions")
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("devstack: initdb %s: %w\n%s", data, err, out)
+	}
+	return password, nil
+}
+
+// postgresBinDir is dir, or the newest Debian PostgreSQL's bin directory.
+func postgresBinDir(dir string) (string, error) {
+	if dir == "" {
+		dirs, _ := filepath.Glob(postgresBinGlob)
+		// Newest major version last: compare numerically ("9.6" < "15").
+		sort.Slice(dirs, func(i, j int) bool {
+			vi, _ := strconv.ParseFloat(filepath.Base(filepath.Dir(dirs[i])), 64)
+			vj, _ := strconv.ParseFloat(filepath.Base(filepath.Dir(dirs[j])), 64)
+			return vi < vj
+		})
+		if len(dirs) == 0 {
+			return "", fmt.Errorf("devstack: no PostgreSQL server in %s; install it with: %s", postgresBinGlob, postgresInstall)
+		}
+		dir = dirs[len(dirs)-1]
+	}
+	for _, b := range []string{"initdb", "postgres"} {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			return "", fmt.Errorf("devstack: PostgreSQL's %s not in %s (install with: %s): %w", b, dir, postgresInstall, err)
+		}
+	}
+	return dir, nil
+}
+
+// postgresCredential is the unprivileged account to run the server as when
+// this process is root (PostgreSQL refuses to run as root), or nil.
+func postgresCredential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup(postgresOSUser)
+	if err != nil {
+		return nil, fmt.Errorf("devstack: PostgreSQL refuses to run as root and there is no %q account to run it as (it comes with the package: %s): %w",
+			postgresOSUser, postgresInstall, err)
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("devstack: account %s: uid %q gid %q", postgresOSUser, u.Uid, u.Gid)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
+}
