@@ -215,8 +215,11 @@ var Params = []Param{
 	// are drawn with a fixed seed, so unchanged data give the same descriptor and the same clustering). The paper preset
 	// keeps 0: its drift_threshold is 0 (the authors fit their clusters once), so measuring would change nothing but cost.
 	// Stored specs always carry the field (0 is a setting), so campaigns started before keep measuring as they did.
+	// The deep presets keep 0 too: a deep site's descriptor is taken from its penultimate activations under the model it
+	// holds, which changes every round by training alone, so Eq. 9 would measure the model's progress, not the data's
+	// drift, and re-cluster on it (simulate.RunDeep, the parity reference, computes them once for that reason).
 	{Name: "drift_check_every", Doc: "recompute descriptors, and so measure drift (Eq. 9), every k rounds (0: only round 1 and after a re-clustering)", Kind: Int,
-		Methods: []learn.Method{learn.PTopoFL}, ZeroIsSetting: true, Default: num(1), PaperDefault: &Value{}, Check: atLeast(0),
+		Methods: []learn.Method{learn.PTopoFL}, ZeroIsSetting: true, Default: num(1), PaperDefault: &Value{}, PresetDefaults: deepAll(Value{}), Check: atLeast(0),
 		field: func(h *Hyperparameters) any { return &h.DriftCheckEvery }},
 	{Name: "n_sub", Doc: "points subsampled per site for the descriptor", Kind: Int,
 		Methods: []learn.Method{learn.PTopoFL}, Default: num(80), PresetDefaults: deepAll(num(200)), Check: atLeast(3),

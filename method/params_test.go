@@ -251,6 +251,11 @@ func TestDriftCheckEveryDefault(t *testing.T) {
 	if got := Defaults(Paper).DriftCheckEvery; got != 0 {
 		t.Errorf("paper preset: drift_check_every = %d, want 0", got)
 	}
+	for _, p := range DeepPresets {
+		if got := Defaults(p).DriftCheckEvery; got != 0 {
+			t.Errorf("%s preset: drift_check_every = %d, want 0 (descriptors under a changing model)", p, got)
+		}
+	}
 	old := `{"clusters":2,"beta":0.3,"anomaly_threshold":2,"drift_threshold":0.1,"drift_check_every":0,"n_sub":80}`
 	var h Hyperparameters
 	if err := json.Unmarshal([]byte(old), &h); err != nil {
