@@ -4,7 +4,7 @@ GO       ?= go
 BIN      := bin
 export GOTOOLCHAIN := local
 
-.PHONY: all build run test bench bench-tda bench-pipeline bench-deep lint fmt clean
+.PHONY: all build run test test-faults bench bench-tda bench-pipeline bench-deep lint fmt clean
 
 all: build
 
@@ -19,6 +19,14 @@ test: build
 	$(GO) vet ./...
 	./tools/workflowcheck/run.sh ./workflows/...
 	$(GO) test -count=1 -timeout 25m ./...
+
+# test-faults: the real binaries through outages and faults (e2e, built
+# with -tags faults): S3 down 60 s mid-round, Temporal down 60 s mid-round,
+# a straggler site, and a 200-site, 20-round campaign with 5 % of site
+# activity attempts failing. Minutes, not seconds; CI runs it after test.
+test-faults:
+	$(GO) vet -tags faults ./e2e/
+	$(GO) test -tags faults -count=1 -timeout 20m -v -run '^(TestOutageS3|TestOutageTemporal|TestStraggler|TestRandomFaults200)$$' ./e2e/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./tda/... ./aggregation/... ./eval/... ./learn/... ./simulate/... ./nn/...

@@ -2,7 +2,7 @@
 // embedded S3 server, both on 127.0.0.1) as a separate process, for
 // multi-process set-ups such as the crash tests:
 //
-//	devstack --data DIR [--temporal-port P] [--s3-port Q] [--namespace NS] [--bucket B]
+//	devstack --data DIR [--temporal-port P] [--s3-port Q] [--namespace NS] [--bucket B] [--services LIST]
 //
 // Once both servers are ready it prints one JSON line with the endpoints to
 // stdout and writes the same to DIR/endpoints.json. The S3 credentials are in
@@ -12,6 +12,12 @@
 // Starting again with the same DIR resumes: workflows, histories and objects
 // persist. Fixed ports can be reused right after a kill -9. A fixed
 // --temporal-port P also uses P+1 and P+2 for Temporal's internal services.
+//
+// --services s3 or --services temporal runs only that server, so that the
+// two can run as two processes over the same DIR and ports and either can
+// be stopped and restarted while the other stays up (the outage tests of
+// e2e do). Each writes DIR/endpoints-<service>.json instead of
+// endpoints.json; start the s3 one first, since it creates the credentials.
 package main
 
 import (
@@ -40,8 +46,9 @@ func run() int {
 	namespace := fs.String("namespace", devstack.DefaultNamespace, "Temporal namespace to create")
 	bucket := fs.String("bucket", devstack.DefaultBucket, "S3 bucket to create")
 	readyTimeout := fs.Duration("ready-timeout", devstack.DefaultReadyTimeout, "how long each server may take to become ready")
+	servicesFlag := fs.String("services", "all", `servers to run: "all", "s3" or "temporal" (comma-separated)`)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: devstack --data DIR [--temporal-port P] [--s3-port Q] [--namespace NS] [--bucket B]")
+		fmt.Fprintln(fs.Output(), "usage: devstack --data DIR [--temporal-port P] [--s3-port Q] [--namespace NS] [--bucket B] [--services all|s3|temporal]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -49,6 +56,11 @@ func run() int {
 	}
 	if *data == "" || fs.NArg() != 0 {
 		fs.Usage()
+		return 2
+	}
+	services, err := devstack.ParseServices(*servicesFlag)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "devstack: --services: %v\n", err)
 		return 2
 	}
 	// Absolute before starting: the embedded S3 server changes the working
@@ -65,7 +77,7 @@ func run() int {
 	t0 := time.Now()
 	stack, err := devstack.Start(ctx, devstack.Config{
 		Dir: dir, TemporalPort: *temporalPort, S3Port: *s3Port,
-		Namespace: *namespace, Bucket: *bucket, ReadyTimeout: *readyTimeout,
+		Namespace: *namespace, Bucket: *bucket, ReadyTimeout: *readyTimeout, Services: services,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "devstack: %v\n", err)
@@ -78,8 +90,9 @@ func run() int {
 		return 1
 	}
 	fmt.Println(string(line))
+	ep := stack.Endpoints()
 	fmt.Fprintf(os.Stderr, "devstack: ready in %v; Temporal %s, S3 %s; credentials in %s; stop with Ctrl-C or SIGTERM\n",
-		time.Since(t0).Round(time.Millisecond), stack.Endpoints().Temporal, stack.Endpoints().S3URL, stack.Endpoints().CredentialsFile)
+		time.Since(t0).Round(time.Millisecond), orNone(ep.Temporal), orNone(ep.S3URL), orNone(ep.CredentialsFile))
 
 	<-ctx.Done()
 	stop() // a second signal now kills the process the default way
@@ -89,4 +102,12 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+// orNone marks an endpoint of a service this process does not run.
+func orNone(s string) string {
+	if s == "" {
+		return "(not run here)"
+	}
+	return s
 }

@@ -1,0 +1,476 @@
+//go:build faults
+
+// The fault tests run the real binaries through outages, a straggler and
+// random activity failures. They take minutes (two of them wait out a
+// 60-second outage), so they are built only with -tags faults: `make
+// test-faults`, which CI runs after `make test`.
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/ptopofl/ptopofl/artifact"
+	"github.com/ptopofl/ptopofl/pipeline"
+)
+
+// outageLength is how long the tests keep a server down.
+const outageLength = 60 * time.Second
+
+// rig is a stack run as two devstack processes over one data directory
+// (S3 and Temporal apart, so either can go down alone), with the workers
+// and starter calls of one test.
+type rig struct {
+	t                *testing.T
+	ctx              context.Context
+	tmp, logs, data  string
+	tport, s3port    int
+	env, conn        []string
+	devstack, worker string
+	starter          string
+	s3, temporal     *proc
+}
+
+func newRig(t *testing.T, ctx context.Context) *rig {
+	r := &rig{t: t, ctx: ctx, tmp: t.TempDir(),
+		devstack: bin(t, "devstack"), worker: bin(t, "worker"), starter: bin(t, "starter")}
+	r.logs = filepath.Join(r.tmp, "logs")
+	r.data = filepath.Join(r.tmp, "stack")
+	os.MkdirAll(r.logs, 0o755)
+	t.Cleanup(func() {
+		if t.Failed() {
+			entries, _ := os.ReadDir(r.logs)
+			for _, e := range entries {
+				b, _ := os.ReadFile(filepath.Join(r.logs, e.Name()))
+				if len(b) > 3000 {
+					b = b[len(b)-3000:]
+				}
+				t.Logf("--- %s (tail)\n%s", e.Name(), b)
+			}
+		}
+	})
+	r.tport, r.s3port = freeRun(t, 4), freeRun(t, 1)
+	// S3 first: it creates the credentials both the workers and the
+	// starter read.
+	r.s3 = r.startService("s3", "devstack-s3")
+	r.temporal = r.startService("temporal", "devstack-temporal")
+	r.env = readEnvFile(t, filepath.Join(r.data, "credentials.env"))
+	r.conn = []string{"--temporal", "127.0.0.1:" + strconv.Itoa(r.tport), "--namespace", "default",
+		"--s3", "http://127.0.0.1:" + strconv.Itoa(r.s3port), "--bucket", "ptopofl"}
+	return r
+}
+
+// startService starts `devstack --services svc` on the rig's directory and
+// ports, and waits until it has written its endpoints file (it does so once
+// its server answers).
+func (r *rig) startService(svc, logName string) *proc {
+	r.t.Helper()
+	ep := filepath.Join(r.data, "endpoints-"+svc+".json")
+	os.Remove(ep)
+	p := start(r.t, r.logs, logName, nil, r.devstack, "--data", r.data, "--services", svc,
+		"--temporal-port", strconv.Itoa(r.tport), "--s3-port", strconv.Itoa(r.s3port))
+	waitFor(r.t, r.ctx, "devstack --services "+svc, func() bool { _, err := os.Stat(ep); return err == nil })
+	return p
+}
+
+func (r *rig) startWorker(name string, args ...string) *proc {
+	return start(r.t, r.logs, name, r.env, r.worker, append(args, r.conn...)...)
+}
+
+// runDetached starts the campaign of specPath over fed and returns at once.
+func (r *rig) runDetached(specPath, fed string) {
+	r.t.Helper()
+	cmd := exec.CommandContext(r.ctx, r.starter, append([]string{"run", specPath, "--federation", fed, "--detach", "--format", "json"}, r.conn...)...)
+	cmd.Env = append(os.Environ(), r.env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		r.t.Fatalf("starter run --detach: %v\n%s", err, out)
+	}
+}
+
+// waitDone waits until the campaign's workflow reports done with all its
+// rounds.
+func (r *rig) waitDone(campaign string, rounds int) {
+	r.t.Helper()
+	var st pipeline.CampaignStatus
+	waitFor(r.t, r.ctx, "campaign "+campaign+" done", func() bool {
+		cmd := exec.CommandContext(r.ctx, r.starter, append([]string{"status", campaign, "--format", "json"}, r.conn...)...)
+		cmd.Env = append(os.Environ(), r.env...)
+		out, err := cmd.Output()
+		return err == nil && json.Unmarshal(out, &st) == nil && st.State == pipeline.StateDone
+	})
+	if st.RoundsDone != rounds {
+		r.t.Fatalf("campaign %s: %d rounds done, want %d", campaign, st.RoundsDone, rounds)
+	}
+}
+
+func (r *rig) object(key string) string { return filepath.Join(r.data, "s3", "ptopofl", key) }
+
+// alive fails the test for every process of procs that has exited: the
+// outages must be survived by the workers as they are, never restarted.
+func alive(t *testing.T, procs ...*proc) {
+	t.Helper()
+	for _, p := range procs {
+		select {
+		case <-p.done:
+			t.Errorf("%s exited (%v); workers must survive the outage without a restart", p.name, p.cmd.ProcessState)
+		default:
+		}
+	}
+}
+
+// referenceRun runs spec over fed, uninterrupted and without faults, on a
+// stack of its own in the starter's process, and returns the S3 directory
+// of its bucket.
+func referenceRun(t *testing.T, ctx context.Context, specPath, fed string, rounds int) string {
+	t.Helper()
+	t0 := time.Now()
+	dir := filepath.Join(t.TempDir(), "ref")
+	out, err := exec.CommandContext(ctx, bin(t, "starter"), "run", specPath, "--local", "--data-dir", dir, "--federation", fed, "--format", "json").Output()
+	if err != nil {
+		t.Fatalf("reference run: %v", err)
+	}
+	var ref struct {
+		State      string `json:"state"`
+		RoundsDone int    `json:"rounds_done"`
+	}
+	if err := json.Unmarshal(out, &ref); err != nil || ref.State != pipeline.StateDone || ref.RoundsDone != rounds {
+		t.Fatalf("reference run: %s (%v)", out, err)
+	}
+	t.Logf("reference run (uninterrupted, in process): %v", time.Since(t0).Round(time.Millisecond))
+	return filepath.Join(dir, "s3", "ptopofl")
+}
+
+// sameManifests fails the test for every round whose manifest under the
+// rig differs in any byte from the one under refBucket.
+func sameManifests(t *testing.T, r *rig, refBucket, campaign string, rounds int) {
+	t.Helper()
+	for n := 1; n <= rounds; n++ {
+		_, a := readManifest(t, r.object(artifact.ManifestKey(campaign, n)))
+		_, b := readManifest(t, filepath.Join(refBucket, artifact.ManifestKey(campaign, n)))
+		if !bytes.Equal(a, b) {
+			t.Errorf("round %d: manifest differs from the uninterrupted run's in %s", n, manifestDiff(t, a, b))
+		}
+	}
+	if !t.Failed() {
+		t.Logf("all %d round manifests identical byte for byte to the uninterrupted run", rounds)
+	}
+}
+
+func writeSpec(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func healthcareFederation(t *testing.T, ctx context.Context, dir string, sites int) string {
+	t.Helper()
+	fed := filepath.Join(dir, "fed")
+	if out, err := exec.CommandContext(ctx, bin(t, "gendata"), "healthcare", "--seed", "3", "--sites", strconv.Itoa(sites), "--out", fed).CombinedOutput(); err != nil {
+		t.Fatalf("gendata: %v\n%s", err, out)
+	}
+	return fed
+}
+
+// outageSpec: the round deadline (5 min) outlasts a 60-second outage plus
+// the site activities' retry backoff (at most a minute between attempts);
+// one attempt may take 30 s, far more than the 3-second fault delay.
+const outageSpec = `campaign: %s
+method: fedprox
+rounds: 8
+seed: 7
+site_activity_timeout: 30s
+train_heartbeat: 10s
+round_deadline: 5m
+continue_as_new_every: 4
+`
+
+// outageRound is the round during which the server goes down. Its site
+// activities are held 3 s each (worker --fault-delay), so that the kill,
+// made once the round's aggregate exists, lands in its evaluation phase:
+// mid-round, with site activities in flight that need the server.
+const outageRound = 4
+
+// runOutage runs an 8-round campaign on the two-process stack with a server
+// worker and four site workers, takes one server (svc) down for
+// outageLength in the middle of round outageRound, brings it back on the
+// same data directory and ports, and checks that the campaign completes
+// with no worker restarted and every manifest byte-identical to an
+// uninterrupted run's.
+func runOutage(t *testing.T, svc string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	r := newRig(t, ctx)
+	campaign := "outage-" + svc
+	fed := healthcareFederation(t, ctx, r.tmp, 4)
+	spec := writeSpec(t, r.tmp, campaign, fmt.Sprintf(outageSpec, campaign))
+	ref := referenceRun(t, ctx, spec, fed, 8)
+
+	procs := []*proc{r.startWorker("server", "--role", "server")}
+	for i := range 4 {
+		site := "site" + strconv.Itoa(i)
+		procs = append(procs, r.startWorker(site, "--role", "site", "--site", site, "--data", fed,
+			"--fault-delay", "3s", "--fault-rounds", strconv.Itoa(outageRound)))
+	}
+	t0 := time.Now()
+	r.runDetached(spec, fed)
+
+	aggregate := r.object(artifact.RoundPrefix(campaign, outageRound) + "aggregate")
+	manifest := r.object(artifact.ManifestKey(campaign, outageRound))
+	waitFor(t, ctx, fmt.Sprintf("round %d's aggregate", outageRound), func() bool { _, err := os.Stat(aggregate); return err == nil })
+	victim := map[string]*proc{"s3": r.s3, "temporal": r.temporal}[svc]
+	victim.kill()
+	down := time.Now()
+	if _, err := os.Stat(manifest); err == nil {
+		t.Fatalf("round %d was committed before the kill: the outage is not mid-round", outageRound)
+	}
+	t.Logf("%s killed (kill -9) in round %d's evaluation, %v after the start", svc, outageRound, down.Sub(t0).Round(time.Millisecond))
+
+	time.Sleep(outageLength)
+	alive(t, procs...)
+	if svc == "s3" {
+		r.s3 = r.startService("s3", "devstack-s3-2")
+	} else {
+		r.temporal = r.startService("temporal", "devstack-temporal-2")
+	}
+	t.Logf("%s back after %v down", svc, time.Since(down).Round(time.Millisecond))
+
+	r.waitDone(campaign, 8)
+	t.Logf("campaign done %v after the start (outage of %v included)", time.Since(t0).Round(time.Millisecond), outageLength)
+	alive(t, procs...)
+	for n := 1; n <= 8; n++ {
+		m, _ := readManifest(t, r.object(artifact.ManifestKey(campaign, n)))
+		if len(m.Dropped) != 0 || len(m.Participants) != 4 {
+			t.Errorf("round %d: participants %v, dropped %+v; the outage must drop no site", n, m.Participants, m.Dropped)
+		}
+	}
+	sameManifests(t, r, ref, campaign, 8)
+}
+
+// TestOutageS3 takes the S3 server down for 60 s mid-round: site and
+// server activities fail to reach it and are retried (an unreachable store
+// is a transient error, never bad site data) until it is back, within the
+// round deadline; the campaign carries on and every manifest is
+// byte-identical to an uninterrupted run's.
+func TestOutageS3(t *testing.T) {
+	t.Parallel()
+	runOutage(t, "s3")
+}
+
+// TestOutageTemporal takes the Temporal server down for 60 s mid-round:
+// the workers keep polling (the SDK reconnects), activities that finish
+// meanwhile are re-run if their completion was lost, and the campaign
+// carries on from its history once the server is back; every manifest is
+// byte-identical to an uninterrupted run's.
+func TestOutageTemporal(t *testing.T) {
+	t.Parallel()
+	runOutage(t, "temporal")
+}
+
+// stragglerSpec: a 10-second round deadline and a quorum of three of four
+// sites, so a straggler is dropped and the round goes on.
+const stragglerSpec = `campaign: straggler
+method: fedavg
+rounds: 5
+seed: 5
+min_sites: 3
+site_activity_timeout: 5m
+train_heartbeat: 10s
+round_deadline: 10s
+`
+
+// TestStraggler makes site3 ten times slower than the round deadline in
+// round 3 (its worker holds each activity 100 s against a 10-second
+// deadline): it is dropped from round 3 at the deadline, recorded in that
+// round's manifest as timed out in training, and rejoins round 4 as a
+// participant.
+func TestStraggler(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	r := newRig(t, ctx)
+	fed := healthcareFederation(t, ctx, r.tmp, 4)
+	spec := writeSpec(t, r.tmp, "straggler", stragglerSpec)
+	r.startWorker("server", "--role", "server")
+	for i := range 3 {
+		site := "site" + strconv.Itoa(i)
+		r.startWorker(site, "--role", "site", "--site", site, "--data", fed)
+	}
+	straggler := r.startWorker("site3", "--role", "site", "--site", "site3", "--data", fed,
+		"--fault-delay", "100s", "--fault-rounds", "3")
+	t0 := time.Now()
+	r.runDetached(spec, fed)
+	r.waitDone("straggler", 5)
+	t.Logf("5 rounds with a straggler in round 3: %v", time.Since(t0).Round(time.Millisecond))
+	alive(t, straggler)
+
+	all := []string{"site0", "site1", "site2", "site3"}
+	for n := 1; n <= 5; n++ {
+		m, _ := readManifest(t, r.object(artifact.ManifestKey("straggler", n)))
+		if n != 3 {
+			if strings.Join(m.Participants, ",") != strings.Join(all, ",") || len(m.Dropped) != 0 {
+				t.Errorf("round %d: participants %v, dropped %+v; want all four, none dropped", n, m.Participants, m.Dropped)
+			}
+			continue
+		}
+		if strings.Join(m.Participants, ",") != "site0,site1,site2" {
+			t.Errorf("round 3: participants %v, want site0..site2", m.Participants)
+		}
+		if len(m.Dropped) != 1 || m.Dropped[0].Site != "site3" || m.Dropped[0].Phase != pipeline.PhaseTrain || m.Dropped[0].Reason != pipeline.DropTimeout {
+			t.Errorf("round 3: dropped %+v, want site3 timed out in training", m.Dropped)
+		} else {
+			t.Logf("round 3 manifest: %+v", m.Dropped[0])
+		}
+	}
+	log, _ := os.ReadFile(filepath.Join(r.logs, "site3.log"))
+	if !strings.Contains(string(log), "fault: delaying site site3 campaign straggler round 3 activity "+pipeline.ActivityTrainLocal) {
+		t.Errorf("site3's worker log does not show the injected delay:\n%s", log)
+	}
+}
+
+// tinyFederation writes k sites of 16 training and 8 test rows, four
+// features and two separable classes (as scripts/bench-pipeline.sh does),
+// from a fixed seed.
+func tinyFederation(t *testing.T, dir string, k int) string {
+	t.Helper()
+	fed := filepath.Join(dir, "tiny")
+	os.MkdirAll(fed, 0o755)
+	rng := rand.New(rand.NewPCG(1234, 5678))
+	for s := range k {
+		for _, split := range []struct {
+			name string
+			n    int
+		}{{"train", 16}, {"test", 8}} {
+			var b strings.Builder
+			b.WriteString("x0,x1,x2,x3,y\n")
+			for i := range split.n {
+				y := i % 2
+				for range 4 {
+					fmt.Fprintf(&b, "%s,", strconv.FormatFloat(rng.NormFloat64()+1.5*float64(y), 'g', -1, 64))
+				}
+				fmt.Fprintf(&b, "%d\n", y)
+			}
+			if err := os.WriteFile(filepath.Join(fed, fmt.Sprintf("site%d_%s.csv", s, split.name)), []byte(b.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return fed
+}
+
+// randomFaultsSpec: no deadline or attempt timeout near what a retried
+// activity needs on a loaded machine, so the only failures are the
+// injected ones.
+const randomFaultsSpec = `campaign: faults200
+method: fedavg
+rounds: 20
+seed: 9
+site_activity_timeout: 5m
+round_deadline: 30m
+`
+
+// TestRandomFaults200 runs a 200-site, 20-round campaign whose site
+// worker (one process hosting all 200 sites) fails 5 % of site activity
+// attempts at random (worker --fault-rate 0.05): the campaign completes
+// with every site in every round, its manifests are byte-identical to a
+// run without faults, and the history of every round shows each injected
+// failure as a retry: the attempts beyond the first of every activity add
+// up to the number of failures the worker logged, each with the injected
+// error as its last failure.
+func TestRandomFaults200(t *testing.T) {
+	const sites, rounds = 200, 20
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	r := newRig(t, ctx)
+	fed := tinyFederation(t, r.tmp, sites)
+	spec := writeSpec(t, r.tmp, "faults200", randomFaultsSpec)
+	ref := referenceRun(t, ctx, spec, fed, rounds)
+
+	names := make([]string, sites)
+	for i := range names {
+		names[i] = "site" + strconv.Itoa(i)
+	}
+	r.startWorker("server", "--role", "server")
+	r.startWorker("sites", "--role", "site", "--site", strings.Join(names, ","), "--data", fed,
+		"--fault-rate", "0.05", "--fault-seed", "42")
+	t0 := time.Now()
+	r.runDetached(spec, fed)
+	r.waitDone("faults200", rounds)
+	t.Logf("%d sites × %d rounds with 5 %% of site activity attempts failing: %v", sites, rounds, time.Since(t0).Round(time.Millisecond))
+
+	for n := 1; n <= rounds; n++ {
+		m, _ := readManifest(t, r.object(artifact.ManifestKey("faults200", n)))
+		if len(m.Participants) != sites || len(m.Dropped) != 0 {
+			t.Errorf("round %d: %d participants, dropped %+v; want all %d", n, len(m.Participants), m.Dropped, sites)
+		}
+	}
+	sameManifests(t, r, ref, "faults200", rounds)
+
+	log, err := os.ReadFile(filepath.Join(r.logs, "sites.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	injected := strings.Count(string(log), "fault: injected failure: ")
+
+	c, err := client.Dial(client.Options{HostPort: "127.0.0.1:" + strconv.Itoa(r.tport), Namespace: "default", Logger: quietLogger{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	retries, activities, failedEvents, otherCause := 0, 0, 0, 0
+	for n := 1; n <= rounds; n++ {
+		it := c.GetWorkflowHistory(ctx, pipeline.RoundWorkflowID("faults200", n), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				t.Fatalf("history of round %d: %v", n, err)
+			}
+			switch ev.GetEventType() {
+			case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+				a := ev.GetActivityTaskStartedEventAttributes()
+				activities++
+				if a.GetAttempt() > 1 {
+					retries += int(a.GetAttempt()) - 1
+					if !strings.Contains(a.GetLastFailure().GetMessage(), "injected fault: ") {
+						otherCause++
+					}
+				}
+			case enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED, enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
+				failedEvents++
+			}
+		}
+	}
+	t.Logf("history: %d site activities, %d retries (attempts beyond the first); worker log: %d injected failures", activities, retries, injected)
+	if want := sites * rounds * 2; activities != want {
+		t.Errorf("%d site activities in the history, want %d (training and evaluation, every site, every round)", activities, want)
+	}
+	if injected == 0 || retries != injected {
+		t.Errorf("%d retries in the history, %d injected failures logged: every injected failure must show as a retry", retries, injected)
+	}
+	if otherCause != 0 || failedEvents != 0 {
+		t.Errorf("%d retries after a failure other than an injected one, %d activities failed or timed out for good", otherCause, failedEvents)
+	}
+}
+
+// quietLogger keeps the SDK client's logs out of the test output.
+type quietLogger struct{}
+
+func (quietLogger) Debug(string, ...any) {}
+func (quietLogger) Info(string, ...any)  {}
+func (quietLogger) Warn(string, ...any)  {}
+func (quietLogger) Error(string, ...any) {}
