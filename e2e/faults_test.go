@@ -182,7 +182,7 @@ func writeSpec(t *testing.T, dir, name, body string) string {
 func healthcareFederation(t *testing.T, ctx context.Context, dir string, sites int) string {
 	t.Helper()
 	fed := filepath.Join(dir, "fed")
-	if out, err := exec.CommandContext(ctx, bin(t, "gendata"), "healthcare", "--seed", "3", "--sites", strconv.Itoa(sites), "--out", fed).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, bin(t, "gendata"), "healthcare", "--seed", "3", "--sites", strconv.Itoa(sites), "--adversarial", "1", "--out", fed).CombinedOutput(); err != nil {
 		t.Fatalf("gendata: %v\n%s", err, out)
 	}
 	return fed
