@@ -254,6 +254,22 @@ func runOutage(t *testing.T, svc string) {
 	r.waitDone(campaign, 8)
 	t.Logf("campaign done %v after the start (outage of %v included)", time.Since(t0).Round(time.Millisecond), outageLength)
 	alive(t, procs...)
+	recs, failed := roundAttempts(t, ctx, "127.0.0.1:"+strconv.Itoa(r.tport), campaign, outageRound)
+	retried := 0
+	for _, a := range recs {
+		if a.Attempt > 1 {
+			retried++
+			t.Logf("round %d: %s on %s completed at attempt %d after: %.200s", outageRound, a.Activity, a.Queue, a.Attempt, a.LastFailure)
+		}
+	}
+	if failed != 0 {
+		t.Errorf("round %d: %d site activities failed or timed out for good", outageRound, failed)
+	}
+	// The evaluations in flight when S3 went down read the round's
+	// aggregate from it after their delay: each must have been retried.
+	if svc == "s3" && retried == 0 {
+		t.Errorf("round %d: no site activity was retried, yet S3 was down during its evaluation", outageRound)
+	}
 	for n := 1; n <= 8; n++ {
 		m, _ := readManifest(t, r.object(artifact.ManifestKey(campaign, n)))
 		if len(m.Dropped) != 0 || len(m.Participants) != 4 {
@@ -431,31 +447,17 @@ func TestRandomFaults200(t *testing.T) {
 	}
 	injected := strings.Count(string(log), "fault: injected failure: ")
 
-	c, err := client.Dial(client.Options{HostPort: "127.0.0.1:" + strconv.Itoa(r.tport), Namespace: "default", Logger: quietLogger{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	retries, activities, failedEvents, otherCause := 0, 0, 0, 0
 	for n := 1; n <= rounds; n++ {
-		it := c.GetWorkflowHistory(ctx, pipeline.RoundWorkflowID("faults200", n), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		for it.HasNext() {
-			ev, err := it.Next()
-			if err != nil {
-				t.Fatalf("history of round %d: %v", n, err)
-			}
-			switch ev.GetEventType() {
-			case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-				a := ev.GetActivityTaskStartedEventAttributes()
-				activities++
-				if a.GetAttempt() > 1 {
-					retries += int(a.GetAttempt()) - 1
-					if !strings.Contains(a.GetLastFailure().GetMessage(), "injected fault: ") {
-						otherCause++
-					}
+		recs, failed := roundAttempts(t, ctx, "127.0.0.1:"+strconv.Itoa(r.tport), "faults200", n)
+		failedEvents += failed
+		for _, a := range recs {
+			activities++
+			if a.Attempt > 1 {
+				retries += a.Attempt - 1
+				if !strings.Contains(a.LastFailure, "injected fault: ") {
+					otherCause++
 				}
-			case enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED, enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
-				failedEvents++
 			}
 		}
 	}
@@ -469,6 +471,48 @@ func TestRandomFaults200(t *testing.T) {
 	if otherCause != 0 || failedEvents != 0 {
 		t.Errorf("%d retries after a failure other than an injected one, %d activities failed or timed out for good", otherCause, failedEvents)
 	}
+}
+
+// attempt is one site activity as the round's history records it: its
+// type, its task queue, the attempt that completed it (or failed for
+// good), and the failure of the attempt before, if any.
+type attempt struct {
+	Activity, Queue string
+	Attempt         int
+	LastFailure     string
+}
+
+// roundAttempts reads the history of a campaign's round from Temporal at
+// hostPort and returns every activity's attempt record, and the number of
+// activities that failed or timed out for good.
+func roundAttempts(t *testing.T, ctx context.Context, hostPort, campaign string, round int) (out []attempt, failed int) {
+	t.Helper()
+	c, err := client.Dial(client.Options{HostPort: hostPort, Namespace: "default", Logger: quietLogger{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	scheduled := map[int64]attempt{}
+	it := c.GetWorkflowHistory(ctx, pipeline.RoundWorkflowID(campaign, round), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatalf("history of %s round %d: %v", campaign, round, err)
+		}
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			a := ev.GetActivityTaskScheduledEventAttributes()
+			scheduled[ev.GetEventId()] = attempt{Activity: a.GetActivityType().GetName(), Queue: a.GetTaskQueue().GetName()}
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+			a := ev.GetActivityTaskStartedEventAttributes()
+			rec := scheduled[a.GetScheduledEventId()]
+			rec.Attempt, rec.LastFailure = int(a.GetAttempt()), a.GetLastFailure().GetMessage()
+			out = append(out, rec)
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED, enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
+			failed++
+		}
+	}
+	return out, failed
 }
 
 // quietLogger keeps the SDK client's logs out of the test output.
