@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -190,7 +191,8 @@ func healthcareFederation(t *testing.T, ctx context.Context, dir string, sites i
 
 // outageSpec: the round deadline (5 min) outlasts a 60-second outage plus
 // the site activities' retry backoff (at most a minute between attempts);
-// one attempt may take 30 s, far more than the 3-second fault delay.
+// one attempt may take 30 s, more than the 10-second fault delay and the
+// S3 client's own retries (about 8 s) together.
 const outageSpec = `campaign: %s
 method: fedprox
 rounds: 8
@@ -202,9 +204,11 @@ continue_as_new_every: 4
 `
 
 // outageRound is the round during which the server goes down. Its site
-// activities are held 3 s each (worker --fault-delay), so that the kill,
+// activities are held 10 s each (worker --fault-delay), so that the kill,
 // made once the round's aggregate exists, lands in its evaluation phase:
-// mid-round, with site activities in flight that need the server.
+// mid-round, with site activities in flight that need the server. (With
+// 3 s, a test process starved of CPU on a loaded machine once killed S3
+// after the evaluations had read from it.)
 const outageRound = 4
 
 // runOutage runs an 8-round campaign on the two-process stack with a server
@@ -226,7 +230,7 @@ func runOutage(t *testing.T, svc string) {
 	for i := range 4 {
 		site := "site" + strconv.Itoa(i)
 		procs = append(procs, r.startWorker(site, "--role", "site", "--site", site, "--data", fed,
-			"--fault-delay", "3s", "--fault-rounds", strconv.Itoa(outageRound)))
+			"--fault-delay", "10s", "--fault-rounds", strconv.Itoa(outageRound)))
 	}
 	t0 := time.Now()
 	r.runDetached(spec, fed)
@@ -241,6 +245,12 @@ func runOutage(t *testing.T, svc string) {
 		t.Fatalf("round %d was committed before the kill: the outage is not mid-round", outageRound)
 	}
 	t.Logf("%s killed (kill -9) in round %d's evaluation, %v after the start", svc, outageRound, down.Sub(t0).Round(time.Millisecond))
+	if svc == "s3" {
+		if c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(r.s3port)); err == nil {
+			c.Close()
+			t.Fatal("S3's port still accepts connections after the kill")
+		}
+	}
 
 	time.Sleep(outageLength)
 	alive(t, procs...)
@@ -395,7 +405,7 @@ func tinyFederation(t *testing.T, dir string, k int) string {
 // injected ones.
 const randomFaultsSpec = `campaign: faults200
 method: fedavg
-rounds: 20
+rounds: %d
 seed: 9
 site_activity_timeout: 5m
 round_deadline: 30m
@@ -408,9 +418,10 @@ round_deadline: 30m
 // run without faults, and the history of every round shows each injected
 // failure as a retry: the attempts beyond the first of every activity add
 // up to the number of failures the worker logged, each with the injected
-// error as its last failure.
+// error as its last failure. PTOPOFL_FAULTS_SITES and PTOPOFL_FAULTS_ROUNDS
+// shrink the campaign for a quick check; make test-faults runs it whole.
 func TestRandomFaults200(t *testing.T) {
-	const sites, rounds = 200, 20
+	sites, rounds := scale(t, "PTOPOFL_FAULTS_SITES", 200), scale(t, "PTOPOFL_FAULTS_ROUNDS", 20)
 	// About a second a round on an idle 2-core machine; the generous
 	// bound is for a machine shared with builds, where a round of 200
 	// sites took up to 30 s.
@@ -418,7 +429,7 @@ func TestRandomFaults200(t *testing.T) {
 	defer cancel()
 	r := newRig(t, ctx)
 	fed := tinyFederation(t, r.tmp, sites)
-	spec := writeSpec(t, r.tmp, "faults200", randomFaultsSpec)
+	spec := writeSpec(t, r.tmp, "faults200", fmt.Sprintf(randomFaultsSpec, rounds))
 	ref := referenceRun(t, ctx, spec, fed, rounds)
 
 	names := make([]string, sites)
@@ -513,6 +524,21 @@ func roundAttempts(t *testing.T, ctx context.Context, hostPort, campaign string,
 		}
 	}
 	return out, failed
+}
+
+// scale is the positive integer in the environment variable name, or def:
+// a smaller campaign for a quick check on a loaded machine.
+func scale(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	t.Logf("%s=%d (default %d)", name, n, def)
+	return n
 }
 
 // quietLogger keeps the SDK client's logs out of the test output.
