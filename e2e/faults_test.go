@@ -32,10 +32,10 @@ import (
 // outageLength is how long the tests keep a server down.
 const outageLength = 60 * time.Second
 
-// rig is a stack run as two devstack processes over one data directory
+// faultRig is a stack run as two devstack processes over one data directory
 // (S3 and Temporal apart, so either can go down alone), with the workers
 // and starter calls of one test.
-type rig struct {
+type faultRig struct {
 	t                *testing.T
 	ctx              context.Context
 	tmp, logs, data  string
@@ -46,8 +46,8 @@ type rig struct {
 	s3, temporal     *proc
 }
 
-func newRig(t *testing.T, ctx context.Context) *rig {
-	r := &rig{t: t, ctx: ctx, tmp: t.TempDir(),
+func newFaultRig(t *testing.T, ctx context.Context) *faultRig {
+	r := &faultRig{t: t, ctx: ctx, tmp: t.TempDir(),
 		devstack: bin(t, "devstack"), worker: bin(t, "worker"), starter: bin(t, "starter")}
 	r.logs = filepath.Join(r.tmp, "logs")
 	r.data = filepath.Join(r.tmp, "stack")
@@ -78,7 +78,7 @@ func newRig(t *testing.T, ctx context.Context) *rig {
 // startService starts `devstack --services svc` on the rig's directory and
 // ports, and waits until it has written its endpoints file (it does so once
 // its server answers).
-func (r *rig) startService(svc, logName string) *proc {
+func (r *faultRig) startService(svc, logName string) *proc {
 	r.t.Helper()
 	ep := filepath.Join(r.data, "endpoints-"+svc+".json")
 	os.Remove(ep)
@@ -88,12 +88,12 @@ func (r *rig) startService(svc, logName string) *proc {
 	return p
 }
 
-func (r *rig) startWorker(name string, args ...string) *proc {
+func (r *faultRig) startWorker(name string, args ...string) *proc {
 	return start(r.t, r.logs, name, r.env, r.worker, append(args, r.conn...)...)
 }
 
 // runDetached starts the campaign of specPath over fed and returns at once.
-func (r *rig) runDetached(specPath, fed string) {
+func (r *faultRig) runDetached(specPath, fed string) {
 	r.t.Helper()
 	cmd := exec.CommandContext(r.ctx, r.starter, append([]string{"run", specPath, "--federation", fed, "--detach", "--format", "json"}, r.conn...)...)
 	cmd.Env = append(os.Environ(), r.env...)
@@ -104,7 +104,7 @@ func (r *rig) runDetached(specPath, fed string) {
 
 // waitDone waits until the campaign's workflow reports done with all its
 // rounds.
-func (r *rig) waitDone(campaign string, rounds int) {
+func (r *faultRig) waitDone(campaign string, rounds int) {
 	r.t.Helper()
 	var st pipeline.CampaignStatus
 	waitFor(r.t, r.ctx, "campaign "+campaign+" done", func() bool {
@@ -118,11 +118,11 @@ func (r *rig) waitDone(campaign string, rounds int) {
 	}
 }
 
-func (r *rig) object(key string) string { return filepath.Join(r.data, "s3", "ptopofl", key) }
+func (r *faultRig) object(key string) string { return filepath.Join(r.data, "s3", "ptopofl", key) }
 
-// alive fails the test for every process of procs that has exited: the
+// stillRunning fails the test for every process of procs that has exited: the
 // outages must be survived by the workers as they are, never restarted.
-func alive(t *testing.T, procs ...*proc) {
+func stillRunning(t *testing.T, procs ...*proc) {
 	t.Helper()
 	for _, p := range procs {
 		select {
@@ -133,10 +133,10 @@ func alive(t *testing.T, procs ...*proc) {
 	}
 }
 
-// referenceRun runs spec over fed, uninterrupted and without faults, on a
+// faultsReferenceRun runs spec over fed, uninterrupted and without faults, on a
 // stack of its own in the starter's process, and returns the S3 directory
 // of its bucket.
-func referenceRun(t *testing.T, ctx context.Context, specPath, fed string, rounds int) string {
+func faultsReferenceRun(t *testing.T, ctx context.Context, specPath, fed string, rounds int) string {
 	t.Helper()
 	t0 := time.Now()
 	dir := filepath.Join(t.TempDir(), "ref")
@@ -155,9 +155,9 @@ func referenceRun(t *testing.T, ctx context.Context, specPath, fed string, round
 	return filepath.Join(dir, "s3", "ptopofl")
 }
 
-// sameManifests fails the test for every round whose manifest under the
-// rig differs in any byte from the one under refBucket.
-func sameManifests(t *testing.T, r *rig, refBucket, campaign string, rounds int) {
+// faultsSameManifests fails the test for every round whose manifest under the
+// faultRig differs in any byte from the one under refBucket.
+func faultsSameManifests(t *testing.T, r *faultRig, refBucket, campaign string, rounds int) {
 	t.Helper()
 	for n := 1; n <= rounds; n++ {
 		_, a := readManifest(t, r.object(artifact.ManifestKey(campaign, n)))
@@ -171,7 +171,7 @@ func sameManifests(t *testing.T, r *rig, refBucket, campaign string, rounds int)
 	}
 }
 
-func writeSpec(t *testing.T, dir, name, body string) string {
+func faultsWriteSpec(t *testing.T, dir, name, body string) string {
 	t.Helper()
 	p := filepath.Join(dir, name+".yaml")
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
@@ -180,7 +180,7 @@ func writeSpec(t *testing.T, dir, name, body string) string {
 	return p
 }
 
-func healthcareFederation(t *testing.T, ctx context.Context, dir string, sites int) string {
+func faultsHealthcareFed(t *testing.T, ctx context.Context, dir string, sites int) string {
 	t.Helper()
 	fed := filepath.Join(dir, "fed")
 	if out, err := exec.CommandContext(ctx, bin(t, "gendata"), "healthcare", "--seed", "3", "--sites", strconv.Itoa(sites), "--adversarial", "1", "--out", fed).CombinedOutput(); err != nil {
@@ -220,11 +220,11 @@ const outageRound = 4
 func runOutage(t *testing.T, svc string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	r := newRig(t, ctx)
+	r := newFaultRig(t, ctx)
 	campaign := "outage-" + svc
-	fed := healthcareFederation(t, ctx, r.tmp, 4)
-	spec := writeSpec(t, r.tmp, campaign, fmt.Sprintf(outageSpec, campaign))
-	ref := referenceRun(t, ctx, spec, fed, 8)
+	fed := faultsHealthcareFed(t, ctx, r.tmp, 4)
+	spec := faultsWriteSpec(t, r.tmp, campaign, fmt.Sprintf(outageSpec, campaign))
+	ref := faultsReferenceRun(t, ctx, spec, fed, 8)
 
 	procs := []*proc{r.startWorker("server", "--role", "server")}
 	for i := range 4 {
@@ -253,7 +253,7 @@ func runOutage(t *testing.T, svc string) {
 	}
 
 	time.Sleep(outageLength)
-	alive(t, procs...)
+	stillRunning(t, procs...)
 	if svc == "s3" {
 		r.s3 = r.startService("s3", "devstack-s3-2")
 	} else {
@@ -263,7 +263,7 @@ func runOutage(t *testing.T, svc string) {
 
 	r.waitDone(campaign, 8)
 	t.Logf("campaign done %v after the start (outage of %v included)", time.Since(t0).Round(time.Millisecond), outageLength)
-	alive(t, procs...)
+	stillRunning(t, procs...)
 	recs, failed := roundAttempts(t, ctx, "127.0.0.1:"+strconv.Itoa(r.tport), campaign, outageRound)
 	retried := 0
 	for _, a := range recs {
@@ -286,7 +286,7 @@ func runOutage(t *testing.T, svc string) {
 			t.Errorf("round %d: participants %v, dropped %+v; the outage must drop no site", n, m.Participants, m.Dropped)
 		}
 	}
-	sameManifests(t, r, ref, campaign, 8)
+	faultsSameManifests(t, r, ref, campaign, 8)
 }
 
 // TestOutageS3 takes the S3 server down for 60 s mid-round: site and
@@ -330,9 +330,9 @@ round_deadline: 20s
 func TestStraggler(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	r := newRig(t, ctx)
-	fed := healthcareFederation(t, ctx, r.tmp, 4)
-	spec := writeSpec(t, r.tmp, "straggler", stragglerSpec)
+	r := newFaultRig(t, ctx)
+	fed := faultsHealthcareFed(t, ctx, r.tmp, 4)
+	spec := faultsWriteSpec(t, r.tmp, "straggler", stragglerSpec)
 	r.startWorker("server", "--role", "server")
 	for i := range 3 {
 		site := "site" + strconv.Itoa(i)
@@ -344,7 +344,7 @@ func TestStraggler(t *testing.T) {
 	r.runDetached(spec, fed)
 	r.waitDone("straggler", 5)
 	t.Logf("5 rounds with a straggler in round 3: %v", time.Since(t0).Round(time.Millisecond))
-	alive(t, straggler)
+	stillRunning(t, straggler)
 
 	all := []string{"site0", "site1", "site2", "site3"}
 	for n := 1; n <= 5; n++ {
@@ -370,10 +370,10 @@ func TestStraggler(t *testing.T) {
 	}
 }
 
-// tinyFederation writes k sites of 16 training and 8 test rows, four
+// faultsTinyFed writes k sites of 16 training and 8 test rows, four
 // features and two separable classes (as scripts/bench-pipeline.sh does),
 // from a fixed seed.
-func tinyFederation(t *testing.T, dir string, k int) string {
+func faultsTinyFed(t *testing.T, dir string, k int) string {
 	t.Helper()
 	fed := filepath.Join(dir, "tiny")
 	os.MkdirAll(fed, 0o755)
@@ -421,16 +421,16 @@ round_deadline: 30m
 // error as its last failure. PTOPOFL_FAULTS_SITES and PTOPOFL_FAULTS_ROUNDS
 // shrink the campaign for a quick check; make test-faults runs it whole.
 func TestRandomFaults200(t *testing.T) {
-	sites, rounds := scale(t, "PTOPOFL_FAULTS_SITES", 200), scale(t, "PTOPOFL_FAULTS_ROUNDS", 20)
+	sites, rounds := faultsScale(t, "PTOPOFL_FAULTS_SITES", 200), faultsScale(t, "PTOPOFL_FAULTS_ROUNDS", 20)
 	// About a second a round on an idle 2-core machine; the generous
 	// bound is for a machine shared with builds, where a round of 200
 	// sites took up to 30 s.
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
-	r := newRig(t, ctx)
-	fed := tinyFederation(t, r.tmp, sites)
-	spec := writeSpec(t, r.tmp, "faults200", fmt.Sprintf(randomFaultsSpec, rounds))
-	ref := referenceRun(t, ctx, spec, fed, rounds)
+	r := newFaultRig(t, ctx)
+	fed := faultsTinyFed(t, r.tmp, sites)
+	spec := faultsWriteSpec(t, r.tmp, "faults200", fmt.Sprintf(randomFaultsSpec, rounds))
+	ref := faultsReferenceRun(t, ctx, spec, fed, rounds)
 
 	names := make([]string, sites)
 	for i := range names {
@@ -450,7 +450,7 @@ func TestRandomFaults200(t *testing.T) {
 			t.Errorf("round %d: %d participants, dropped %+v; want all %d", n, len(m.Participants), m.Dropped, sites)
 		}
 	}
-	sameManifests(t, r, ref, "faults200", rounds)
+	faultsSameManifests(t, r, ref, "faults200", rounds)
 
 	log, err := os.ReadFile(filepath.Join(r.logs, "sites.log"))
 	if err != nil {
@@ -484,10 +484,10 @@ func TestRandomFaults200(t *testing.T) {
 	}
 }
 
-// attempt is one site activity as the round's history records it: its
+// activityAttempt is one site activity as the round's history records it: its
 // type, its task queue, the attempt that completed it (or failed for
 // good), and the failure of the attempt before, if any.
-type attempt struct {
+type activityAttempt struct {
 	Activity, Queue string
 	Attempt         int
 	LastFailure     string
@@ -496,14 +496,14 @@ type attempt struct {
 // roundAttempts reads the history of a campaign's round from Temporal at
 // hostPort and returns every activity's attempt record, and the number of
 // activities that failed or timed out for good.
-func roundAttempts(t *testing.T, ctx context.Context, hostPort, campaign string, round int) (out []attempt, failed int) {
+func roundAttempts(t *testing.T, ctx context.Context, hostPort, campaign string, round int) (out []activityAttempt, failed int) {
 	t.Helper()
-	c, err := client.Dial(client.Options{HostPort: hostPort, Namespace: "default", Logger: quietLogger{}})
+	c, err := client.Dial(client.Options{HostPort: hostPort, Namespace: "default", Logger: faultsQuietLogger{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	scheduled := map[int64]attempt{}
+	scheduled := map[int64]activityAttempt{}
 	it := c.GetWorkflowHistory(ctx, pipeline.RoundWorkflowID(campaign, round), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
 		ev, err := it.Next()
@@ -513,7 +513,7 @@ func roundAttempts(t *testing.T, ctx context.Context, hostPort, campaign string,
 		switch ev.GetEventType() {
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 			a := ev.GetActivityTaskScheduledEventAttributes()
-			scheduled[ev.GetEventId()] = attempt{Activity: a.GetActivityType().GetName(), Queue: a.GetTaskQueue().GetName()}
+			scheduled[ev.GetEventId()] = activityAttempt{Activity: a.GetActivityType().GetName(), Queue: a.GetTaskQueue().GetName()}
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
 			a := ev.GetActivityTaskStartedEventAttributes()
 			rec := scheduled[a.GetScheduledEventId()]
@@ -526,9 +526,9 @@ func roundAttempts(t *testing.T, ctx context.Context, hostPort, campaign string,
 	return out, failed
 }
 
-// scale is the positive integer in the environment variable name, or def:
+// faultsScale is the positive integer in the environment variable name, or def:
 // a smaller campaign for a quick check on a loaded machine.
-func scale(t *testing.T, name string, def int) int {
+func faultsScale(t *testing.T, name string, def int) int {
 	v := os.Getenv(name)
 	if v == "" {
 		return def
@@ -541,10 +541,10 @@ func scale(t *testing.T, name string, def int) int {
 	return n
 }
 
-// quietLogger keeps the SDK client's logs out of the test output.
-type quietLogger struct{}
+// faultsQuietLogger keeps the SDK client's logs out of the test output.
+type faultsQuietLogger struct{}
 
-func (quietLogger) Debug(string, ...any) {}
-func (quietLogger) Info(string, ...any)  {}
-func (quietLogger) Warn(string, ...any)  {}
-func (quietLogger) Error(string, ...any) {}
+func (faultsQuietLogger) Debug(string, ...any) {}
+func (faultsQuietLogger) Info(string, ...any)  {}
+func (faultsQuietLogger) Warn(string, ...any)  {}
+func (faultsQuietLogger) Error(string, ...any) {}
