@@ -156,7 +156,7 @@ func faultsReferenceRun(t *testing.T, ctx context.Context, specPath, fed string,
 }
 
 // faultsSameManifests fails the test for every round whose manifest under the
-// faultRig differs in any byte from the one under refBucket.
+// rig differs in any byte from the one under refBucket.
 func faultsSameManifests(t *testing.T, r *faultRig, refBucket, campaign string, rounds int) {
 	t.Helper()
 	for n := 1; n <= rounds; n++ {
