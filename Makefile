@@ -4,7 +4,7 @@ GO       ?= go
 BIN      := bin
 export GOTOOLCHAIN := local
 
-.PHONY: all build run test test-deploy bench bench-tda bench-pipeline bench-deep fashion-mnist lint fmt clean
+.PHONY: all build run test test-faults test-deploy bench bench-tda bench-pipeline bench-deep fashion-mnist lint fmt clean
 
 all: build
 
@@ -25,6 +25,14 @@ test: build
 # separate process, killed and restarted mid-campaign.
 test-deploy: build
 	./scripts/test-deploy.sh
+
+# test-faults: the real binaries through outages and faults (e2e, built
+# with -tags faults): S3 down 60 s mid-round, Temporal down 60 s mid-round,
+# a straggler site, and a 200-site, 20-round campaign with 5 % of site
+# activity attempts failing. Minutes, not seconds; CI runs it after test.
+test-faults:
+	$(GO) vet -tags faults ./e2e/
+	$(GO) test -tags faults -count=1 -timeout 75m -v -run '^(TestOutageS3|TestOutageTemporal|TestStraggler|TestRandomFaults200)$$' ./e2e/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./tda/... ./aggregation/... ./eval/... ./learn/... ./simulate/... ./nn/...

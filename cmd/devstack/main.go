@@ -2,7 +2,7 @@
 // embedded S3 server, both on 127.0.0.1) as a separate process, for
 // multi-process set-ups such as the crash tests:
 //
-//	devstack --data DIR [--temporal-port P] [--s3-port Q] [--namespace NS] [--bucket B] [--ui=false] [--ui-port U]
+//	devstack --data DIR [--temporal-port P] [--s3-port Q] [--namespace NS] [--bucket B] [--services LIST] [--ui=false] [--ui-port U]
 //
 // Once both servers are ready it prints one JSON line with the endpoints to
 // stdout and writes the same to DIR/endpoints.json. The S3 credentials are in
@@ -36,6 +36,12 @@
 // Starting again with the same DIR resumes: workflows, histories and objects
 // persist. Fixed ports can be reused right after a kill -9. A fixed
 // --temporal-port P also uses P+1 and P+2 for Temporal's internal services.
+//
+// --services s3 or --services temporal runs only that server, so that the
+// two can run as two processes over the same DIR and ports and either can
+// be stopped and restarted while the other stays up (the outage tests of
+// e2e do). Each writes DIR/endpoints-<service>.json instead of
+// endpoints.json; start the s3 one first, since it creates the credentials.
 package main
 
 import (
@@ -77,8 +83,9 @@ func run() int {
 	uiPort := fs.Int("ui-port", 0, "Web UI port on 127.0.0.1 (0: a free port)")
 	tlsDir := fs.String("tls-dir", "", "serve S3 over HTTPS and Temporal with mutual TLS and per-site authorization, with the CA and certificates `devstack certs` wrote to this directory")
 	postgresURL := fs.String("postgres-url", "", "with --persistence postgres: postgres://USER:PASSWORD@HOST:PORT/DATABASE[?visibility=DB2]")
+	servicesFlag := fs.String("services", "all", `servers to run: "all", "s3" or "temporal" (comma-separated)`)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: devstack --data DIR [--temporal-port P] [--s3-port Q] [--namespace NS] [--bucket B]")
+		fmt.Fprintln(fs.Output(), "usage: devstack --data DIR [--temporal-port P] [--s3-port Q] [--namespace NS] [--bucket B] [--services all|s3|temporal]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -86,6 +93,11 @@ func run() int {
 	}
 	if *data == "" || fs.NArg() != 0 {
 		fs.Usage()
+		return 2
+	}
+	services, err := devstack.ParseServices(*servicesFlag)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "devstack: --services: %v\n", err)
 		return 2
 	}
 	// Absolute before starting: the embedded S3 server changes the working
@@ -120,7 +132,7 @@ func run() int {
 	t0 := time.Now()
 	stack, err := devstack.Start(ctx, devstack.Config{
 		Dir: dir, TemporalPort: *temporalPort, S3Port: *s3Port,
-		Namespace: *namespace, Bucket: *bucket, ReadyTimeout: *readyTimeout,
+		Namespace: *namespace, Bucket: *bucket, ReadyTimeout: *readyTimeout, Services: services,
 		Postgres: pg, TLS: tlsFiles(*tlsDir), NoUI: !*ui, UIPort: *uiPort,
 	})
 	if err != nil {
@@ -134,9 +146,10 @@ func run() int {
 		return 1
 	}
 	fmt.Println(string(line))
+	ep := stack.Endpoints()
 	fmt.Fprintf(os.Stderr, "devstack: ready in %v; Temporal %s, S3 %s; credentials in %s; stop with Ctrl-C or SIGTERM\n",
-		time.Since(t0).Round(time.Millisecond), stack.Endpoints().Temporal, stack.Endpoints().S3URL, stack.Endpoints().CredentialsFile)
-	if u := stack.Endpoints().UI; u != "" {
+		time.Since(t0).Round(time.Millisecond), orNone(ep.Temporal), orNone(ep.S3URL), orNone(ep.CredentialsFile))
+	if u := ep.UI; u != "" {
 		fmt.Fprintf(os.Stderr, "devstack: Temporal Web UI at %s\n", u)
 	}
 
@@ -148,4 +161,12 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+// orNone marks an endpoint of a service this process does not run.
+func orNone(s string) string {
+	if s == "" {
+		return "(not run here)"
+	}
+	return s
 }

@@ -5,6 +5,17 @@
 //	worker --role server --temporal HOST:PORT --namespace NS --s3 URL --bucket B
 //	worker --role site --site NAME --data PATH --temporal HOST:PORT --s3 URL --bucket B
 //
+// --site takes a comma-separated list to host several sites in one process
+// (one Temporal worker per site, each on its own queue, sharing the
+// connection), for tests and benchmarks of many sites on one machine; --data
+// is then the federation directory holding every site's files.
+//
+// The --fault-* flags inject failures and delays into the site activities
+// (workers.Faults), for fault tests only; they are off by default:
+//
+//	--fault-rate 0.05 --fault-seed 7     fail 5 % of attempts (retryable, before any side effect)
+//	--fault-delay 30s --fault-rounds 3   hold every activity of round 3 for 30 s (a straggler)
+//
 // Every connection flag can come from the environment instead
 // (PTOPOFL_TEMPORAL, PTOPOFL_NAMESPACE, PTOPOFL_S3, PTOPOFL_BUCKET); S3
 // credentials come only from the environment (PTOPOFL_S3_ACCESS_KEY,
@@ -24,6 +35,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"go.temporal.io/sdk/client"
@@ -39,7 +52,12 @@ type config struct {
 	role, site, data, label string
 	conn                    connect.Flags
 	s3Insecure              bool
+	faults                  workers.Faults
+	faultRounds             string
 }
+
+// sites are the names --site lists.
+func (c config) sites() []string { return strings.Split(c.site, ",") }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
@@ -51,14 +69,33 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.label, "label", dataset.DefaultLabelColumn, "name of the label column in the site's data")
 	c.conn.Register(fs, "127.0.0.1:7233")
 	fs.BoolVar(&c.s3Insecure, "s3-tls-insecure", false, "do not verify the S3 endpoint's certificate (testing only)")
+	fs.Float64Var(&c.faults.Rate, "fault-rate", 0, "fault tests only: fail this fraction of site activity attempts with a retryable error")
+	fs.Uint64Var(&c.faults.Seed, "fault-seed", 0, "fault tests only: seed of the --fault-rate draws")
+	fs.DurationVar(&c.faults.Delay, "fault-delay", 0, "fault tests only: hold every site activity attempt this long before it runs")
+	fs.StringVar(&c.faultRounds, "fault-rounds", "", "fault tests only: comma-separated rounds --fault-delay applies to (default every round)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.faultRounds != "" {
+		for _, f := range strings.Split(c.faultRounds, ",") {
+			r, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return c, fmt.Errorf("--fault-rounds %q: %q is not a round number", c.faultRounds, f)
+			}
+			c.faults.Rounds = append(c.faults.Rounds, r)
+		}
+	}
+	if err := c.faults.Validate(); err != nil {
+		return c, fmt.Errorf("--fault-*: %w", err)
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	switch c.role {
 	case "server":
+		if c.faults.Enabled() {
+			return c, errors.New("--fault-* flags apply to site workers only")
+		}
 	case "site":
 		if c.site == "" || c.data == "" {
 			return c, errors.New("--role site needs --site NAME and --data PATH")
@@ -99,33 +136,58 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := connect.ClientOptions(c.conn.Temporal, c.conn.Namespace, tlsCfg)
-	connect.SealPayloads(&opts, keys)
-	cl, err := client.DialContext(ctx, opts)
+	copts := connect.ClientOptions(c.conn.Temporal, c.conn.Namespace, tlsCfg)
+	connect.SealPayloads(&copts, keys)
+	cl, err := client.DialContext(ctx, copts)
 	if err != nil {
 		return fmt.Errorf("connect to Temporal at %s: %w", c.conn.Temporal, err)
 	}
 	defer cl.Close()
 
-	wopts := workers.Options{Site: dataset.SiteOptions{LabelColumn: c.label}}
-	var w worker.Worker
-	if c.role == "server" {
-		w = workers.NewServer(cl, st, wopts)
-	} else {
-		if w, err = workers.NewSite(cl, st, c.site, c.data, wopts); err != nil {
-			return err
+	opts := workers.Options{Site: dataset.SiteOptions{LabelColumn: c.label}}
+	if c.faults.Enabled() {
+		c.faults.Log = stderr
+		fmt.Fprintf(stderr, "worker: FAULT INJECTION on: rate %v seed %d, delay %v in rounds %v\n", c.faults.Rate, c.faults.Seed, c.faults.Delay, c.faults.Rounds)
+	}
+	opts.Faults = c.faults
+	fatal := make(chan error, 1)
+	opts.Worker.OnFatalError = func(err error) {
+		select {
+		case fatal <- err:
+		default:
 		}
 	}
-	// Run returns when the channel closes: on SIGINT/SIGTERM (ctx) the
-	// worker stops polling and waits for in-flight activities up to its
-	// stop timeout.
-	stop := make(chan any)
-	go func() {
-		<-ctx.Done()
-		close(stop)
-	}()
+	var ws []worker.Worker
+	if c.role == "server" {
+		ws = append(ws, workers.NewServer(cl, st, opts))
+	} else {
+		for _, site := range c.sites() {
+			w, err := workers.NewSite(cl, st, site, c.data, opts)
+			if err != nil {
+				return err
+			}
+			ws = append(ws, w)
+		}
+	}
+	for i, w := range ws {
+		if err := w.Start(); err != nil {
+			for _, started := range ws[:i] {
+				started.Stop()
+			}
+			return fmt.Errorf("start worker: %w", err)
+		}
+	}
 	fmt.Fprintf(stderr, "worker: role %s%s polling %s in namespace %s, %s\n", c.role, siteNote(c), c.conn.Temporal, c.conn.Namespace, keysNote(keys))
-	return w.Run(stop)
+	// On SIGINT/SIGTERM (ctx) each worker stops polling and waits for its
+	// in-flight activities up to its stop timeout.
+	select {
+	case <-ctx.Done():
+	case err = <-fatal:
+	}
+	for _, w := range ws {
+		w.Stop()
+	}
+	return err
 }
 
 // keysNote says whether payloads are encrypted, naming key IDs only.
@@ -136,8 +198,12 @@ func keysNote(keys *payloadcodec.Keys) string {
 	return "payloads encrypted with key " + keys.Current()
 }
 
+
 func siteNote(c config) string {
 	if c.role == "site" {
+		if n := len(c.sites()); n > 1 {
+			return fmt.Sprintf(" (%d sites, data %s)", n, c.data)
+		}
 		return " (site " + c.site + ", data " + c.data + ")"
 	}
 	return ""

@@ -32,8 +32,47 @@ const (
 	SitesDir        = "sites"           // <site>.env: one site's S3 credentials (mode 0600), written by GrantSites
 	TemporalDir     = "temporal"        // temporal.db, temporal.log
 	S3Dir           = "s3"              // one directory per bucket
-	lockFile        = "devstack.lock"
 )
+
+// Service names one of the two servers of the stack, for Config.Services.
+type Service string
+
+// The services a Stack can run.
+const (
+	ServiceS3       Service = "s3"
+	ServiceTemporal Service = "temporal"
+)
+
+// lockFile is the lock a process serving svc over a data directory holds,
+// so that each service runs in at most one process per directory, whether
+// the two run together or apart.
+func lockFile(svc Service) string { return "devstack-" + string(svc) + ".lock" }
+
+// PartialEndpointsFile is where a Stack that runs only svc writes its
+// Endpoints (with the other service's fields empty); EndpointsFile is kept
+// for a stack running both, which is what clients that attach read.
+func PartialEndpointsFile(svc Service) string { return "endpoints-" + string(svc) + ".json" }
+
+// ParseServices reads a comma-separated list of services ("s3",
+// "temporal"); "all" or the empty string means both.
+func ParseServices(list string) ([]Service, error) {
+	if list == "" || list == "all" {
+		return nil, nil
+	}
+	var out []Service
+	seen := map[Service]bool{}
+	for _, f := range strings.Split(list, ",") {
+		svc := Service(strings.TrimSpace(f))
+		if svc != ServiceS3 && svc != ServiceTemporal {
+			return nil, fmt.Errorf("service %q: want %s, %s or all", svc, ServiceS3, ServiceTemporal)
+		}
+		if !seen[svc] {
+			seen[svc] = true
+			out = append(out, svc)
+		}
+	}
+	return out, nil
+}
 
 // Config configures the local stack.
 type Config struct {
@@ -64,6 +103,25 @@ type Config struct {
 	// 127.0.0.1:UIPort (zero: a free port) and named in Endpoints.UI.
 	NoUI   bool
 	UIPort int
+	// Services are the servers to run; empty means both. Running them in
+	// two processes over the same Dir and ports (one with ServiceS3, one
+	// with ServiceTemporal) lets either be stopped and restarted while the
+	// other stays up, as the outage tests do. The S3-only stack creates the
+	// credentials and the bucket; the Temporal-only stack touches neither.
+	Services []Service
+}
+
+// runs reports whether the configuration runs svc.
+func (c Config) runs(svc Service) bool {
+	if len(c.Services) == 0 {
+		return true
+	}
+	for _, s := range c.Services {
+		if s == svc {
+			return true
+		}
+	}
+	return false
 }
 
 // Endpoints tell clients where the stack is. Credentials are not in it: they
@@ -96,19 +154,21 @@ type Stack struct {
 	ep        Endpoints
 	accessKey string
 	secretKey string
-	lock      *os.File
+	locks     []*os.File
 	tls       *TLSFiles
 	ui        *UI
 }
 
-// Start starts S3 and Temporal, creates the bucket and the namespace if
-// missing, writes Dir/endpoints.json, and returns once both answer their
-// readiness checks.
+// Start starts S3 and Temporal (or only those of cfg.Services), creates the
+// bucket and the namespace if missing, writes Dir/endpoints.json (or, for
+// one service, PartialEndpointsFile), and returns once every server started
+// answers its readiness check.
 //
 // The embedded S3 server changes the process working directory to Dir/s3
 // (see package s3local); Stop restores it. Only one Stack can run per
-// process, and only one process per Dir (a lock file enforces it; the lock
-// dies with the process, so a kill -9 does not leave it behind).
+// process, and each service in only one process per Dir (a lock file per
+// service enforces it; a lock dies with its process, so a kill -9 does not
+// leave it behind).
 func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("devstack: Config.Dir is empty")
@@ -132,12 +192,7 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 		return nil, fmt.Errorf("devstack: S3 port %d out of range", cfg.S3Port)
 	}
 
-	lock, err := lockDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	tuneGC()
-	s = &Stack{lock: lock}
+	s = &Stack{}
 	// started, not s: an error return sets the named result s to nil.
 	started := s
 	defer func() {
@@ -145,18 +200,67 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 			started.Stop()
 		}
 	}()
-
-	credPath := filepath.Join(dir, CredentialsFile)
-	s.accessKey, s.secretKey, err = loadOrCreateCredentials(credPath)
-	if err != nil {
-		return nil, err
+	for _, svc := range []Service{ServiceS3, ServiceTemporal} {
+		if !cfg.runs(svc) {
+			continue
+		}
+		lock, err := lockDir(dir, svc)
+		if err != nil {
+			return nil, err
+		}
+		s.locks = append(s.locks, lock)
 	}
+	tuneGC()
 
 	keyPath := filepath.Join(dir, PayloadKeyFile)
 	if err := ensurePayloadKeyFile(keyPath); err != nil {
 		return nil, err
 	}
+	s.tls = cfg.TLS
+	s.ep = Endpoints{Namespace: ns, Bucket: bucket, DataDir: dir, PID: os.Getpid(),
+		PayloadKeyFile: keyPath, TLSCA: tlsPart(cfg.TLS, "ca")}
+	if cfg.runs(ServiceS3) {
+		if err := s.startS3(ctx, cfg, dir, bucket); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.runs(ServiceTemporal) {
+		s.temporal, err = StartTemporal(ctx, TemporalConfig{
+			Dir: filepath.Join(dir, TemporalDir), Port: cfg.TemporalPort,
+			Namespaces: []string{ns}, ReadyTimeout: cfg.ReadyTimeout, Postgres: cfg.Postgres, TLS: cfg.TLS,
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.ep.Temporal, s.ep.TemporalLog = s.temporal.HostPort(), s.temporal.LogPath()
+		if !cfg.NoUI {
+			s.ui, err = StartUI(ctx, UIConfig{Port: cfg.UIPort, Temporal: s.temporal.HostPort(), Namespace: ns, TLS: cfg.TLS, ReadyTimeout: cfg.ReadyTimeout})
+			if err != nil {
+				return nil, err
+			}
+			s.ep.UI = s.ui.URL()
+		}
+	}
 
+	file := EndpointsFile
+	if len(cfg.Services) == 1 {
+		file = PartialEndpointsFile(cfg.Services[0])
+	}
+	if err := writeFileAtomic(filepath.Join(dir, file), mustJSON(s.ep), 0o644); err != nil {
+		return nil, fmt.Errorf("devstack: write %s: %w", file, err)
+	}
+	return s, nil
+}
+
+// startS3 starts the S3 server with the data directory's credentials
+// (created at the first start) and creates bucket.
+func (s *Stack) startS3(ctx context.Context, cfg Config, dir, bucket string) error {
+	credPath := filepath.Join(dir, CredentialsFile)
+	var err error
+	s.accessKey, s.secretKey, err = loadOrCreateCredentials(credPath)
+	if err != nil {
+		return err
+	}
 	s3Addr := ""
 	if cfg.S3Port != 0 {
 		s3Addr = net.JoinHostPort(loopback, strconv.Itoa(cfg.S3Port))
@@ -167,45 +271,17 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 		CertFile: tlsPart(cfg.TLS, "cert"), KeyFile: tlsPart(cfg.TLS, "key"),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("devstack: %w", err)
+		return fmt.Errorf("devstack: %w", err)
 	}
-	s.tls = cfg.TLS
+	s.ep.S3URL, s.ep.S3Region, s.ep.CredentialsFile = s.s3.URL(), s3local.Region, credPath
 	st, err := store.New(s.StoreConfig(bucket))
 	if err != nil {
-		return nil, fmt.Errorf("devstack: %w", err)
+		return fmt.Errorf("devstack: %w", err)
 	}
 	if err := st.EnsureBucket(ctx); err != nil {
-		return nil, fmt.Errorf("devstack: %w", err)
+		return fmt.Errorf("devstack: %w", err)
 	}
-
-	s.temporal, err = StartTemporal(ctx, TemporalConfig{
-		Dir: filepath.Join(dir, TemporalDir), Port: cfg.TemporalPort,
-		Namespaces: []string{ns}, ReadyTimeout: cfg.ReadyTimeout, Postgres: cfg.Postgres, TLS: cfg.TLS,
-	})
-	if err != nil {
-		return nil, err
-	}
-
-	if !cfg.NoUI {
-		s.ui, err = StartUI(ctx, UIConfig{Port: cfg.UIPort, Temporal: s.temporal.HostPort(), Namespace: ns, TLS: cfg.TLS, ReadyTimeout: cfg.ReadyTimeout})
-		if err != nil {
-			return nil, err
-		}
-	}
-
-	s.ep = Endpoints{
-		Temporal: s.temporal.HostPort(), Namespace: ns,
-		S3URL: s.s3.URL(), S3Region: s3local.Region, Bucket: bucket,
-		CredentialsFile: credPath, PayloadKeyFile: keyPath, DataDir: dir, TemporalLog: s.temporal.LogPath(),
-		PID: os.Getpid(), TLSCA: tlsPart(cfg.TLS, "ca"),
-	}
-	if s.ui != nil {
-		s.ep.UI = s.ui.URL()
-	}
-	if err := writeFileAtomic(filepath.Join(dir, EndpointsFile), mustJSON(s.ep), 0o644); err != nil {
-		return nil, fmt.Errorf("devstack: write %s: %w", EndpointsFile, err)
-	}
-	return s, nil
+	return nil
 }
 
 // gcPercent replaces Go's default GOGC of 100 in a process that runs the
@@ -238,12 +314,13 @@ func (s *Stack) Endpoints() Endpoints { return s.ep }
 func (s *Stack) Credentials() (accessKey, secretKey string) { return s.accessKey, s.secretKey }
 
 // StoreConfig is a store.Config for bucket on this stack's S3 server, with
-// credentials filled in. An empty bucket means the stack's bucket.
+// credentials filled in. An empty bucket means the stack's bucket. A stack
+// without S3 (Config.Services) gives an empty endpoint.
 func (s *Stack) StoreConfig(bucket string) store.Config {
 	if bucket == "" {
 		bucket = s.ep.Bucket
 	}
-	return store.Config{Endpoint: s.s3.URL(), Bucket: bucket, AccessKey: s.accessKey, SecretKey: s.secretKey, Region: s3local.Region,
+	return store.Config{Endpoint: s.ep.S3URL, Bucket: bucket, AccessKey: s.accessKey, SecretKey: s.secretKey, Region: s3local.Region,
 		CAFile: tlsPart(s.tls, "ca")}
 }
 
@@ -275,22 +352,22 @@ func (s *Stack) Stop() error {
 	if s.s3 != nil {
 		errs = append(errs, s.s3.Stop())
 	}
-	if s.lock != nil {
-		errs = append(errs, s.lock.Close()) // closing releases the flock
-		s.lock = nil
+	for _, l := range s.locks {
+		errs = append(errs, l.Close()) // closing releases the flock
 	}
+	s.locks = nil
 	return errors.Join(errs...)
 }
 
-func lockDir(dir string) (*os.File, error) {
-	path := filepath.Join(dir, lockFile)
+func lockDir(dir string, svc Service) (*os.File, error) {
+	path := filepath.Join(dir, lockFile(svc))
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("devstack: lock file: %w", err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("devstack: data dir %s is in use by another devstack (lock %s): %w", dir, path, err)
+		return nil, fmt.Errorf("devstack: data dir %s: its %s server is run by another devstack (lock %s): %w", dir, svc, path, err)
 	}
 	return f, nil
 }

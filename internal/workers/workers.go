@@ -7,6 +7,7 @@ package workers
 
 import (
 	"fmt"
+	"slices"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -25,6 +26,10 @@ type Options struct {
 	// Site configures how a site worker reads its data (label column,
 	// expected feature count); ignored by the server worker.
 	Site dataset.SiteOptions
+	// Faults injects failures and delays into a site worker's activities,
+	// for fault tests only; the zero value injects nothing. Ignored by the
+	// server worker.
+	Faults Faults
 }
 
 // NewServer returns, not started, the server worker: CampaignWorkflow,
@@ -58,8 +63,16 @@ func NewSite(c client.Client, st *store.Store, site, dataDir string, opts Option
 	if dataDir == "" {
 		return nil, fmt.Errorf("site worker %s: no data directory", site)
 	}
+	if err := opts.Faults.Validate(); err != nil {
+		return nil, fmt.Errorf("site worker %s: %w", site, err)
+	}
 	nameBinary()
-	w := worker.New(c, pipeline.SiteTaskQueue(site), opts.Worker)
+	wo := opts.Worker
+	if opts.Faults.Enabled() {
+		// A new slice: the caller's Options may be shared by other sites.
+		wo.Interceptors = append(slices.Clone(wo.Interceptors), newFaultInterceptor(site, opts.Faults))
+	}
+	w := worker.New(c, pipeline.SiteTaskQueue(site), wo)
 	activities.NewSite(site, dataDir, st, opts.Site).Register(w)
 	return w, nil
 }
