@@ -198,7 +198,6 @@ func keysNote(keys *payloadcodec.Keys) string {
 	return "payloads encrypted with key " + keys.Current()
 }
 
-
 func siteNote(c config) string {
 	if c.role == "site" {
 		if n := len(c.sites()); n > 1 {
