@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // A deep model (ModelRecord.Float32) is stored as float32, half the bytes
@@ -70,53 +67,15 @@ func EncodeVectors32(recs []VectorRecord) ([]byte, error) {
 			}
 		}
 	}
-	mem := memory.NewGoAllocator()
-	b := array.NewRecordBuilder(mem, vector32Schema)
-	defer b.Release()
-	campaign := b.Field(0).(*array.StringBuilder)
-	round := b.Field(1).(*array.Int32Builder)
-	site := b.Field(2).(*array.StringBuilder)
-	method := b.Field(3).(*array.StringBuilder)
-	kind := b.Field(4).(*array.StringBuilder)
-	vector := b.Field(5).(*array.StringBuilder)
-	values := b.Field(6).(*array.ListBuilder)
-	elems := values.ValueBuilder().(*array.Float32Builder)
-	for _, r := range recs {
-		names := make([]string, 0, len(r.Vectors))
-		for n := range r.Vectors {
-			names = append(names, n)
-		}
-		slices.Sort(names) // map order is random; the bytes must not be
-		for _, n := range names {
-			campaign.Append(r.Campaign)
-			round.Append(int32(r.Round))
-			site.Append(r.Site)
-			method.Append(r.Method)
-			kind.Append(r.Kind)
-			vector.Append(n)
-			values.Append(true)
-			v := r.Vectors[n]
-			elems.Reserve(len(v))
+	return writeParquetWith(vector32Schema, writer32Props(), func(b *array.RecordBuilder) {
+		appendVectorRows(b, recs, func(elems array.Builder, v []float64) {
+			e := elems.(*array.Float32Builder)
+			e.Reserve(len(v))
 			for _, x := range v {
-				elems.UnsafeAppend(float32(x))
+				e.UnsafeAppend(float32(x))
 			}
-		}
-	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(vector32Schema, &buf, writer32Props(), pqarrow.DefaultWriterProps())
-	if err != nil {
-		return nil, fmt.Errorf("store: parquet writer: %w", err)
-	}
-	if err := w.Write(rec); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("store: write parquet: %w", err)
-	}
-	if err := w.Close(); err != nil {
-		return nil, fmt.Errorf("store: close parquet: %w", err)
-	}
-	return buf.Bytes(), nil
+		})
+	})
 }
 
 // RoundFloat32 returns x with every value rounded to the nearest float32,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -40,6 +41,12 @@ func writerProps() *parquet.WriterProperties {
 // and so the same sha256. Every parquet artifact of the project is written
 // through it.
 func WriteParquet(schema *arrow.Schema, build func(b *array.RecordBuilder)) ([]byte, error) {
+	return writeParquetWith(schema, writerProps(), build)
+}
+
+// writeParquetWith is WriteParquet with the parquet writer properties
+// props (a column's encoding and compression).
+func writeParquetWith(schema *arrow.Schema, props *parquet.WriterProperties, build func(b *array.RecordBuilder)) ([]byte, error) {
 	mem := memory.NewGoAllocator()
 	b := array.NewRecordBuilder(mem, schema)
 	defer b.Release()
@@ -48,7 +55,7 @@ func WriteParquet(schema *arrow.Schema, build func(b *array.RecordBuilder)) ([]b
 	defer rec.Release()
 
 	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(schema, &buf, writerProps(), pqarrow.DefaultWriterProps())
+	w, err := pqarrow.NewFileWriter(schema, &buf, props, pqarrow.DefaultWriterProps())
 	if err != nil {
 		return nil, fmt.Errorf("store: parquet writer: %w", err)
 	}
@@ -183,32 +190,37 @@ func EncodeVectors(recs []VectorRecord) ([]byte, error) {
 		}
 	}
 	return WriteParquet(vectorSchema, func(b *array.RecordBuilder) {
-		campaign := b.Field(0).(*array.StringBuilder)
-		round := b.Field(1).(*array.Int32Builder)
-		site := b.Field(2).(*array.StringBuilder)
-		method := b.Field(3).(*array.StringBuilder)
-		kind := b.Field(4).(*array.StringBuilder)
-		vector := b.Field(5).(*array.StringBuilder)
-		values := b.Field(6).(*array.ListBuilder)
-		elems := values.ValueBuilder().(*array.Float64Builder)
-		for _, r := range recs {
-			names := make([]string, 0, len(r.Vectors))
-			for n := range r.Vectors {
-				names = append(names, n)
-			}
-			slices.Sort(names) // map order is random; the bytes must not be
-			for _, n := range names {
-				campaign.Append(r.Campaign)
-				round.Append(int32(r.Round))
-				site.Append(r.Site)
-				method.Append(r.Method)
-				kind.Append(r.Kind)
-				vector.Append(n)
-				values.Append(true)
-				elems.AppendValues(r.Vectors[n], nil)
-			}
-		}
+		appendVectorRows(b, recs, func(elems array.Builder, v []float64) {
+			elems.(*array.Float64Builder).AppendValues(v, nil)
+		})
 	})
+}
+
+// appendVectorRows appends a row per record and vector, in sorted vector
+// name order (map order is random; the bytes must not be), to a builder
+// of vectorSchema's columns or vector32Schema's; put appends a vector's
+// values to the element builder of the values column.
+func appendVectorRows(b *array.RecordBuilder, recs []VectorRecord, put func(elems array.Builder, v []float64)) {
+	campaign := b.Field(0).(*array.StringBuilder)
+	round := b.Field(1).(*array.Int32Builder)
+	site := b.Field(2).(*array.StringBuilder)
+	method := b.Field(3).(*array.StringBuilder)
+	kind := b.Field(4).(*array.StringBuilder)
+	vector := b.Field(5).(*array.StringBuilder)
+	values := b.Field(6).(*array.ListBuilder)
+	elems := values.ValueBuilder()
+	for _, r := range recs {
+		for _, n := range slices.Sorted(maps.Keys(r.Vectors)) {
+			campaign.Append(r.Campaign)
+			round.Append(int32(r.Round))
+			site.Append(r.Site)
+			method.Append(r.Method)
+			kind.Append(r.Kind)
+			vector.Append(n)
+			values.Append(true)
+			put(elems, r.Vectors[n])
+		}
+	}
 }
 
 // DecodeVectors decodes what EncodeVectors wrote. Consecutive rows with the

@@ -13,6 +13,8 @@ import (
 	uiserver "github.com/temporalio/ui-server/v2/server"
 	uiconfig "github.com/temporalio/ui-server/v2/server/config"
 	uioptions "github.com/temporalio/ui-server/v2/server/server_options"
+
+	"github.com/ptopofl/ptopofl/internal/s3local"
 )
 
 // UIConfig configures the Temporal Web UI (github.com/temporalio/ui-server,
@@ -124,25 +126,9 @@ func (u *UI) Stop() error {
 func waitHTTP(ctx context.Context, url string, timeout time.Duration, done <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	hc := &http.Client{Timeout: 2 * time.Second}
-	var last error
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := hc.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("GET %s: status %d", url, resp.StatusCode)
-		}
-		last = err
-		select {
-		case <-done:
-			return fmt.Errorf("server exited during start-up: %v", last)
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready after %v: %v", url, timeout, last)
-		case <-time.After(100 * time.Millisecond):
-		}
+	err := s3local.WaitHTTP(ctx, &http.Client{Timeout: 2 * time.Second}, url, 100*time.Millisecond, done)
+	if err != nil && !errors.Is(err, s3local.ErrExited) {
+		return fmt.Errorf("%s not ready after %v: %v", url, timeout, err)
 	}
+	return err
 }

@@ -262,9 +262,38 @@ func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 		}}
 	}
 	url := s.URL() + HealthPath
+	exited := make(chan struct{})
+	var exitErr error
+	go func() {
+		select {
+		case exitErr = <-s.done:
+			s.done <- exitErr // let Stop see it too
+			close(exited)
+		case <-ctx.Done():
+		}
+	}()
+	if err := WaitHTTP(ctx, hc, url, 50*time.Millisecond, exited); err != nil {
+		if errors.Is(err, ErrExited) {
+			return fmt.Errorf("s3local: server exited during start-up: %v", exitErr)
+		}
+		return fmt.Errorf("s3local: not ready at %s after %v: %w", url, timeout, err)
+	}
+	return nil
+}
+
+// ErrExited is WaitHTTP's error when the server exits before it answers.
+var ErrExited = errors.New("server exited during start-up")
+
+// WaitHTTP polls url with hc every interval until it answers 200 OK (nil),
+// ctx ends (the last failure), or exited closes (ErrExited, with the last
+// failure): the readiness wait of an HTTP server started in process.
+func WaitHTTP(ctx context.Context, hc *http.Client, url string, interval time.Duration, exited <-chan struct{}) error {
 	var last error
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
 		resp, err := hc.Do(req)
 		if err == nil {
 			resp.Body.Close()
@@ -275,12 +304,11 @@ func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 		}
 		last = err
 		select {
-		case err := <-s.done:
-			s.done <- err // let Stop see it too
-			return fmt.Errorf("s3local: server exited during start-up: %v", err)
+		case <-exited:
+			return fmt.Errorf("%w: %v", ErrExited, last)
 		case <-ctx.Done():
-			return fmt.Errorf("s3local: not ready at %s after %v: %v", url, timeout, last)
-		case <-time.After(50 * time.Millisecond):
+			return last
+		case <-time.After(interval):
 		}
 	}
 }
