@@ -4,7 +4,7 @@ GO       ?= go
 BIN      := bin
 export GOTOOLCHAIN := local
 
-.PHONY: all build run test test-faults test-deploy bench bench-tda bench-pipeline bench-deep fashion-mnist lint fmt clean
+.PHONY: all build run test test-faults test-deploy bench bench-tda bench-pipeline bench-deep bench-deep-anchor fashion-mnist lint fmt clean
 
 all: build
 
@@ -50,6 +50,12 @@ bench-pipeline: build
 # PyTorch (Debian's python3-torch, installed if missing) in the same run.
 bench-deep:
 	./scripts/bench-deep.sh
+
+# bench-deep-anchor runs issue 13's PyTorch FedAvg anchor (Debian's
+# python3-torch, installed if missing) on the federations `gendata
+# fashion-mnist` writes for deep-small campaigns (scripts/anchor-deep.py).
+bench-deep-anchor:
+	./scripts/bench-deep-anchor.sh
 
 # fashion-mnist installs Debian's Fashion-MNIST (the IDX files under
 # /usr/share/datasets/fashion-mnist) that `gendata fashion-mnist` reads.

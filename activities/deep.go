@@ -297,6 +297,17 @@ func (s *Site) trainDeep(ctx context.Context, in pipeline.TrainLocalInput, cfg m
 		}
 		res.Evaluation = &ev
 	}
+	// The trained model's own score, before aggregation (the anchor's
+	// "local" accuracy): the network still holds out.Params.
+	type scores struct{ auc, acc float64 }
+	sc, err := inSlot(net, func() (scores, error) {
+		auc, acc, err := method.EvaluateDeep(net, out.Params, p.Test)
+		return scores{auc, acc}, err
+	})
+	if err != nil {
+		return pipeline.TrainLocalOutput{}, wrap(fmt.Errorf("evaluate the update: %w", err))
+	}
+	res.UpdateEvaluation = &pipeline.EvaluateOutput{AUC: sc.auc, Accuracy: sc.acc, NumTest: p.Test.N}
 	return res, nil
 }
 

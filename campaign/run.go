@@ -23,6 +23,15 @@ import (
 // Result is a campaign's outcome as `starter run --format json` prints it:
 // THE CONTRACT scripts rely on (method, final_auc, final_acc, conv_round, auc_curve, acc_curve,
 // clusters, trust, flagged), plus where the record of the campaign is.
+//
+// For a tabular campaign final_acc and acc_curve score the model each site
+// holds after the round's aggregation (the manifests' mean accuracy). For a
+// deep campaign they score each site's model right after its local update,
+// before the aggregation (the manifests' mean update_accuracy): the
+// quantity PyTorch federated loops, issue 13's anchor among them, report
+// as "mean site top-1"; final_acc_aggregate and acc_curve_aggregate then
+// carry the after-aggregation scores. final_auc and auc_curve always score
+// the model held after the aggregation.
 type Result struct {
 	Label        string             `json:"label,omitempty"` // table variants only
 	Campaign     string             `json:"campaign"`
@@ -41,6 +50,11 @@ type Result struct {
 	Artifacts    string             `json:"artifacts"`               // s3://bucket/campaigns/<campaign>/
 	LastManifest string             `json:"last_manifest,omitempty"` // s3://bucket/campaigns/<campaign>/round-NNNN/manifest.json
 	WallSeconds  float64            `json:"wall_seconds"`
+	// FinalAccAggregate and AccCurveAggregate are, for a deep campaign, the
+	// mean top-1 accuracy of the models the sites hold after each round's
+	// aggregation (the manifests' mean accuracy); absent for tabular ones.
+	FinalAccAggregate *float64  `json:"final_acc_aggregate,omitempty"`
+	AccCurveAggregate []float64 `json:"acc_curve_aggregate,omitempty"`
 }
 
 func ResultFromOutput(spec pipeline.CampaignSpec, bucket string, out pipeline.CampaignWorkflowOutput, wall time.Duration) Result {
@@ -56,6 +70,14 @@ func ResultFromOutput(spec pipeline.CampaignSpec, bucket string, out pipeline.Ca
 	}
 	if r.AccCurve == nil {
 		r.AccCurve = []float64{}
+	}
+	// A deep campaign's sites scored their update in every round: that is
+	// its final_acc (see Result).
+	if n := len(out.UpdateAccCurve); n > 0 && n == len(r.AccCurve) {
+		r.AccCurveAggregate = r.AccCurve
+		last := r.AccCurve[n-1]
+		r.FinalAccAggregate = &last
+		r.AccCurve = out.UpdateAccCurve
 	}
 	if n := len(r.AUCCurve); n > 0 {
 		r.FinalAUC = r.AUCCurve[n-1]

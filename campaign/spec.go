@@ -62,8 +62,8 @@ type File struct {
 	// Features are the feature columns every site's data must have, in
 	// order (the spec's schema), for a starter that does not see the
 	// sites' files; with a federation directory they are read from it.
-	Features []string `yaml:"features"`
-	KeepSiteModels      int              `yaml:"keep_site_models"`
+	Features       []string `yaml:"features"`
+	KeepSiteModels int      `yaml:"keep_site_models"`
 }
 
 // ReadFile decodes the campaign file at path strictly; errors wrap

@@ -118,6 +118,11 @@ type TrainLocalOutput struct {
 	Loss      float64      `json:"loss"`
 	// Evaluation is the site's score when TrainLocalInput.Evaluate asked.
 	Evaluation *EvaluateOutput `json:"evaluation,omitempty"`
+	// UpdateEvaluation is the score on the site's test split of the model
+	// this activity trained, before any aggregation: the "local"
+	// accuracy that PyTorch federated-learning loops commonly report
+	// (issue 13's anchor). Deep sites fill it; tabular sites leave it nil.
+	UpdateEvaluation *EvaluateOutput `json:"update_evaluation,omitempty"`
 }
 
 // EvaluateInput asks a site to score the model it holds after this round's

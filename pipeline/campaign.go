@@ -53,6 +53,9 @@ type CampaignState struct {
 	AccCurve     []float64     `json:"acc_curve"`
 	LastManifest *ArtifactRef  `json:"last_manifest,omitempty"`
 	LastMetrics  *RoundMetrics `json:"last_metrics,omitempty"`
+	// UpdateAccCurve is the curve of RoundMetrics.UpdateAccuracy (deep
+	// campaigns; empty otherwise).
+	UpdateAccCurve []float64 `json:"update_acc_curve,omitempty"`
 }
 
 // RoundCarry is what one round hands to the next: references to the state
@@ -82,6 +85,8 @@ type CampaignWorkflowOutput struct {
 	Flagged      []string      `json:"flagged,omitempty"`
 	LastManifest *ArtifactRef  `json:"last_manifest,omitempty"`
 	StopReason   string        `json:"stop_reason,omitempty"`
+	// UpdateAccCurve is CampaignState.UpdateAccCurve.
+	UpdateAccCurve []float64 `json:"update_acc_curve,omitempty"`
 }
 
 // CampaignStatus answers the status query and acknowledges every update.

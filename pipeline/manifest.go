@@ -62,6 +62,11 @@ type SiteMetrics struct {
 	Accuracy float64 `json:"accuracy"`
 	NumTrain int     `json:"n_train"`
 	NumTest  int     `json:"n_test"`
+	// UpdateAccuracy is the top-1 accuracy on the site's test split of
+	// the model the site trained this round, before the aggregation
+	// (TrainLocalOutput.UpdateEvaluation); Accuracy scores the model the
+	// site holds after it. Deep campaigns only; absent otherwise.
+	UpdateAccuracy *float64 `json:"update_accuracy,omitempty"`
 }
 
 // RoundMetrics is the unweighted mean over the sites evaluated in a round
@@ -71,6 +76,9 @@ type RoundMetrics struct {
 	AUC      float64 `json:"auc"`
 	Accuracy float64 `json:"accuracy"`
 	Sites    int     `json:"sites"`
+	// UpdateAccuracy is the unweighted mean of the sites' UpdateAccuracy
+	// (deep campaigns; absent otherwise).
+	UpdateAccuracy *float64 `json:"update_accuracy,omitempty"`
 }
 
 // SeedRecord is one derived seed used in a round.

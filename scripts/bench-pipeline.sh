@@ -11,6 +11,15 @@
 #     the AUC of each row beside the authors' value.
 #  3. A 200-round campaign completes inside Temporal's history limits
 #     (continue-as-new), checked from the visibility store.
+#  4. The deep row: a deep-small FedAvg campaign on Fashion-MNIST (gendata
+#     fashion-mnist, α 0.5, 10 sites, seed 1), DEEP_ROUNDS rounds, its
+#     rounds split by `starter timings` (site activities TrainLocal and
+#     Evaluate, their S3 reads and writes included; the rest:
+#     orchestration and the server's local activities), its peak RSS, and
+#     the PyTorch anchor's seconds per round on the same federation when
+#     Debian's python3-torch is installed (`make bench-deep-anchor`
+#     installs it). Skipped when Debian's dataset-fashion-mnist is not
+#     installed (`make fashion-mnist`).
 #
 # Parts 1 (at 8 and 200 sites) and 2 run a second time with Temporal on
 # PostgreSQL (Debian's, started by `devstack postgres` in a temporary
@@ -20,7 +29,8 @@
 # out with a note.
 #
 # Environment: BENCH_DIR (default .run/bench, wiped), BENCH_ROUNDS (10),
-# PARALLEL (9, campaigns of the table at once), BIN (bin, where starter is).
+# PARALLEL (9, campaigns of the table at once), BIN (bin, where starter and
+# gendata are), DEEP_ROUNDS (5).
 #
 # The machine's load is printed before each part: on 2 cores anything else
 # running shifts these figures by tens of per cent.
@@ -32,7 +42,8 @@ OUT=${BENCH_DIR:-.run/bench}
 ROUNDS=${BENCH_ROUNDS:-10}
 PARALLEL=${PARALLEL:-9}
 PG=${BENCH_POSTGRES:-1}
-for b in starter devstack; do
+DEEP_ROUNDS=${DEEP_ROUNDS:-5}
+for b in starter devstack gendata; do
 	[ -x "$BIN/$b" ] || { echo "bench-pipeline: $BIN/$b missing; run 'make build'" >&2; exit 1; }
 done
 command -v python3 >/dev/null || { echo "bench-pipeline: python3 needed for the tiny federations and the table" >&2; exit 1; }
@@ -204,4 +215,46 @@ print(f"200 rounds done in {r['wall_seconds']:.1f} s ({1000*r['wall_seconds']/20
 print(f"largest run history {row['max_history_events']} events / {row['max_history_bytes']/1024:.0f} KiB "
       f"(suggested continue-as-new at 4,096 events / 4 MiB; hard limit 51,200 / 50 MiB)")
 assert row["max_history_events"] < 4096 and row["max_history_bytes"] < 4 << 20, "history too large"
+PY
+
+echo
+echo "== 4. deep row: deep-small FedAvg, Fashion-MNIST α 0.5, 10 sites, $DEEP_ROUNDS rounds"
+if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
+	echo "skipped: Fashion-MNIST not installed (make fashion-mnist)"
+	exit 0
+fi
+load
+fed="$OUT/fm05"
+"$BIN/gendata" fashion-mnist --alpha 0.5 --sites 10 --seed 1 --out "$fed" >/dev/null
+/usr/bin/time -v "$BIN/starter" run --local --data-dir "$OUT/stack-deep" --federation "$fed" --method fedavg \
+	--preset deep-small --rounds "$DEEP_ROUNDS" --seed 1 --format json >"$OUT/deep.json" 2>"$OUT/deep.time"
+camp=$(python3 -c "import json; print(json.load(open('$OUT/deep.json'))['campaign'])")
+"$BIN/starter" timings "$camp" --local --data-dir "$OUT/stack-deep" --format json >"$OUT/deep-timings.json" 2>/dev/null
+anchor=""
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+	/usr/bin/python3 scripts/anchor-deep.py --federation "$fed" --rounds "$DEEP_ROUNDS" >"$OUT/anchor.txt"
+	anchor="$OUT/anchor.txt"
+fi
+load
+python3 - "$OUT" "$anchor" <<'PY'
+import json, sys
+out, anchor = sys.argv[1], sys.argv[2]
+r = json.load(open(f"{out}/deep.json"))
+t = json.load(open(f"{out}/deep-timings.json"))["rounds"]
+n = len(t)
+wall = sum(x["wall_seconds"] for x in t) / n
+act = {}
+for x in t:
+    for k, v in x["activity_seconds"].items():
+        act[k] = act.get(k, 0) + v / n
+rest = sum(x["orchestration_seconds"] for x in t) / n
+rss = [l.split()[-1] for l in open(f"{out}/deep.time") if "Maximum resident" in l]
+print(f"per round (mean of {n}): {wall:.2f} s wall = " + ", ".join(f"{k} {v:.2f} s ({100*v/wall:.0f} %)" for k, v in sorted(act.items()))
+      + f", rest (orchestration + server local activities) {rest:.2f} s ({100*rest/wall:.1f} %)")
+print(f"final_acc (update) {r['final_acc']:.4f}, after aggregation {r.get('final_acc_aggregate', float('nan')):.4f}; "
+      f"peak RSS of the --local process {int(rss[0])/1024:.0f} MB" if rss else "")
+if anchor:
+    a = json.loads(open(anchor).read().strip().splitlines()[-1])
+    print(f"PyTorch anchor, same federation: {a['seconds_per_round']:.2f} s per round (threads {a['threads']}); "
+          f"durable round / anchor round = {wall / a['seconds_per_round']:.2f} (target <= 1.5)")
 PY

@@ -78,6 +78,7 @@ func RunDeep(sites []DeepSite, cfg Config, seeds DeepSeeds) (Result, error) {
 	for r := 1; r <= cfg.Rounds; r++ {
 		results := make([]aggregation.SiteResult, k)
 		ownScores := make([][2]float64, k)
+		updateAcc := make([]float64, k)
 		for i, s := range sites {
 			sc := cfg.DeepSite
 			sc.Train.Seed = seeds.Train(r, s.Name)
@@ -92,6 +93,11 @@ func RunDeep(sites []DeepSite, cfg Config, seeds DeepSeeds) (Result, error) {
 			results[i] = aggregation.SiteResult{
 				Params: method.ToFloat64(out.Params), Control: method.ToFloat64(out.Control), N: out.N,
 				Descriptor: descs[i].Vector, H0: descs[i].H0, H1: descs[i].H1,
+			}
+			// The update's own score, as the pipeline's training activity
+			// computes it: the network still holds out.Params.
+			if _, updateAcc[i], err = method.EvaluateDeep(nets[i], out.Params, s.Test); err != nil {
+				return Result{}, fmt.Errorf("simulate: site %s round %d: %w", s.Name, r, err)
 			}
 			if method.EvaluatesOwnUpdate(cfg.Method) {
 				// Scored in the training step, before the aggregation,
@@ -131,6 +137,7 @@ func RunDeep(sites []DeepSite, cfg Config, seeds DeepSeeds) (Result, error) {
 		res.Rounds = append(res.Rounds, rec)
 		res.AUCCurve = append(res.AUCCurve, rec.AUC)
 		res.AccCurve = append(res.AccCurve, rec.Acc)
+		res.UpdateAccCurve = append(res.UpdateAccCurve, eval.SiteMean(updateAcc))
 	}
 	for i := range sites {
 		res.Held = append(res.Held, method.ToFloat64(pushed[i]))

@@ -44,6 +44,10 @@ type Result struct {
 	// Held is, for RunDeep, the model each site was sent after the last
 	// round (float32 values), as the pipeline's store holds it.
 	Held [][]float64
+	// UpdateAccCurve is, for RunDeep, the round's unweighted site mean of
+	// the top-1 accuracy of each site's model right after its local update,
+	// before the aggregation (the pipeline's mean update_accuracy).
+	UpdateAccCurve []float64
 }
 
 // Run runs cfg.Rounds rounds of cfg.Method over sites. Each round: every

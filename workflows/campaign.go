@@ -104,15 +104,17 @@ func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (
 		return pipeline.CampaignWorkflowOutput{}, err
 	}
 	out := pipeline.CampaignWorkflowOutput{
-		Campaign:     spec.Campaign,
-		Method:       spec.Method,
-		State:        c.finished,
-		RoundsDone:   c.st.NextRound - 1,
-		AUCCurve:     c.st.AUCCurve,
-		AccCurve:     c.st.AccCurve,
-		Clusters:     c.st.Carry.Clusters,
-		LastManifest: c.st.LastManifest,
-		StopReason:   c.st.StopReason,
+		Campaign:   spec.Campaign,
+		Method:     spec.Method,
+		State:      c.finished,
+		RoundsDone: c.st.NextRound - 1,
+		AUCCurve:   c.st.AUCCurve,
+		AccCurve:   c.st.AccCurve,
+		Clusters:   c.st.Carry.Clusters,
+
+		LastManifest:   c.st.LastManifest,
+		StopReason:     c.st.StopReason,
+		UpdateAccCurve: c.st.UpdateAccCurve,
 	}
 	for _, cl := range c.st.Carry.Clusters {
 		if cl.Flagged {
@@ -168,6 +170,9 @@ func (c *campaign) runRound(ctx workflow.Context) error {
 	c.st.NextRound = n + 1
 	c.st.AUCCurve = append(c.st.AUCCurve, out.Mean.AUC)
 	c.st.AccCurve = append(c.st.AccCurve, out.Mean.Accuracy)
+	if out.Mean.UpdateAccuracy != nil {
+		c.st.UpdateAccCurve = append(c.st.UpdateAccCurve, *out.Mean.UpdateAccuracy)
+	}
 	manifest := out.Manifest
 	mean := out.Mean
 	c.st.LastManifest = &manifest

@@ -86,6 +86,9 @@ type round struct {
 	// scored holds each site's evaluation from its training activity, for
 	// methods scored on their own update (evaluatesInTraining).
 	scored map[string]*pipeline.EvaluateOutput
+	// updateScored holds each deep site's score of its trained model before
+	// the aggregation (TrainLocalOutput.UpdateEvaluation).
+	updateScored map[string]*pipeline.EvaluateOutput
 }
 
 // evaluatesInTraining reports whether this round's sites score their model
@@ -106,7 +109,9 @@ func newRound(ctx workflow.Context, in pipeline.RoundWorkflowInput) *round {
 		index:    make(map[string]int, len(spec.Sites)),
 		nTrain:   make(map[string]int, len(spec.Sites)),
 		scored:   make(map[string]*pipeline.EvaluateOutput, len(spec.Sites)),
-		active:   spec.SiteNames(),
+
+		updateScored: make(map[string]*pipeline.EvaluateOutput, len(spec.Sites)),
+		active:       spec.SiteNames(),
 		m: pipeline.RoundManifest{
 			Schema:             pipeline.ManifestSchema,
 			Campaign:           spec.Campaign,
@@ -343,6 +348,7 @@ func (r *round) train(ctx workflow.Context) ([]pipeline.SiteUpdate, error) {
 		}
 		r.nTrain[site] = out.NumTrain
 		r.scored[site] = out.Evaluation
+		r.updateScored[site] = out.UpdateEvaluation
 		updates = append(updates, pipeline.SiteUpdate{
 			Site: site, Model: out.Model, Control: out.Control, NumTrain: out.NumTrain,
 		})
@@ -407,12 +413,20 @@ func (r *round) evaluate(ctx workflow.Context) error {
 	if err := r.quorum(ctx, pipeline.PhaseEvaluate); err != nil {
 		return err
 	}
-	var sumAUC, sumAcc float64
+	var sumAUC, sumAcc, sumUpdate float64
+	nUpdate := 0
 	for _, site := range r.active {
 		out := res.OK[site]
-		r.m.Metrics = append(r.m.Metrics, pipeline.SiteMetrics{
+		sm := pipeline.SiteMetrics{
 			Site: site, AUC: out.AUC, Accuracy: out.Accuracy, NumTrain: r.nTrain[site], NumTest: out.NumTest,
-		})
+		}
+		if u := r.updateScored[site]; u != nil {
+			acc := u.Accuracy
+			sm.UpdateAccuracy = &acc
+			sumUpdate += acc
+			nUpdate++
+		}
+		r.m.Metrics = append(r.m.Metrics, sm)
 		sumAUC += out.AUC
 		sumAcc += out.Accuracy
 	}
@@ -420,6 +434,12 @@ func (r *round) evaluate(ctx workflow.Context) error {
 	// The paper's auc_r / acc_r: unweighted mean over evaluated sites, summed
 	// in spec order so the float result never depends on answer order.
 	r.m.Mean = pipeline.RoundMetrics{Round: r.n, AUC: sumAUC / float64(n), Accuracy: sumAcc / float64(n), Sites: n}
+	// Deep sites also scored their update before the aggregation; the mean
+	// is over every evaluated site only when all of them did.
+	if nUpdate == n {
+		u := sumUpdate / float64(n)
+		r.m.Mean.UpdateAccuracy = &u
+	}
 	r.m.Participants = append([]string(nil), r.active...)
 	return nil
 }

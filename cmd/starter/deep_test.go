@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ptopofl/ptopofl/dataset"
+	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"
 )
 
@@ -77,12 +78,33 @@ func TestRunDeepJSONContract(t *testing.T) {
 			FinalAcc float64        `json:"final_acc"`
 			AccCurve []float64      `json:"acc_curve"`
 			Clusters map[string]int `json:"clusters"`
+			// A deep campaign's final_acc scores each site's update; the
+			// after-aggregation scores come as *_aggregate (campaign.Result).
+			FinalAccAggregate *float64  `json:"final_acc_aggregate"`
+			AccCurveAggregate []float64 `json:"acc_curve_aggregate"`
+			LastManifest      string    `json:"last_manifest"`
 		}
 		if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 			t.Fatal(err)
 		}
 		if r.Preset != "deep-small" || len(r.AccCurve) != 3 || r.FinalAcc != r.AccCurve[2] {
 			t.Errorf("case %d: preset %q, acc curve %v, final_acc %v", i, r.Preset, r.AccCurve, r.FinalAcc)
+		}
+		if len(r.AccCurveAggregate) != 3 || r.FinalAccAggregate == nil || *r.FinalAccAggregate != r.AccCurveAggregate[2] {
+			t.Errorf("case %d: acc_curve_aggregate %v, final_acc_aggregate %v: want 3 rounds, the last one final", i, r.AccCurveAggregate, r.FinalAccAggregate)
+		}
+		// Both numbers are the last manifest's: its mean update_accuracy
+		// and its mean accuracy.
+		var man pipeline.RoundManifest
+		mb, err := os.ReadFile(filepath.Join(dataDir, "s3", "ptopofl", "campaigns", r.Campaign, "round-0003", "manifest.json"))
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if err := json.Unmarshal(mb, &man); err != nil {
+			t.Fatalf("case %d: manifest: %v", i, err)
+		}
+		if man.Mean.UpdateAccuracy == nil || *man.Mean.UpdateAccuracy != r.FinalAcc || r.FinalAccAggregate == nil || man.Mean.Accuracy != *r.FinalAccAggregate {
+			t.Errorf("case %d: manifest mean %+v, final_acc %v, final_acc_aggregate %v", i, man.Mean, r.FinalAcc, r.FinalAccAggregate)
 		}
 		// The bands are far apart: three rounds of the CNN separate them
 		// (measured: 1.0 for both methods; chance is 1/3).

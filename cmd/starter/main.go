@@ -9,6 +9,7 @@
 //	starter resume  CAMPAIGN
 //	starter stop    CAMPAIGN [--reason TEXT]
 //	starter history CAMPAIGN
+//	starter timings CAMPAIGN
 //	starter verify  CAMPAIGN
 //	starter export  CAMPAIGN --out FILE.parquet
 //	starter ls
@@ -61,6 +62,7 @@ commands:
   resume   resume a paused campaign
   stop     stop a campaign after its running round
   history  per-round table from the campaign's manifests in S3
+  timings  where each round's wall time went (site activities, the rest), from Temporal's histories
   verify   re-hash every artifact of a campaign and check the manifest chain (exit 1 on any problem)
   export   write a campaign's manifests as parquet, one row per round and site
   ls       list campaigns
@@ -104,6 +106,7 @@ var commands = map[string]command{
 	"resume":     runResume,
 	"stop":       runStop,
 	"history":    runHistory,
+	"timings":    runTimings,
 	"verify":     runVerify,
 	"export":     runExport,
 	"ls":         runLs,

@@ -117,6 +117,11 @@ func TestDeepCampaignMatchesSimulate(t *testing.T) {
 			if !sameBits(out.AccCurve, want.AccCurve) || !sameBits(out.AUCCurve, want.AUCCurve) {
 				t.Errorf("curves\n got acc %v auc %v\nwant acc %v auc %v", out.AccCurve, out.AUCCurve, want.AccCurve, want.AUCCurve)
 			}
+			// The sites' scores of their own update, before the aggregation
+			// (the anchor's "mean site top-1"), one per round.
+			if len(out.UpdateAccCurve) != rounds || !sameBits(out.UpdateAccCurve, want.UpdateAccCurve) {
+				t.Errorf("update accuracy curve %v, simulate %v", out.UpdateAccCurve, want.UpdateAccCurve)
+			}
 			var man pipeline.RoundManifest
 			if _, err := s.store.GetJSONKey(ctx, artifact.ManifestKey(spec.Campaign, rounds), &man); err != nil {
 				t.Fatal(err)

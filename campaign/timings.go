@@ -1,0 +1,141 @@
+package campaign
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+
+	"github.com/ptopofl/ptopofl/pipeline"
+)
+
+// RoundTiming is where one round's wall time went, read from its
+// RoundWorkflow history (the record Temporal keeps, so no timer runs in the
+// product for it).
+type RoundTiming struct {
+	Round int `json:"round"`
+	// WallSeconds runs from the round workflow's start to its completion.
+	WallSeconds float64 `json:"wall_seconds"`
+	// ActivitySeconds maps an activity type (TrainLocal, ComputeDescriptor,
+	// Evaluate: the site activities) to the seconds of the round
+	// during which at least one activity of that type was executing (from
+	// its start to its close, the union over sites). An activity's own S3
+	// reads and writes fall inside its time.
+	ActivitySeconds map[string]float64 `json:"activity_seconds"`
+	// OrchestrationSeconds is the time of the round during which no site
+	// activity was executing: workflow tasks, scheduling, task-queue waits,
+	// and the server's local activities (ClusterSites, Aggregate,
+	// CommitRound, PruneRound: the history records them as markers without
+	// their start, so their time is not told apart here).
+	OrchestrationSeconds float64 `json:"orchestration_seconds"`
+}
+
+// Timings reads the histories of the campaign's first-attempt rounds 1 to
+// rounds and returns each one's RoundTiming.
+func (s *Service) Timings(ctx context.Context, campaign string, rounds int) ([]RoundTiming, error) {
+	var out []RoundTiming
+	for r := 1; r <= rounds; r++ {
+		id := pipeline.AttemptRoundWorkflowID(campaign, r, 1)
+		it := s.Client.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		var events []*historypb.HistoryEvent
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				return nil, fmt.Errorf("timings: history of %s: %w", id, err)
+			}
+			events = append(events, ev)
+		}
+		t, err := RoundTimingOf(events)
+		if err != nil {
+			return nil, fmt.Errorf("timings: %s: %w", id, err)
+		}
+		t.Round = r
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// RoundTimingOf computes a round's timing from its workflow history events
+// (Round left zero): the activities' execution intervals come from their
+// started and closed events, matched by scheduled event ID.
+func RoundTimingOf(events []*historypb.HistoryEvent) (RoundTiming, error) {
+	var first, last time.Time
+	completed := false
+	types := map[int64]string{}          // scheduled event ID → activity type
+	starts := map[int64]time.Time{}      // scheduled event ID → start
+	spans := map[string][][2]time.Time{} // activity type → execution intervals
+	var all [][2]time.Time
+	for _, ev := range events {
+		at := ev.GetEventTime().AsTime()
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+			first = at
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+			last, completed = at, true
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			types[ev.GetEventId()] = ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+			starts[ev.GetActivityTaskStartedEventAttributes().GetScheduledEventId()] = at
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED,
+			enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT, enumspb.EVENT_TYPE_ACTIVITY_TASK_CANCELED:
+			id := closedScheduledID(ev)
+			st, ok := starts[id]
+			if !ok {
+				continue // closed before it started (a schedule-to-start timeout)
+			}
+			iv := [2]time.Time{st, at}
+			spans[types[id]] = append(spans[types[id]], iv)
+			all = append(all, iv)
+		}
+	}
+	if first.IsZero() || !completed {
+		return RoundTiming{}, fmt.Errorf("round workflow has not completed")
+	}
+	t := RoundTiming{WallSeconds: last.Sub(first).Seconds(), ActivitySeconds: map[string]float64{}}
+	for typ, ivs := range spans {
+		t.ActivitySeconds[typ] = unionSeconds(ivs)
+	}
+	t.OrchestrationSeconds = t.WallSeconds - unionSeconds(all)
+	return t, nil
+}
+
+func closedScheduledID(ev *historypb.HistoryEvent) int64 {
+	switch ev.GetEventType() {
+	case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+		return ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()
+	case enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED:
+		return ev.GetActivityTaskFailedEventAttributes().GetScheduledEventId()
+	case enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
+		return ev.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId()
+	default:
+		return ev.GetActivityTaskCanceledEventAttributes().GetScheduledEventId()
+	}
+}
+
+// unionSeconds is the length of the union of the intervals.
+func unionSeconds(ivs [][2]time.Time) float64 {
+	ivs = slices.Clone(ivs)
+	slices.SortFunc(ivs, func(a, b [2]time.Time) int { return a[0].Compare(b[0]) })
+	total := 0.0
+	var cur [2]time.Time
+	for i, iv := range ivs {
+		switch {
+		case i == 0:
+			cur = iv
+		case !iv[0].After(cur[1]):
+			if iv[1].After(cur[1]) {
+				cur[1] = iv[1]
+			}
+		default:
+			total += cur[1].Sub(cur[0]).Seconds()
+			cur = iv
+		}
+	}
+	if len(ivs) > 0 {
+		total += cur[1].Sub(cur[0]).Seconds()
+	}
+	return total
+}

@@ -1,0 +1,81 @@
+package campaign
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// TestRoundTimingOf checks the split of a synthetic round history: the
+// round runs from t=0 to t=10 s; two TrainLocal activities execute over
+// [1, 4] and [2, 6] (union 5 s), Aggregate over [6.5, 7], CommitRound over
+// [8, 8.5]; so 6 s of activity and 4 s of orchestration (10 − 6). An
+// activity closed without a start (a schedule-to-start timeout) counts
+// nowhere.
+func TestRoundTimingOf(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) *timestamppb.Timestamp {
+		return timestamppb.New(t0.Add(time.Duration(s * float64(time.Second))))
+	}
+	var evs []*historypb.HistoryEvent
+	add := func(id int64, typ enumspb.EventType, s float64, attrs func(*historypb.HistoryEvent)) {
+		ev := &historypb.HistoryEvent{EventId: id, EventType: typ, EventTime: at(s)}
+		if attrs != nil {
+			attrs(ev)
+		}
+		evs = append(evs, ev)
+	}
+	activity := func(sched int64, name string, s0, s1 float64, started bool) {
+		add(sched, enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, s0-0.1, func(e *historypb.HistoryEvent) {
+			e.Attributes = &historypb.HistoryEvent_ActivityTaskScheduledEventAttributes{ActivityTaskScheduledEventAttributes: &historypb.ActivityTaskScheduledEventAttributes{ActivityType: &commonpb.ActivityType{Name: name}}}
+		})
+		if started {
+			add(sched+1, enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED, s0, func(e *historypb.HistoryEvent) {
+				e.Attributes = &historypb.HistoryEvent_ActivityTaskStartedEventAttributes{ActivityTaskStartedEventAttributes: &historypb.ActivityTaskStartedEventAttributes{ScheduledEventId: sched}}
+			})
+			add(sched+2, enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, s1, func(e *historypb.HistoryEvent) {
+				e.Attributes = &historypb.HistoryEvent_ActivityTaskCompletedEventAttributes{ActivityTaskCompletedEventAttributes: &historypb.ActivityTaskCompletedEventAttributes{ScheduledEventId: sched}}
+			})
+			return
+		}
+		add(sched+2, enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT, s1, func(e *historypb.HistoryEvent) {
+			e.Attributes = &historypb.HistoryEvent_ActivityTaskTimedOutEventAttributes{ActivityTaskTimedOutEventAttributes: &historypb.ActivityTaskTimedOutEventAttributes{ScheduledEventId: sched}}
+		})
+	}
+	add(1, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, 0, nil)
+	activity(10, "TrainLocal", 1, 4, true)
+	activity(20, "TrainLocal", 2, 6, true)
+	activity(30, "Evaluate", 3, 9, false)
+	activity(40, "Aggregate", 6.5, 7, true)
+	activity(50, "CommitRound", 8, 8.5, true)
+	add(60, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, 10, nil)
+
+	got, err := RoundTimingOf(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name      string
+		got, want float64
+	}{
+		{"wall", got.WallSeconds, 10},
+		{"TrainLocal", got.ActivitySeconds["TrainLocal"], 5},
+		{"Aggregate", got.ActivitySeconds["Aggregate"], 0.5},
+		{"CommitRound", got.ActivitySeconds["CommitRound"], 0.5},
+		{"Evaluate", got.ActivitySeconds["Evaluate"], 0},
+		{"orchestration", got.OrchestrationSeconds, 4},
+	}
+	for i, c := range cases {
+		if math.Abs(c.got-c.want) > 1e-9 {
+			t.Errorf("case %d (%s): %v s, want %v", i, c.name, c.got, c.want)
+		}
+	}
+	if _, err := RoundTimingOf(evs[:len(evs)-1]); err == nil {
+		t.Error("a round without its completion event: no error")
+	}
+}
