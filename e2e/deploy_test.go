@@ -388,7 +388,8 @@ func TestComposeConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(dc, "-f", file, "config", "-q")
-	cmd.Env = append(os.Environ(), "PTOPOFL_S3_ACCESS_KEY=check", "PTOPOFL_S3_SECRET_KEY=check", "POSTGRES_PASSWORD=check")
+	cmd.Env = append(os.Environ(), "PTOPOFL_S3_ACCESS_KEY=check", "PTOPOFL_S3_SECRET_KEY=check", "POSTGRES_PASSWORD=check",
+		"SITE_HOSPITAL_A_S3_SECRET_KEY=check", "SITE_HOSPITAL_B_S3_SECRET_KEY=check", "PTOPOFL_PAYLOAD_KEYS=k1:check")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("docker-compose config: %v\n%s", err, out)
 	}
