@@ -21,15 +21,7 @@ import (
 
 var listF32 = arrow.ListOfNonNullable(arrow.PrimitiveTypes.Float32)
 
-var vector32Schema = arrow.NewSchema([]arrow.Field{
-	nonNull("campaign", arrow.BinaryTypes.String),
-	nonNull("round", arrow.PrimitiveTypes.Int32),
-	nonNull("site", arrow.BinaryTypes.String),
-	nonNull("method", arrow.BinaryTypes.String),
-	nonNull("kind", arrow.BinaryTypes.String),
-	nonNull("vector", arrow.BinaryTypes.String),
-	nonNull("values", listF32),
-}, nil)
+var vector32Schema = vectorSchemaOf(listF32)
 
 // writer32Props are writerProps with Zstd and BYTE_STREAM_SPLIT for the
 // values: still no dictionary, a fixed created_by, no timestamps, so equal
@@ -52,20 +44,16 @@ func writer32Props() *parquet.WriterProperties {
 // Every value must be finite and within float32's range. DecodeVectors
 // reads the file back.
 func EncodeVectors32(recs []VectorRecord) ([]byte, error) {
-	for i, r := range recs {
-		if r.Round < 0 || r.Round > math.MaxInt32 {
-			return nil, fmt.Errorf("store: record %d (site %s): round %d out of range", i, r.Site, r.Round)
-		}
-		for name, v := range r.Vectors {
-			if name == "" {
-				return nil, fmt.Errorf("store: record %d (site %s): empty vector name", i, r.Site)
-			}
-			for j, x := range v {
-				if math.IsNaN(x) || math.Abs(x) > math.MaxFloat32 {
-					return nil, fmt.Errorf("store: record %d (site %s, round %d, %s): %s[%d] is not a finite float32; the model diverged or an input is bad", i, r.Site, r.Round, r.Method, name, j)
-				}
+	err := checkVectorRecords(recs, func(i int, r VectorRecord, name string, v []float64) error {
+		for j, x := range v {
+			if math.IsNaN(x) || math.Abs(x) > math.MaxFloat32 {
+				return fmt.Errorf("store: record %d (site %s, round %d, %s): %s[%d] is not a finite float32; the model diverged or an input is bad", i, r.Site, r.Round, r.Method, name, j)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return writeParquetWith(vector32Schema, writer32Props(), func(b *array.RecordBuilder) {
 		appendVectorRows(b, recs, func(elems array.Builder, v []float64) {

@@ -161,39 +161,60 @@ type VectorRecord struct {
 	Vectors  map[string][]float64
 }
 
-var vectorSchema = arrow.NewSchema([]arrow.Field{
-	nonNull("campaign", arrow.BinaryTypes.String),
-	nonNull("round", arrow.PrimitiveTypes.Int32),
-	nonNull("site", arrow.BinaryTypes.String),
-	nonNull("method", arrow.BinaryTypes.String),
-	nonNull("kind", arrow.BinaryTypes.String),
-	nonNull("vector", arrow.BinaryTypes.String),
-	nonNull("values", listF64),
-}, nil)
+var vectorSchema = vectorSchemaOf(listF64)
+
+// vectorSchemaOf is the vector layout with values of the list type values
+// (list<float64>, or list<float32> for deep models).
+func vectorSchemaOf(values arrow.DataType) *arrow.Schema {
+	return arrow.NewSchema([]arrow.Field{
+		nonNull("campaign", arrow.BinaryTypes.String),
+		nonNull("round", arrow.PrimitiveTypes.Int32),
+		nonNull("site", arrow.BinaryTypes.String),
+		nonNull("method", arrow.BinaryTypes.String),
+		nonNull("kind", arrow.BinaryTypes.String),
+		nonNull("vector", arrow.BinaryTypes.String),
+		nonNull("values", values),
+	}, nil)
+}
 
 // EncodeVectors encodes records as parquet. Equal records give equal bytes.
 // It rejects NaN anywhere (a NaN is a bug upstream, and would make equal
 // results compare unequal), an empty vector name, and a round outside
 // [0, MaxInt32].
 func EncodeVectors(recs []VectorRecord) ([]byte, error) {
-	for i, r := range recs {
-		if r.Round < 0 || r.Round > math.MaxInt32 {
-			return nil, fmt.Errorf("store: record %d (site %s): round %d out of range", i, r.Site, r.Round)
+	err := checkVectorRecords(recs, func(i int, r VectorRecord, name string, v []float64) error {
+		if j := slices.IndexFunc(v, math.IsNaN); j >= 0 {
+			return fmt.Errorf("store: record %d (site %s, round %d): vector %q has NaN at index %d", i, r.Site, r.Round, name, j)
 		}
-		for name, v := range r.Vectors {
-			if name == "" {
-				return nil, fmt.Errorf("store: record %d (site %s): empty vector name", i, r.Site)
-			}
-			if j := slices.IndexFunc(v, math.IsNaN); j >= 0 {
-				return nil, fmt.Errorf("store: record %d (site %s, round %d): vector %q has NaN at index %d", i, r.Site, r.Round, name, j)
-			}
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return WriteParquet(vectorSchema, func(b *array.RecordBuilder) {
 		appendVectorRows(b, recs, func(elems array.Builder, v []float64) {
 			elems.(*array.Float64Builder).AppendValues(v, nil)
 		})
 	})
+}
+
+// checkVectorRecords rejects a round outside [0, MaxInt32] and an empty
+// vector name, then asks values about each vector's values.
+func checkVectorRecords(recs []VectorRecord, values func(i int, r VectorRecord, name string, v []float64) error) error {
+	for i, r := range recs {
+		if r.Round < 0 || r.Round > math.MaxInt32 {
+			return fmt.Errorf("store: record %d (site %s): round %d out of range", i, r.Site, r.Round)
+		}
+		for name, v := range r.Vectors {
+			if name == "" {
+				return fmt.Errorf("store: record %d (site %s): empty vector name", i, r.Site)
+			}
+			if err := values(i, r, name, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // appendVectorRows appends a row per record and vector, in sorted vector
