@@ -133,17 +133,12 @@ func RunDeep(sites []DeepSite, cfg Config, seeds DeepSeeds) (Result, error) {
 			}
 			rec.SiteAUC[i], rec.SiteAcc[i] = auc, acc
 		}
-		rec.AUC, rec.Acc = eval.SiteMean(rec.SiteAUC), eval.SiteMean(rec.SiteAcc)
-		res.Rounds = append(res.Rounds, rec)
-		res.AUCCurve = append(res.AUCCurve, rec.AUC)
-		res.AccCurve = append(res.AccCurve, rec.Acc)
+		res.addRound(rec)
 		res.UpdateAccCurve = append(res.UpdateAccCurve, eval.SiteMean(updateAcc))
 	}
 	for i := range sites {
 		res.Held = append(res.Held, method.ToFloat64(pushed[i]))
 	}
-	res.FinalAUC = res.AUCCurve[len(res.AUCCurve)-1]
-	res.FinalAcc = res.AccCurve[len(res.AccCurve)-1]
-	res.ConvRound = eval.ConvergenceRound(res.AUCCurve)
+	res.finish()
 	return res, nil
 }

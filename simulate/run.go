@@ -115,13 +115,25 @@ func Run(sites []Site, cfg Config) (Result, error) {
 			}
 			rec.SiteAUC[i], rec.SiteAcc[i] = auc, acc
 		}
-		rec.AUC, rec.Acc = eval.SiteMean(rec.SiteAUC), eval.SiteMean(rec.SiteAcc)
-		res.Rounds = append(res.Rounds, rec)
-		res.AUCCurve = append(res.AUCCurve, rec.AUC)
-		res.AccCurve = append(res.AccCurve, rec.Acc)
+		res.addRound(rec)
 	}
+	res.finish()
+	return res, nil
+}
+
+// addRound records rec, its means taken over its sites' scores, as the
+// next round of the result.
+func (res *Result) addRound(rec RoundRecord) {
+	rec.AUC, rec.Acc = eval.SiteMean(rec.SiteAUC), eval.SiteMean(rec.SiteAcc)
+	res.Rounds = append(res.Rounds, rec)
+	res.AUCCurve = append(res.AUCCurve, rec.AUC)
+	res.AccCurve = append(res.AccCurve, rec.Acc)
+}
+
+// finish sets the final scores and the convergence round from the curves
+// (at least one round).
+func (res *Result) finish() {
 	res.FinalAUC = res.AUCCurve[len(res.AUCCurve)-1]
 	res.FinalAcc = res.AccCurve[len(res.AccCurve)-1]
 	res.ConvRound = eval.ConvergenceRound(res.AUCCurve)
-	return res, nil
 }
