@@ -39,11 +39,7 @@ func runCerts(args []string) int {
 		fmt.Fprintln(fs.Output(), "usage: devstack certs --dir DIR [--sites a,b,...] [--clients x,y,...] [--hosts h1,h2,...]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if *dir == "" || fs.NArg() != 0 {
-		fs.Usage()
+	if !parseDirArgs(fs, args, dir) {
 		return 2
 	}
 	names := []string{devstack.ServerCommonName, devstack.StarterCommonName}
@@ -67,4 +63,18 @@ func split(s string) []string {
 		}
 	}
 	return out
+}
+
+// parseDirArgs parses the flags of a sub-command that requires --dir and
+// takes no argument; false (after the usage, on a missing --dir or an
+// argument) means exit 2.
+func parseDirArgs(fs *flag.FlagSet, args []string, dir *string) bool {
+	if err := fs.Parse(args); err != nil {
+		return false
+	}
+	if *dir == "" || fs.NArg() != 0 {
+		fs.Usage()
+		return false
+	}
+	return true
 }

@@ -59,11 +59,7 @@ func runPostgres(args []string) int {
 		fmt.Fprintln(fs.Output(), "usage: devstack postgres --dir DIR [--port P]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if *dir == "" || fs.NArg() != 0 {
-		fs.Usage()
+	if !parseDirArgs(fs, args, dir) {
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
