@@ -136,7 +136,9 @@ func updateSite(net *Network, in SiteInput) (SiteOutput, error) {
 		err error
 	)
 	switch in.Method {
-	case learn.FedAvg, learn.PTopoFL, learn.Median, learn.TrimmedMean, learn.Krum:
+	case learn.FedAvg, learn.PTopoFL, learn.Median, learn.TrimmedMean, learn.Krum, learn.FoolsGold, learn.NormClip:
+		// The robust aggregators differ only at the server: each site trains
+		// from the model it was sent, as under FedAvg.
 		res, err = train(start, Terms{})
 		out.Params = clone(net.params)
 	case learn.LocalOnly:
@@ -194,7 +196,9 @@ func updateSite(net *Network, in SiteInput) (SiteOutput, error) {
 		out.Params = w
 		out.State.Personal = personal
 	default:
-		_, err = learn.ParseMethod(string(in.Method))
+		if _, err = learn.ParseMethod(string(in.Method)); err == nil {
+			err = fmt.Errorf("method %s has no deep site update", in.Method)
+		}
 	}
 	if err != nil {
 		return SiteOutput{}, err

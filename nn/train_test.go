@@ -253,6 +253,20 @@ func TestUpdateSite(t *testing.T) {
 	if fedavg.Steps != 2*4 || fedavg.N != 50 {
 		t.Errorf("FedAvg: %d steps for %d samples, want 8 for 50", fedavg.Steps, fedavg.N)
 	}
+	// Every method has a deep site update with a model of the network's
+	// size; the robust aggregators' sites train exactly as FedAvg's.
+	for _, m := range learn.Methods {
+		out := run(m, nil)
+		if len(out.Params) != np {
+			t.Errorf("%s: %d parameters, want %d", m, len(out.Params), np)
+		}
+		switch m {
+		case learn.Median, learn.TrimmedMean, learn.Krum, learn.FoolsGold, learn.NormClip:
+			if dist(out.Params, fedavg.Params) != 0 {
+				t.Errorf("%s: site model differs from FedAvg's", m)
+			}
+		}
+	}
 	// FedProx with a large μ stays closer to the pushed model.
 	prox := run(learn.FedProx, nil)
 	if a, b := dist(prox.Params, pushed), dist(fedavg.Params, pushed); !(a < 0.5*b) {
