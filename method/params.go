@@ -360,7 +360,7 @@ var Params = []Param{
 	// `--set model=cnn` alone gives a sensible network; a tabular campaign
 	// (model logistic) reads none of them.
 	{Name: "model", Doc: `the site's model: "logistic" (logistic regression on tabular rows), or an image network of package nn: "mlp" (dense layers), "cnn" (conv 5×5×width → pool → conv 5×5×2·width → pool → dense hidden → dense classes), "convnet2" (LEAF's ConvNet-2, 6.6 M parameters for 62 classes), "resnet" (ResNet-18's layout with GroupNorm, scaled by width and depth)`, Kind: Text,
-		Default: text(ModelLogistic), PresetDefaults: bySize(text(ModelConvNet2), text(ModelCNN)),
+		Default: text(ModelLogistic), PresetDefaults: map[string]Value{DeepC: text(ModelResNet), DeepD: text(ModelConvNet2), DeepSmall: text(ModelCNN), DeepDSmall: text(ModelCNN)},
 		Absent: &Value{Text: ModelLogistic},
 		Check: func(v Value) string {
 			for _, m := range Models {
@@ -377,7 +377,7 @@ var Params = []Param{
 		field: func(h *Hyperparameters) any { return &h.Classes },
 		core:  func(v Value, c *Config) { c.Network.Classes = int(v.Num) }},
 	{Name: "width", Doc: "channels of the first convolution of cnn and resnet (cnn's second has twice as many; convnet2 is fixed at 32) or the hidden width of mlp", Kind: Int,
-		Deep: true, Default: num(16), Check: atLeast(1),
+		Deep: true, Default: num(16), PresetDefaults: map[string]Value{DeepC: num(64)}, Check: atLeast(1),
 		field: func(h *Hyperparameters) any { return &h.Width },
 		core:  func(v Value, c *Config) { c.Network.Width = int(v.Num) }},
 	{Name: "hidden", Doc: "width of cnn's dense hidden layer after the convolutions; 0 for none (convnet2 has 2048)", Kind: Int,
@@ -620,6 +620,20 @@ func (h Hyperparameters) Apply(set []ParamValue) (Hyperparameters, error) {
 		}
 	}
 	return h, nil
+}
+
+// Changes returns the overrides that turn from into to: one ParamValue per
+// hyper-parameter whose value differs, in Params order, so that
+// from.Apply(Changes(from, to)) == to. A sweep runs one federation under
+// another preset this way (pipeline.SweepFederation.Set).
+func Changes(from, to Hyperparameters) []ParamValue {
+	var out []ParamValue
+	for _, p := range Params {
+		if a, b := p.Get(from), p.Get(to); a != b {
+			out = append(out, ParamValue{Name: p.Name, Value: b.Num, Text: b.Text})
+		}
+	}
+	return out
 }
 
 // ParseValue reads a hyper-parameter's value from text as a user typed it

@@ -280,7 +280,7 @@ func TestDeepPresets(t *testing.T) {
 		lr      float64
 		rounds  int
 	}{
-		{DeepC, nn.Config{Arch: nn.ConvNet2, Classes: 10}, 5, 0.01, 100},                            // 0
+		{DeepC, nn.Config{Arch: nn.ResNet, Classes: 10, Width: 64, Depth: 2}, 5, 0.01, 100},         // 0: ResNet-18 (paper, Scenario C)
 		{DeepD, nn.Config{Arch: nn.ConvNet2, Classes: 62}, 3, 0.01, 200},                            // 1
 		{DeepSmall, nn.Config{Arch: nn.CNN, Classes: 10, Width: 16, Hidden: []int{}}, 1, 0.05, 20},  // 2
 		{DeepDSmall, nn.Config{Arch: nn.CNN, Classes: 10, Width: 16, Hidden: []int{}}, 3, 0.05, 20}, // 3
@@ -312,5 +312,31 @@ func TestDeepPresets(t *testing.T) {
 	h.Model = ModelCNN
 	if _, err := Resolve(learn.FedAvg, Default, h); err == nil || !strings.Contains(err.Error(), "momentum") {
 		t.Errorf("cnn with momentum 2: error %v, want one naming momentum", err)
+	}
+}
+
+// TestChangesTurnOnePresetIntoAnother checks Changes on every pair of
+// presets: applying the changes to the first preset's defaults gives the
+// second's exactly, and a preset needs no change to become itself.
+func TestChangesTurnOnePresetIntoAnother(t *testing.T) {
+	for _, a := range Presets {
+		for _, b := range Presets {
+			from, to := Defaults(a), Defaults(b)
+			ch := Changes(from, to)
+			got, err := from.Apply(ch)
+			if err != nil {
+				t.Fatalf("%s → %s: %v", a, b, err)
+			}
+			if got != to {
+				t.Errorf("%s → %s: applying %v does not give %s's defaults", a, b, ch, b)
+			}
+			if a == b && len(ch) != 0 {
+				t.Errorf("%s → itself: %v, want no change", a, ch)
+			}
+		}
+	}
+	// deep-d-small is deep-small with Scenario D's three local epochs.
+	if ch := Changes(Defaults(DeepSmall), Defaults(DeepDSmall)); len(ch) != 1 || ch[0] != (ParamValue{Name: "local_epochs", Value: 3}) {
+		t.Errorf("deep-small → deep-d-small: %v, want local_epochs 3 only", ch)
 	}
 }

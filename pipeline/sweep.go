@@ -75,6 +75,18 @@ type SweepFederation struct {
 	// Schema is the federation's CampaignSpec.Schema, given to each of
 	// its campaigns; nil checks nothing.
 	Schema *DataSchema `json:"schema,omitempty"`
+	// Preset, Rounds and Set, when given, let one federation's campaigns
+	// differ from the sweep's: Preset names the preset they run under (the
+	// campaign spec's label), Rounds replaces SweepSpec.Rounds, and Set
+	// applies after a method's base hyper-parameters and before the
+	// setting's overrides. The starter resolves a federation's preset into
+	// Set (the hyper-parameters in which it differs from the sweep's
+	// preset), so that the workflow never reads the core's presets. A
+	// deep experiment runs Scenario C and D federations in one sweep this
+	// way.
+	Preset string              `json:"preset,omitempty"`
+	Rounds int                 `json:"rounds,omitempty"`
+	Set    []method.ParamValue `json:"set,omitempty"`
 }
 
 // SweepSpec is a grid of campaigns: federations × methods × settings ×
@@ -148,9 +160,19 @@ func (s SweepSpec) Campaigns() ([]SweepCampaign, error) {
 				if !settingApplies(set, m.Method) {
 					continue
 				}
-				h, err := m.Hyperparameters.Apply(set.Set)
+				h, err := m.Hyperparameters.Apply(fed.Set)
 				if err != nil {
+					return nil, fmt.Errorf("federations[%s].set: %w", fed.Name, err)
+				}
+				if h, err = h.Apply(set.Set); err != nil {
 					return nil, fmt.Errorf("settings[%s]: %w", set.Label, err)
+				}
+				preset, rounds := s.Preset, s.Rounds
+				if fed.Preset != "" {
+					preset = fed.Preset
+				}
+				if fed.Rounds > 0 {
+					rounds = fed.Rounds
 				}
 				seeds := s.Seeds
 				if len(fed.Seeds) > 0 {
@@ -160,7 +182,7 @@ func (s SweepSpec) Campaigns() ([]SweepCampaign, error) {
 					i := len(out)
 					name := sweepCampaignName(s.Sweep, fed.Name, string(m.Method), set.Label, seed, i)
 					spec := CampaignSpec{
-						Campaign: name, Method: m.Method, Preset: s.Preset, Rounds: s.Rounds, Seed: seed,
+						Campaign: name, Method: m.Method, Preset: preset, Rounds: rounds, Seed: seed,
 						Sites: fed.Sites, MinSites: fed.MinSites,
 						RoundDeadline: s.RoundDeadline, SiteActivityTimeout: s.SiteActivityTimeout,
 						TrainHeartbeat: s.TrainHeartbeat, ContinueAsNewEvery: s.CampaignContinueAsNewEvery,
@@ -250,6 +272,9 @@ func (s SweepSpec) validate(validateCampaign func(CampaignSpec) error) error {
 		}
 		if seen[f.Name] {
 			return fmt.Errorf("federations[%d].name %q: duplicate", i, f.Name)
+		}
+		if f.Rounds < 0 {
+			return fmt.Errorf("federations[%d].rounds = %d: must be >= 0 (0: the sweep's rounds)", i, f.Rounds)
 		}
 		seen[f.Name] = true
 	}

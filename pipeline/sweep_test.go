@@ -54,3 +54,54 @@ func TestSweepCampaignsCarrySchema(t *testing.T) {
 		t.Errorf("campaigns %+v: want the first with schema x1,x2, the second without", cs)
 	}
 }
+
+// TestSweepFederationOverrides: a federation's preset, rounds and
+// hyper-parameter overrides reach its campaigns only, the overrides before
+// the setting's (a setting that sets the same parameter wins), and a
+// negative rounds override is refused.
+func TestSweepFederationOverrides(t *testing.T) {
+	base := method.Defaults(method.DeepSmall)
+	s := SweepSpec{
+		Sweep: "deep", Preset: method.DeepSmall, Rounds: 20, Seeds: []uint64{1}, Bucket: "ptopofl",
+		Methods:  []SweepMethod{{Method: learn.FedAvg, Hyperparameters: base}},
+		Settings: []SweepSetting{{Label: "base"}, {Label: "lr0.1", Set: []method.ParamValue{{Name: "lr", Value: 0.1}}}},
+		Federations: []SweepFederation{
+			{Name: "c", Sites: []Site{{"c0"}, {"c1"}}},
+			{Name: "d", Sites: []Site{{"d0"}, {"d1"}}, Preset: method.DeepDSmall, Rounds: 5,
+				Set: []method.ParamValue{{Name: "local_epochs", Value: 3}, {Name: "lr", Value: 0.2}}},
+		},
+	}.WithDefaults()
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := s.Campaigns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct { // campaigns in grid order: c base, c lr0.1, d base, d lr0.1
+		preset string
+		rounds int
+		epochs int
+		lr     float64
+	}{
+		{method.DeepSmall, 20, 1, base.LR}, // 0: the sweep's own
+		{method.DeepSmall, 20, 1, 0.1},     // 1
+		{method.DeepDSmall, 5, 3, 0.2},     // 2: the federation's
+		{method.DeepDSmall, 5, 3, 0.1},     // 3: the setting applies after the federation
+	} {
+		sp := cs[i].Spec
+		if sp.Preset != want.preset || sp.Rounds != want.rounds || sp.Hyperparameters.LocalEpochs != want.epochs || sp.Hyperparameters.LR != want.lr {
+			t.Errorf("campaign %d (%s): preset %s, %d rounds, %d epochs, lr %v; want %s, %d, %d, %v",
+				i, sp.Campaign, sp.Preset, sp.Rounds, sp.Hyperparameters.LocalEpochs, sp.Hyperparameters.LR, want.preset, want.rounds, want.epochs, want.lr)
+		}
+	}
+	s.Federations[1].Rounds = -1
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "federations[1].rounds") {
+		t.Errorf("rounds -1: error %v, want one naming federations[1].rounds", err)
+	}
+	s.Federations[1].Rounds = 0
+	s.Federations[1].Set = []method.ParamValue{{Name: "bogus", Value: 1}}
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "federations[d].set") {
+		t.Errorf("unknown parameter: error %v, want one naming federations[d].set", err)
+	}
+}
