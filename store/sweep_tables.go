@@ -3,12 +3,14 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/ptopofl/ptopofl/method"
 )
@@ -44,13 +46,18 @@ type SweepResultRow struct {
 	// round from which the mean AUC stays within eval.SettlingTolerance of
 	// its final value, eval.SettlingRound; 0 when none), the last
 	// clustering.
-	FinalAUC    float64 `json:"final_auc"`
-	FinalAcc    float64 `json:"final_acc"`
-	BestAUC     float64 `json:"best_auc"`
-	ConvRound   int     `json:"conv_round"`
-	NumClusters int     `json:"n_clusters"`
-	NumFlagged  int     `json:"n_flagged"`
-	Flagged     string  `json:"flagged"` // comma-separated site names
+	FinalAUC float64 `json:"final_auc"`
+	FinalAcc float64 `json:"final_acc"`
+	// FinalUpdateAcc is, for a deep campaign, the last committed round's
+	// mean score of the sites' own updates before the aggregation (the
+	// manifest's mean update_accuracy; `starter run`'s final_acc for a
+	// deep campaign); NaN for tabular campaigns, which do not record it.
+	FinalUpdateAcc float64 `json:"final_update_acc"`
+	BestAUC        float64 `json:"best_auc"`
+	ConvRound      int     `json:"conv_round"`
+	NumClusters    int     `json:"n_clusters"`
+	NumFlagged     int     `json:"n_flagged"`
+	Flagged        string  `json:"flagged"` // comma-separated site names
 	// Excluded lists, comma-separated, the sites the last round's robust
 	// aggregation gave weight 0 (Krum's unselected, FoolsGold's distrusted).
 	Excluded     string `json:"excluded"`
@@ -76,6 +83,7 @@ type SweepCurveRow struct {
 	Outcome               string  `json:"outcome"`
 	AUC                   float64 `json:"auc"`
 	Acc                   float64 `json:"acc"`
+	UpdateAcc             float64 `json:"update_acc"` // deep campaigns; NaN otherwise
 	SitesEvaluated        int     `json:"sites_evaluated"`
 	Participants          int     `json:"participants"`
 	Dropped               int     `json:"dropped"`
@@ -95,6 +103,13 @@ type column[R any] struct {
 	typ  arrow.DataType
 	put  func(b array.Builder, r *R)
 	get  func(a arrow.Array, i int, r *R)
+}
+
+// optional reports whether a table written before the column existed may
+// lack it: metrics (float64) and hyper-parameters; the others must be there.
+func (c column[R]) optional() bool {
+	_, hyper := method.Lookup(c.name)
+	return hyper || c.typ == arrow.PrimitiveTypes.Float64
 }
 
 // fieldColumns returns one column per field of the struct R that is not
@@ -246,13 +261,38 @@ func encodeTable[R any](cols []column[R], rows []R) ([]byte, error) {
 	return b, nil
 }
 
+// decodeTable reads a table by column name, so that a table written before
+// an optional column existed still reads: the missing column's field is
+// NaN for a float64 (a metric not recorded) and zero otherwise; a column
+// no longer known is ignored. A missing required column, or a known column
+// of another type, is an error.
 func decodeTable[R any](what string, cols []column[R], b []byte) ([]R, error) {
 	var out []R
-	err := ReadParquet("sweep "+what, b, schemaOf(cols), func(rec arrow.RecordBatch) error {
+	at := make([]int, len(cols)) // file column of each of cols, -1 if absent
+	check := func(got *arrow.Schema) error {
+		for j, c := range cols {
+			at[j] = -1
+			if idx := got.FieldIndices(c.name); len(idx) > 0 {
+				if g := got.Field(idx[0]).Type; typeName(g) != typeName(c.typ) {
+					return fmt.Errorf("column %s is %s, expected %s", c.name, typeName(g), typeName(c.typ))
+				}
+				at[j] = idx[0]
+			} else if !c.optional() {
+				return fmt.Errorf("no column %s", c.name)
+			}
+		}
+		return nil
+	}
+	err := readParquet("sweep "+what, b, check, func(rec arrow.RecordBatch) error {
 		for i := 0; i < int(rec.NumRows()); i++ {
 			var r R
 			for j, c := range cols {
-				c.get(rec.Column(j), i, &r)
+				switch {
+				case at[j] >= 0:
+					c.get(rec.Column(at[j]), i, &r)
+				case c.typ == arrow.PrimitiveTypes.Float64:
+					c.get(nanArray, 0, &r)
+				}
 			}
 			out = append(out, r)
 		}
@@ -260,6 +300,14 @@ func decodeTable[R any](what string, cols []column[R], b []byte) ([]R, error) {
 	})
 	return out, err
 }
+
+// nanArray is a one-value float64 array holding NaN: what a float64 column
+// missing from an older table reads as.
+var nanArray = func() arrow.Array {
+	b := array.NewFloat64Builder(memory.NewGoAllocator())
+	b.Append(math.NaN())
+	return b.NewArray()
+}()
 
 // MarshalJSON writes NaN metrics (a campaign without a committed round) as
 // null: JSON has no NaN.
@@ -273,8 +321,9 @@ func (r SweepResultRow) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(struct {
 		plain
-		FinalAUC *float64 `json:"final_auc"`
-		FinalAcc *float64 `json:"final_acc"`
-		BestAUC  *float64 `json:"best_auc"`
-	}{plain(r), nullable(r.FinalAUC), nullable(r.FinalAcc), nullable(r.BestAUC)})
+		FinalAUC       *float64 `json:"final_auc"`
+		FinalAcc       *float64 `json:"final_acc"`
+		FinalUpdateAcc *float64 `json:"final_update_acc"`
+		BestAUC        *float64 `json:"best_auc"`
+	}{plain(r), nullable(r.FinalAUC), nullable(r.FinalAcc), nullable(r.FinalUpdateAcc), nullable(r.BestAUC)})
 }
