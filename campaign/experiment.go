@@ -21,14 +21,7 @@ import (
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/report"
 	"github.com/ptopofl/ptopofl/store"
-)
-
-// Descriptor entries holding the H0 and H1 persistence entropy (the
-// descriptor layout of golden/paper/README.md: 20 + 20 Betti samples, then
-// the summary statistics).
-const (
-	descH0Entropy = 40
-	descH1Entropy = 41
+	"github.com/ptopofl/ptopofl/tda"
 )
 
 // PrepareExperiment writes the plan's federations under
@@ -377,9 +370,9 @@ func StabilityInput(ctx context.Context, c Collected) (report.StabilityInput, er
 			if err != nil {
 				return in, err
 			}
-			if len(d.Descriptor) > descH1Entropy {
-				traces[i].H0Entropy[round-1] = d.Descriptor[descH0Entropy]
-				traces[i].H1Entropy[round-1] = d.Descriptor[descH1Entropy]
+			if len(d.Descriptor) > tda.EntropyH1 {
+				traces[i].H0Entropy[round-1] = d.Descriptor[tda.EntropyH0]
+				traces[i].H1Entropy[round-1] = d.Descriptor[tda.EntropyH1]
 			}
 		}
 	}

@@ -179,7 +179,9 @@ func PartitionImages(train, test *Images, opt ImageFederationOptions) ([]ImageSi
 	for i, j := range pool {
 		poolLabels[i] = train.Labels[j]
 	}
-	parts, err := DirichletPartition(poolLabels, classes, opt.Sites, opt.Alpha, 2, opt.Seed)
+	// Every site gets two classes at least: a site's worker refuses a
+	// training split of one class (LoadImageSite).
+	parts, err := dirichletPartition(poolLabels, classes, opt.Sites, opt.Alpha, 2, 2, opt.Seed)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,14 @@ import (
 // it returns an error. It returns each site's sample indices in increasing
 // order. All randomness comes from a PCG generator seeded with seed.
 func DirichletPartition(labels []int, classes, sites int, alpha float64, minSize int, seed uint64) ([][]int, error) {
+	return dirichletPartition(labels, classes, sites, alpha, minSize, 1, seed)
+}
+
+// dirichletPartition is DirichletPartition that also redraws until every
+// site holds samples of at least minClasses classes (a classifier's
+// training split needs two). The draws are DirichletPartition's, so a split
+// that already meets the condition is the same.
+func dirichletPartition(labels []int, classes, sites int, alpha float64, minSize, minClasses int, seed uint64) ([][]int, error) {
 	switch {
 	case sites < 1:
 		return nil, fmt.Errorf("dataset: %d sites: want at least 1", sites)
@@ -61,7 +69,7 @@ func DirichletPartition(labels []int, classes, sites int, alpha float64, minSize
 		}
 		ok := true
 		for _, p := range parts {
-			if len(p) < minSize {
+			if len(p) < minSize || countClasses(labels, p, minClasses) < minClasses {
 				ok = false
 			}
 		}
@@ -72,7 +80,24 @@ func DirichletPartition(labels []int, classes, sites int, alpha float64, minSize
 			return parts, nil
 		}
 	}
+	if minClasses > 1 {
+		return nil, fmt.Errorf("dataset: no Dirichlet(%v) split of %d samples gives each of %d sites %d samples of at least %d classes in 1000 draws; raise α or the number of samples", alpha, len(labels), sites, minSize, minClasses)
+	}
 	return nil, fmt.Errorf("dataset: no Dirichlet(%v) split of %d samples gives each of %d sites %d samples in 1000 draws; raise α or lower the minimum", alpha, len(labels), sites, minSize)
+}
+
+// countClasses counts the distinct labels of the samples idx, stopping at
+// enough.
+func countClasses(labels, idx []int, enough int) int {
+	var seen []int
+	for _, i := range idx {
+		if !slices.Contains(seen, labels[i]) {
+			if seen = append(seen, labels[i]); len(seen) >= enough {
+				break
+			}
+		}
+	}
+	return len(seen)
 }
 
 // gamma draws from Gamma(shape, 1) by Marsaglia and Tsang (2000), with

@@ -32,7 +32,8 @@ func writeGzipIDX(t *testing.T, path string, dims []uint32, data []byte) {
 
 // TestFashionMNIST runs `gendata fashion-mnist` on a tiny stand-in for
 // the Debian files (8×8 images, 4 classes) and reads the federation back;
-// without the files it names the Debian package to install.
+// without the files it names them, and without Debian's package and with
+// --no-install it names the package and the command that installs it.
 func TestFashionMNIST(t *testing.T) {
 	src := t.TempDir()
 	for i, n := range []int{200, 80} {
@@ -44,8 +45,8 @@ func TestFashionMNIST(t *testing.T) {
 		for j := range lab {
 			lab[j] = byte(j % 4)
 		}
-		writeGzipIDX(t, filepath.Join(src, fashionFiles[2*i]), []uint32{uint32(n), 8, 8}, pix)
-		writeGzipIDX(t, filepath.Join(src, fashionFiles[2*i+1]), []uint32{uint32(n)}, lab)
+		writeGzipIDX(t, filepath.Join(src, dataset.FashionMNISTFiles[2*i]), []uint32{uint32(n), 8, 8}, pix)
+		writeGzipIDX(t, filepath.Join(src, dataset.FashionMNISTFiles[2*i+1]), []uint32{uint32(n)}, lab)
 	}
 	out := filepath.Join(t.TempDir(), "fed")
 	var stdout, stderr bytes.Buffer
@@ -76,5 +77,16 @@ func TestFashionMNIST(t *testing.T) {
 	args = []string{"fashion-mnist", "--source", t.TempDir(), "--out", out}
 	if code := run(args, &stdout, &stderr); code != exitInput || !strings.Contains(stderr.String(), "train-images-idx3-ubyte.gz is missing") {
 		t.Errorf("missing source: exit %d, stderr %q", code, stderr.String())
+	}
+
+	// Debian's copy missing and installing turned off: the error names the
+	// package and the command (on a machine that has it, nothing to show).
+	if dataset.MissingFashionMNIST(dataset.FashionMNISTDir) == "" {
+		return
+	}
+	stderr.Reset()
+	args = []string{"fashion-mnist", "--no-install", "--out", out}
+	if code := run(args, &stdout, &stderr); code != exitInput || !strings.Contains(stderr.String(), "apt-get install -y dataset-fashion-mnist") {
+		t.Errorf("--no-install without the package: exit %d, stderr %q", code, stderr.String())
 	}
 }

@@ -7,11 +7,12 @@
 //	gendata healthcare --seed S --out DIR [--sites K] [--adversarial 1,5]
 //	gendata benchmark  --seed S --out DIR [--sites K]
 //	gendata clouds     --seed S --out DIR [--n 500,1000,2000] [--d 20] [--k 4]
-//	gendata fashion-mnist --alpha A --sites K --seed S --out DIR [--per-site N]
+//	gendata fashion-mnist --alpha A --sites K --seed S --out DIR [--per-site N] [--no-install]
 //
 // fashion-mnist writes an image federation (dataset.WriteImageFederation)
-// from Debian's dataset-fashion-mnist package, which it asks the user to
-// install when it is missing.
+// from Debian's dataset-fashion-mnist package, which it installs first
+// when it is missing (as root, saying so on stderr; --no-install refuses
+// and prints the command instead).
 //
 // The same seed and flags always write the same bytes. Bad flags print one
 // message on stderr and exit with status 2; a failure to write exits with
