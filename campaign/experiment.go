@@ -3,9 +3,11 @@ package campaign
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -44,7 +46,11 @@ func WriteExperimentFederations(plan experiments.Plan, dir string) (SweepPlan, e
 	sp := SweepPlan{FedDirs: map[string]string{}}
 	for _, f := range plan.Federations {
 		d := filepath.Join(dir, f.Name)
-		if err := dataset.WriteFederation(d, f.Data); err != nil {
+		write := func() error { return dataset.WriteFederation(d, f.Data) }
+		if f.Images != nil {
+			write = func() error { return dataset.WriteImageFederation(d, f.Images, f.ImageManifest) }
+		}
+		if err := write(); err != nil {
 			return sp, err
 		}
 		sp.FedDirs[f.Name] = d
@@ -55,7 +61,15 @@ func WriteExperimentFederations(plan experiments.Plan, dir string) (SweepPlan, e
 // ExperimentSweepSpec turns the plan into the sweep. Its name hashes
 // everything that shapes the results, so the same command re-attaches to
 // the same durable sweep and a different one starts a new sweep.
+//
+// A plan that fixes its preset (the deep experiment) overrides preset. A
+// federation with a preset of its own runs under it: the sweep carries the
+// hyper-parameters in which that preset differs from the sweep's
+// (method.Changes), then the federation's own overrides.
 func ExperimentSweepSpec(plan experiments.Plan, preset, bucket string, tiny bool) (pipeline.SweepSpec, error) {
+	if plan.Preset != "" {
+		preset = plan.Preset
+	}
 	s := pipeline.SweepSpec{
 		Preset: preset, Rounds: plan.Rounds, Settings: plan.Settings, Concurrency: plan.Concurrency,
 		Bucket: bucket, // no code version: every manifest records its committer's
@@ -69,13 +83,24 @@ func ExperimentSweepSpec(plan experiments.Plan, preset, bucket string, tiny bool
 	}
 	hash := sha256.New()
 	for _, f := range plan.Federations {
-		sf := pipeline.SweepFederation{Name: f.Name, Seeds: []uint64{f.Seed}}
-		for _, n := range f.Data.SiteNames() {
+		sf := pipeline.SweepFederation{Name: f.Name, Seeds: []uint64{f.Seed}, Set: f.Set}
+		if f.Preset != "" && f.Preset != preset {
+			sf.Preset = f.Preset
+			sf.Set = append(method.Changes(method.Defaults(preset), method.Defaults(f.Preset)), f.Set...)
+		}
+		if f.Rounds != plan.Rounds {
+			sf.Rounds = f.Rounds
+		}
+		for _, n := range f.SiteNames() {
 			sf.Sites = append(sf.Sites, pipeline.Site{Name: n})
 		}
 		s.Federations = append(s.Federations, sf)
-		b, _ := json.Marshal(dataset.NewManifest(f.Data))
-		hash.Write(b)
+		if f.Images != nil {
+			hashImages(hash, f.Images)
+		} else {
+			b, _ := json.Marshal(dataset.NewManifest(f.Data))
+			hash.Write(b)
+		}
 	}
 	shape := s
 	shape.CodeVersion = ""
@@ -88,6 +113,21 @@ func ExperimentSweepSpec(plan experiments.Plan, preset, bucket string, tiny bool
 		return s, fmt.Errorf("experiment %s: %w", plan.Experiment, err)
 	}
 	return s, nil
+}
+
+// hashImages writes the sites' names, shapes, labels and pixels to h, so
+// that an experiment's name changes with its images.
+func hashImages(h io.Writer, sites []dataset.ImageSite) {
+	for _, st := range sites {
+		fmt.Fprintf(h, "%s\n", st.Name)
+		for _, im := range []*dataset.Images{st.Train, st.Test} {
+			fmt.Fprintf(h, "%d %d %d %d %d\n", im.N, im.H, im.W, im.C, im.Classes)
+			_ = binary.Write(h, binary.LittleEndian, im.Pixels)
+			for _, y := range im.Labels {
+				_ = binary.Write(h, binary.LittleEndian, int32(y))
+			}
+		}
+	}
 }
 
 // WriteReport writes report.md, report.html and every asset into dir and
@@ -150,6 +190,9 @@ var reportBuilders = map[string]func(ctx context.Context, c Collected) (*report.
 	},
 	experiments.Ablation: func(_ context.Context, c Collected) (*report.Report, error) {
 		return report.Ablation(AblationInput(c))
+	},
+	experiments.Deep: func(_ context.Context, c Collected) (*report.Report, error) {
+		return report.Deep(DeepInput(c))
 	},
 }
 
@@ -456,4 +499,100 @@ func AblationInput(c Collected) report.AblationInput {
 		in.Variants = append(in.Variants, *byLabel[l])
 	}
 	return in
+}
+
+// DeepInput collects the deep experiment: one column per scenario and data
+// set (Scenario C at each α, then D), every method's runs over seeds with
+// their per-round mean top-1 accuracy after the local update and after the
+// aggregation (the curves table's update_acc and acc), committed rounds
+// only.
+func DeepInput(c Collected) report.DeepInput {
+	type column struct {
+		scenario string
+		alpha    float64
+	}
+	var order []column
+	cols := map[column]*report.DeepScenario{}
+	for _, f := range c.Plan.Federations {
+		k := column{f.Scenario, f.Alpha}
+		if _, ok := cols[k]; ok {
+			continue
+		}
+		name := f.Scenario
+		if f.Scenario == experiments.ScenarioC {
+			name = fmt.Sprintf("C, α = %v", f.Alpha)
+		}
+		rounds := f.Rounds
+		if rounds == 0 {
+			rounds = c.Plan.Rounds
+		}
+		preset := f.Preset
+		if preset == "" {
+			preset = c.Spec.Preset
+		}
+		cols[k] = &report.DeepScenario{Name: name, Data: f.Source, Sites: len(f.Images), Preset: preset, Rounds: rounds}
+		order = append(order, k)
+	}
+	for _, k := range order {
+		sc := cols[k]
+		for _, m := range c.Plan.Methods {
+			mr := report.DeepMethodRuns{Method: string(m)}
+			for _, r := range c.Rows {
+				f := c.Federations[r.Federation]
+				if learn.Method(r.Method) != m || (column{f.Scenario, f.Alpha}) != k {
+					continue
+				}
+				run := report.DeepRun{Seed: int64(r.Seed)}
+				for _, cr := range c.Curves[r.Campaign] {
+					if cr.Outcome == pipeline.OutcomeCommitted {
+						run.Update = append(run.Update, cr.UpdateAcc)
+						run.Aggregate = append(run.Aggregate, cr.Acc)
+					}
+				}
+				mr.Runs = append(mr.Runs, run)
+			}
+			sc.Methods = append(sc.Methods, mr)
+		}
+	}
+	in := report.DeepInput{Reference: string(learn.PTopoFL)}
+	for _, k := range order {
+		in.Scenarios = append(in.Scenarios, *cols[k])
+	}
+	return in
+}
+
+// DeepSources are where the deep experiment's image data sets are:
+// Fashion-MNIST's four files (dataset.FashionMNISTFiles), CIFAR-10's
+// binary version and LEAF's FEMNIST JSON; "" leaves a data set out.
+type DeepSources struct {
+	FashionMNIST, CIFAR10, FEMNIST string
+}
+
+// femnistFiles is how many of LEAF's FEMNIST files per split the deep
+// experiment reads: about 100 writers each, a pool of about 400 writers
+// for Scenario D's 50 sites (all 36 files are 2.5 GB as float32).
+const femnistFiles = 4
+
+// LoadDeepImages reads the deep experiment's data sets. Fashion-MNIST is
+// read when its directory is given and either CIFAR-10 or FEMNIST is not
+// (it stands in for them).
+func LoadDeepImages(src DeepSources) (experiments.DeepImages, error) {
+	var im experiments.DeepImages
+	var err error
+	if src.CIFAR10 != "" {
+		if im.CIFARTrain, im.CIFARTest, err = dataset.ReadCIFAR10Dir(src.CIFAR10); err != nil {
+			return im, inputErrorf("--cifar10: %v", err)
+		}
+	}
+	if src.FEMNIST != "" {
+		if im.FEMNISTTrain, im.FEMNISTTest, err = dataset.ReadFEMNISTDir(src.FEMNIST, femnistFiles); err != nil {
+			return im, inputErrorf("--femnist: %v", err)
+		}
+	}
+	if src.FashionMNIST != "" && (src.CIFAR10 == "" || src.FEMNIST == "") {
+		if im.FashionTrain, im.FashionTest, err = dataset.ReadFashionMNIST(src.FashionMNIST); err != nil {
+			return im, inputErrorf("--fashion-mnist: %v", err)
+		}
+	}
+	return im, nil
 }

@@ -1,8 +1,9 @@
 // Package experiments plans the paper's experiments (table1, adversarial,
-// stability, privacy, ablation): which federations each needs, generated
-// with package eval from which seeds, which methods and settings run on
-// them, and for how many rounds. It is pure planning: no files, no
-// Temporal, no S3. `starter experiment` writes the federations, runs the
+// stability, privacy, ablation, deep): which federations each needs,
+// generated with package eval (tabular) or split from image data sets
+// with package dataset (deep) from which seeds, which methods and settings
+// run on them, and for how many rounds. It is pure planning: no files, no
+// Temporal, no S3 (the caller reads the image data sets). `starter experiment` writes the federations, runs the
 // plan as one durable sweep and builds the report from what the sweep left
 // in S3.
 package experiments
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
@@ -24,10 +26,11 @@ const (
 	Stability   = "stability"
 	Privacy     = "privacy"
 	Ablation    = "ablation"
+	Deep        = "deep"
 )
 
 // Names lists every experiment.
-var Names = []string{Table1, Adversarial, Stability, Privacy, Ablation}
+var Names = []string{Table1, Adversarial, Stability, Privacy, Ablation, Deep}
 
 // Scenario names.
 const (
@@ -45,6 +48,13 @@ type Options struct {
 	Rounds int
 	// Tiny shrinks every federation (3-6 sites of 30-60 rows) for tests.
 	Tiny bool
+	// Preset chooses the deep experiment's size: method.DeepSmall (the
+	// default: deep-small for Scenario C, deep-d-small for D) or
+	// method.DeepC (the paper's: deep-c and deep-d). Other experiments
+	// ignore it (their preset is the sweep's).
+	Preset string
+	// Images are the deep experiment's data sets.
+	Images DeepImages
 }
 
 // Federation is one generated federation of a plan. Site names are
@@ -60,12 +70,41 @@ type Federation struct {
 	AttackFraction float64
 	FlipRate       float64
 	Data           eval.Federation
+
+	// An image federation (the deep experiment) has Images instead of
+	// Data, described by ImageManifest; Source names the data set and
+	// Alpha the Dirichlet concentration of Scenario C's split.
+	Images        []dataset.ImageSite
+	ImageManifest dataset.ImageManifest
+	Source        string
+	Alpha         float64
+	// Preset and Rounds, when set, are the federation's own (the deep
+	// experiment runs Scenario D's preset beside C's), and Set overrides
+	// hyper-parameters for its campaigns (the number of classes).
+	Preset string
+	Rounds int
+	Set    []method.ParamValue
+}
+
+// SiteNames lists the federation's sites in order.
+func (f Federation) SiteNames() []string {
+	if f.Images == nil {
+		return f.Data.SiteNames()
+	}
+	names := make([]string, len(f.Images))
+	for i, s := range f.Images {
+		names[i] = s.Name
+	}
+	return names
 }
 
 // Plan is an experiment ready to run as one sweep.
 type Plan struct {
 	Experiment string
-	Rounds     int
+	// Preset is the sweep's preset when the experiment fixes it (deep);
+	// "" leaves it to the caller's --preset.
+	Preset string
+	Rounds int
 	Methods    []learn.Method
 	// Base overrides every method's hyper-parameters (before Settings).
 	Base []method.ParamValue
@@ -190,11 +229,20 @@ func Build(name string, o Options) (Plan, error) {
 				return Plan{}, err
 			}
 		}
+	case Deep:
+		if err = buildDeep(&p, o); err != nil {
+			return Plan{}, err
+		}
 	default:
 		return Plan{}, fmt.Errorf("experiment %q: unknown; want one of %v", name, Names)
 	}
 	if o.Rounds > 0 {
 		p.Rounds = o.Rounds
+		for i := range p.Federations {
+			if p.Federations[i].Rounds > 0 {
+				p.Federations[i].Rounds = o.Rounds
+			}
+		}
 	}
 	return p, nil
 }

@@ -126,6 +126,25 @@ func ablationFixture() AblationInput {
 	}}
 }
 
+func deepFixture() DeepInput {
+	return DeepInput{Scenarios: []DeepScenario{
+		{Name: "C, α = 0.1", Data: "Fashion-MNIST", Sites: 10, Preset: "deep-small", Rounds: 3, Methods: []DeepMethodRuns{
+			{Method: "fedavg", Runs: []DeepRun{
+				{Seed: 1, Update: []float64{0.60, 0.80, 0.90}, Aggregate: []float64{0.30, 0.50, 0.60}},
+				{Seed: 2, Update: []float64{0.62, 0.82, 0.92}, Aggregate: []float64{0.32, 0.52, 0.64}},
+			}},
+			{Method: "ptopofl", Runs: []DeepRun{
+				{Seed: 1, Update: []float64{0.61, 0.79, 0.89}, Aggregate: []float64{0.40, 0.70, 0.80}},
+				{Seed: 2, Update: []float64{0.63, 0.81, math.NaN()}, Aggregate: []float64{0.42, 0.72, 0.78}},
+			}},
+		}},
+		{Name: "D", Data: "Fashion-MNIST, writer-like", Sites: 50, Preset: "deep-d-small", Rounds: 2, Methods: []DeepMethodRuns{
+			{Method: "ptopofl", Runs: []DeepRun{{Seed: 1, Update: []float64{0.5, 0.7}, Aggregate: []float64{0.4, 0.75}}}},
+			{Method: "local", Runs: []DeepRun{{Seed: 1, Update: []float64{0.5, 0.6}, Aggregate: []float64{0.5, 0.6}}}},
+		}},
+	}}
+}
+
 func TestReports(t *testing.T) {
 	for _, test := range []struct {
 		name    string
@@ -195,6 +214,26 @@ func TestReports(t *testing.T) {
 				"0.229 (a 4.4-fold reduction)",
 				// log2(22) = 4.459, log2(5.8) = 2.536.
 				"4.46 bits for gradients, 2.54 bits for descriptors",
+			},
+		},
+		{
+			name:    "deep",
+			build:   func() (*Report, error) { return Deep(deepFixture()) },
+			figures: []string{"fig_deep_accuracy"},
+			want: []string{
+				// C: fedavg after the update 0.90 0.92: mean 0.91, std √(2·0.01²) = 0.0141.
+				"0.910 ± 0.014",
+				// C: fedavg after the aggregation 0.60 0.64: mean 0.62, std 0.0283.
+				"0.620 ± 0.028",
+				// C: ptopofl after the aggregation 0.80 0.78: mean 0.79, std 0.0141;
+				// after the update, seed 2 has no last score: seed 1's 0.89 alone.
+				"0.790 ± 0.014", "0.890 (1 seed)",
+				// Paired ptopofl − fedavg after the aggregation: 0.20 0.14: mean
+				// 0.17, std 0.0424; t = 0.17/(0.0424/√2) = 5.667, ν = 1.
+				"0.170 ± 0.042", "5.667 (1)",
+				// D: one seed each.
+				"0.750 (1 seed)", "0.600 (1 seed)",
+				"Fashion-MNIST, writer-like", "deep-d-small",
 			},
 		},
 		{
@@ -296,6 +335,11 @@ func TestReportErrors(t *testing.T) {
 		func() (*Report, error) { return Privacy(PrivacyInput{}) },                                              // 5
 		func() (*Report, error) { return Ablation(AblationInput{}) },                                            // 6
 		func() (*Report, error) { return Ablation(AblationInput{Variants: []AblationVariant{{Name: "full"}}}) }, // 7
+		func() (*Report, error) { return Deep(DeepInput{}) },                                                    // 8
+		func() (*Report, error) { return Deep(DeepInput{Scenarios: []DeepScenario{{Name: "C"}}}) },              // 9
+		func() (*Report, error) {
+			return Deep(DeepInput{Scenarios: []DeepScenario{{Name: "C", Methods: []DeepMethodRuns{{Method: "fedavg"}}}}})
+		}, // 10
 	} {
 		if _, err := build(); err == nil {
 			t.Errorf("case %d: expected an error", i)

@@ -7,10 +7,14 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/ptopofl/ptopofl/campaign"
+	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/experiments"
+	"github.com/ptopofl/ptopofl/internal/debian"
+	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"
@@ -37,10 +41,15 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	var conn connFlags
 	conn.register(fs)
 	seeds := fs.Int("seeds", 3, "number of seeds (1, 2, ...): each generates its own federations and seeds its campaigns")
-	preset := fs.String("preset", method.Default, "hyper-parameter preset: default or paper")
+	preset := fs.String("preset", "", "hyper-parameter preset: default or paper (default: default); deep: deep-small (default: deep-small for Scenario C, deep-d-small for D) or deep-c (the paper's sizes: deep-c and deep-d)")
+	methods := fs.String("methods", "", "comma-separated methods to run, a subset of the experiment's (default: all of them)")
+	fashion := fs.String("fashion-mnist", dataset.FashionMNISTDir, "deep: directory of Fashion-MNIST's four files (Debian's "+dataset.FashionMNISTPackage+", installed when missing unless --no-install)")
+	cifar := fs.String("cifar10", "", "deep: directory of CIFAR-10's binary version (data_batch_1.bin … test_batch.bin): Scenario C on CIFAR-10 instead of Fashion-MNIST")
+	femnist := fs.String("femnist", "", "deep: LEAF's FEMNIST data directory (train/ and test/ of *.json, or all_data_*.json): Scenario D on FEMNIST writers instead of writer-like Fashion-MNIST sites")
+	noInstall := fs.Bool("no-install", false, "deep: never install Debian's "+dataset.FashionMNISTPackage+" when it is missing")
 	out := fs.String("out", "", "report directory (default out/<experiment>)")
-	rounds := fs.Int("rounds", 0, "rounds per campaign (default: the experiment's, 15; stability 20; privacy 2)")
-	concurrency := fs.Int("concurrency", 0, "campaigns at once (default 3)")
+	rounds := fs.Int("rounds", 0, "rounds per campaign (default: the experiment's, 15; stability 20; privacy 2; deep the presets', 20 at deep-small)")
+	concurrency := fs.Int("concurrency", 0, "campaigns at once (default 3; deep 2)")
 	tiny := fs.Bool("tiny", false, "tiny federations (3-4 sites of 30-50 rows), for tests and smoke runs")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
@@ -53,15 +62,28 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := conn.check(); err != nil {
 		return err
 	}
-	if *preset != method.Default && *preset != method.Paper {
+	opt := experiments.Options{Seeds: *seeds, Rounds: *rounds, Tiny: *tiny}
+	if name == experiments.Deep {
+		opt.Preset = *preset
+		if opt.Images, err = deepImages(ctx, *fashion, *cifar, *femnist, *noInstall, stderr); err != nil {
+			return err
+		}
+	} else if *preset == "" {
+		*preset = method.Default
+	} else if *preset != method.Default && *preset != method.Paper {
 		return inputErrorf("--preset %q: want default or paper", *preset)
 	}
 	if *rounds < 0 || *concurrency < 0 {
 		return inputErrorf("--rounds and --concurrency: want >= 0")
 	}
-	plan, err := experiments.Build(name, experiments.Options{Seeds: *seeds, Rounds: *rounds, Tiny: *tiny})
+	plan, err := experiments.Build(name, opt)
 	if err != nil {
 		return inputErrorf("%v", err)
+	}
+	if *methods != "" {
+		if plan.Methods, err = pickMethods(plan.Methods, *methods); err != nil {
+			return err
+		}
 	}
 	if *concurrency > 0 {
 		plan.Concurrency = *concurrency
@@ -108,4 +130,42 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 func countCampaigns(s pipeline.SweepSpec) int {
 	cs, _ := s.Campaigns()
 	return len(cs)
+}
+
+// deepImages reads the deep experiment's data sets; Fashion-MNIST, needed
+// unless both CIFAR-10 and FEMNIST are given, is installed from Debian
+// when its default directory is missing it (unless noInstall).
+func deepImages(ctx context.Context, fashion, cifar, femnist string, noInstall bool, stderr io.Writer) (experiments.DeepImages, error) {
+	if cifar != "" && femnist != "" {
+		fashion = ""
+	}
+	if fashion == dataset.FashionMNISTDir {
+		in := debian.Installer{Log: stderr, Disabled: noInstall}
+		present := func() bool { return dataset.MissingFashionMNIST(fashion) == "" }
+		if err := in.Ensure(ctx, dataset.FashionMNISTPackage, "starter experiment deep", present); err != nil {
+			return experiments.DeepImages{}, inputErrorf("%v (or pass --fashion-mnist DIR holding %v)", err, dataset.FashionMNISTFiles)
+		}
+	}
+	return campaign.LoadDeepImages(campaign.DeepSources{FashionMNIST: fashion, CIFAR10: cifar, FEMNIST: femnist})
+}
+
+// pickMethods keeps the methods of list (comma-separated) that the
+// experiment runs, in the experiment's order; one it does not run is an
+// error naming the ones it does.
+func pickMethods(all []learn.Method, list string) ([]learn.Method, error) {
+	want := map[learn.Method]bool{}
+	for _, m := range strings.Split(list, ",") {
+		m = strings.TrimSpace(m)
+		if !slices.Contains(all, learn.Method(m)) {
+			return nil, inputErrorf("--methods: %q is not a method of this experiment; want some of %v", m, all)
+		}
+		want[learn.Method(m)] = true
+	}
+	var out []learn.Method
+	for _, m := range all {
+		if want[m] {
+			out = append(out, m)
+		}
+	}
+	return out, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -197,5 +198,113 @@ func TestExperimentAdversarial(t *testing.T) {
 		if !strings.Contains(string(md), h) {
 			t.Errorf("report lacks %q", h)
 		}
+	}
+}
+
+// writeFashionStandIn writes a tiny stand-in for Fashion-MNIST's four
+// files into dir: 600 training and 200 test 8×8 images of 4 classes,
+// class y a bright band on rows 2y and 2y+1 over seeded noise (IDX
+// files, uncompressed under the .gz names, which the reader accepts).
+func writeFashionStandIn(t *testing.T, dir string) {
+	t.Helper()
+	x := uint64(7)
+	for i, n := range []int{600, 200} {
+		pix := make([]byte, 16, 16+n*64)
+		binary.BigEndian.PutUint32(pix[0:], 0x00000803)
+		binary.BigEndian.PutUint32(pix[4:], uint32(n))
+		binary.BigEndian.PutUint32(pix[8:], 8)
+		binary.BigEndian.PutUint32(pix[12:], 8)
+		lab := make([]byte, 8, 8+n)
+		binary.BigEndian.PutUint32(lab[0:], 0x00000801)
+		binary.BigEndian.PutUint32(lab[4:], uint32(n))
+		for range n {
+			x = x*6364136223846793005 + 1442695040888963407
+			y := int(x>>60) % 4
+			lab = append(lab, byte(y))
+			for p := range 64 {
+				x = x*6364136223846793005 + 1442695040888963407
+				v := byte(x >> 59) // noise 0..31
+				if row := p / 8; row/2 == y {
+					v += 200
+				}
+				pix = append(pix, v)
+			}
+		}
+		for j, b := range [][]byte{pix, lab} {
+			if err := os.WriteFile(filepath.Join(dir, dataset.FashionMNISTFiles[2*i+j]), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestExperimentDeep runs `starter experiment deep --tiny` on a stand-in
+// for Fashion-MNIST (pTopoFL and FedAvg, 2 seeds, 2 rounds): Scenario C at
+// both α on 3 Dirichlet sites under deep-small, Scenario D on 4
+// writer-like sites under deep-d-small (3 local epochs); the report's
+// table holds each method's mean ± std over seeds of the final scores the
+// sweep's rows record, per scenario, and its accuracy figure.
+func TestExperimentDeep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded stack")
+	}
+	src := t.TempDir()
+	writeFashionStandIn(t, src)
+	out := runExperimentCLI(t, experiments.Deep, "--fashion-mnist", src, "--methods", "ptopofl,fedavg")
+	if out.State != "done" || len(out.Rows) != 2*3*2 {
+		t.Fatalf("state %s, %d rows; want done, 12 (2 seeds × 3 federations × 2 methods)", out.State, len(out.Rows))
+	}
+	md, err := os.ReadFile(filepath.Join(out.Out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct{ column, method string }
+	update, aggregate := map[key][]float64{}, map[key][]float64{}
+	for _, r := range out.Rows {
+		column, sites, preset, epochs := "", 3, "deep-small", 1
+		switch {
+		case strings.HasPrefix(r.Federation, "c-a10-"):
+			column = "C, α = 0.1"
+		case strings.HasPrefix(r.Federation, "c-a50-"):
+			column = "C, α = 0.5"
+		case strings.HasPrefix(r.Federation, "d-"):
+			column, sites, preset, epochs = "D", 4, "deep-d-small", 3
+		default:
+			t.Fatalf("row of federation %s", r.Federation)
+		}
+		if r.State != "done" || r.RoundsDone != 2 || r.NumSites != sites || r.Preset != preset || r.LocalEpochs != epochs || r.Classes != 4 || r.Model != "cnn" {
+			t.Errorf("%s: state %s, %d rounds, %d sites, preset %s, %d epochs, %d classes, model %s; want done, 2, %d, %s, %d, 4, cnn",
+				r.Campaign, r.State, r.RoundsDone, r.NumSites, r.Preset, r.LocalEpochs, r.Classes, r.Model, sites, preset, epochs)
+		}
+		if math.IsNaN(r.FinalUpdateAcc) || math.IsNaN(r.FinalAcc) {
+			t.Errorf("%s: final update accuracy %v, after aggregation %v", r.Campaign, r.FinalUpdateAcc, r.FinalAcc)
+		}
+		k := key{column, r.Method}
+		update[k] = append(update[k], r.FinalUpdateAcc)
+		aggregate[k] = append(aggregate[k], r.FinalAcc)
+	}
+	// Each table row: the method, then one cell per scenario column.
+	for _, part := range []struct {
+		heading string
+		values  map[key][]float64
+	}{{"After the local update", update}, {"After the aggregation", aggregate}} {
+		for _, m := range []string{"ptopofl", "fedavg"} {
+			row := "| " + m + " |"
+			for _, c := range []string{"C, α = 0.1", "C, α = 0.5", "D"} {
+				mean, sd := eval.MeanStd(part.values[key{c, m}])
+				row += fmt.Sprintf(" %.3f ± %.3f |", mean, sd)
+			}
+			if !strings.Contains(string(md), row) {
+				t.Errorf("%s: report lacks the row %q", part.heading, row)
+			}
+		}
+	}
+	for _, want := range []string{"| C, α = 0.1 | Fashion-MNIST | 3 | deep-small | 2 |", "| D | Fashion-MNIST, writer-like | 4 | deep-d-small | 2 |", "fig_deep_accuracy.png"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out.Out, "fig_deep_accuracy.png")); err != nil {
+		t.Error(err)
 	}
 }

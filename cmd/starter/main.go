@@ -67,7 +67,7 @@ commands:
   export   write a campaign's manifests as parquet, one row per round and site
   ls       list campaigns
   sweep    run a grid of campaigns (methods × hyper-parameters × seeds × federations) and print the results table
-  experiment  run one of the paper's experiments (table1|adversarial|stability|privacy|ablation) as a sweep; write its report
+  experiment  run one of the paper's experiments (table1|adversarial|stability|privacy|ablation|deep) as a sweep; write its report
 
 Run "starter COMMAND -h" for the flags of a command.
 `
