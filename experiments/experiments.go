@@ -103,9 +103,9 @@ type Plan struct {
 	Experiment string
 	// Preset is the sweep's preset when the experiment fixes it (deep);
 	// "" leaves it to the caller's --preset.
-	Preset string
-	Rounds int
-	Methods    []learn.Method
+	Preset  string
+	Rounds  int
+	Methods []learn.Method
 	// Base overrides every method's hyper-parameters (before Settings).
 	Base []method.ParamValue
 	// Settings are the grid; nil means the methods' base settings only.
