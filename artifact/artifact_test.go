@@ -136,6 +136,47 @@ func TestValidateNameText(t *testing.T) {
 	}
 }
 
+// TestValidateSiteName: a site may not be named like an aggregate the
+// server writes for others ("global", "cluster-<anything>", in any case),
+// and every name it accepts keeps the site's own aggregate (local
+// training) unreadable by another site.
+func TestValidateSiteName(t *testing.T) {
+	for i, tc := range []struct {
+		name string
+		want string // the error's end; "" for a valid name
+	}{
+		{"site0", ""},    // 0
+		{"globally", ""}, // 1: a longer name
+		{"clusters", ""}, // 2: no "cluster-" prefix
+		{"cluster0", ""}, // 3
+		{"my-cluster-0", ""},
+		{"global", `"global": reserved for the global model (aggregate/global.parquet); rename the site`}, // 5
+		{"Global", `"Global": reserved for the global model (aggregate/global.parquet); rename the site`}, // 6: one file on a case-insensitive disk
+		{"cluster-0", `"cluster-0": names starting with "cluster-" are reserved for pTopoFL's cluster models, which every site may read; rename the site`},
+		{"cluster-site", `"cluster-site": names starting with "cluster-" are reserved for pTopoFL's cluster models, which every site may read; rename the site`}, // 8: matched by the read pattern too
+		{"CLUSTER-1", `"CLUSTER-1": names starting with "cluster-" are reserved for pTopoFL's cluster models, which every site may read; rename the site`},
+		{"a b", "starting with a letter or digit"}, // 10: ValidateName's rule first
+	} {
+		err := ValidateSiteName(tc.name)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%d: ValidateSiteName(%q) = %v, want nil", i, tc.name, err)
+		case tc.want != "" && (err == nil || !strings.HasSuffix(err.Error(), tc.want)):
+			t.Errorf("%d: ValidateSiteName(%q) = %v, want an error ending %q", i, tc.name, err, tc.want)
+		}
+		// What the rule protects: another site cannot read the aggregate
+		// kept under a valid site's name.
+		if err == nil && anyMatch(SiteReadPatterns("other"), AggregateKey("c", 1, tc.name)) {
+			t.Errorf("%d: site %q accepted, but its aggregate is readable by every site", i, tc.name)
+		}
+	}
+	for _, reserved := range []string{GlobalTarget, ClusterTargetPrefix + "0"} {
+		if !anyMatch(SiteReadPatterns("other"), AggregateKey("c", 1, reserved)) {
+			t.Errorf("%q is reserved, yet not readable by every site: the rule no longer matches the policy", reserved)
+		}
+	}
+}
+
 func TestKeyPanicsOnInvalidName(t *testing.T) {
 	for i, f := range []func(){
 		func() { DescriptorKey("c", 1, "../x") },

@@ -1,6 +1,9 @@
 package artifact
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // MaxNameLen is the longest campaign, site, sweep, federation or aggregate
 // target name, in bytes.
@@ -35,6 +38,36 @@ func ValidateName(name string) error {
 	}
 	if !ok {
 		return fmt.Errorf("%q: must be 1-%d characters of A-Z a-z 0-9 . _ - starting with a letter or digit", name, MaxNameLen)
+	}
+	return nil
+}
+
+// The aggregate targets the server writes for more than one site
+// (RoundKeys.Aggregate): the global model of a method that sends every
+// site the same one, and pTopoFL's cluster models ("cluster-0", …).
+const (
+	GlobalTarget        = "global"
+	ClusterTargetPrefix = "cluster-"
+)
+
+// ValidateSiteName is ValidateName for a site, which also may not be named
+// like an aggregate the server writes for others: GlobalTarget, or
+// ClusterTargetPrefix followed by anything. Under local training a site's
+// own model is sent back as the aggregate under its name, so a site named
+// "global" or "cluster-0" would share a key with the global or a cluster
+// model, and every site may read those (SiteReadPatterns allows
+// "aggregate/cluster-*"), so such a site's model would be readable by all.
+// Case is ignored: a local stack on a case-insensitive file system stores
+// "Global.parquet" and "global.parquet" as one file.
+func ValidateSiteName(name string) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	switch lower := strings.ToLower(name); {
+	case lower == GlobalTarget:
+		return fmt.Errorf("%q: reserved for the global model (aggregate/%s.parquet); rename the site", name, GlobalTarget)
+	case strings.HasPrefix(lower, ClusterTargetPrefix):
+		return fmt.Errorf("%q: names starting with %q are reserved for pTopoFL's cluster models, which every site may read; rename the site", name, ClusterTargetPrefix)
 	}
 	return nil
 }

@@ -127,9 +127,29 @@ func (s CampaignSpec) WithDefaults() CampaignSpec {
 // Validate reports the first problem with the spec, naming the field, so
 // that a bad campaign file is rejected before anything starts: besides each
 // field on its own, it checks that rounds keep the keys in order (at most
-// artifact.MaxRound) and that the method can aggregate as few models as
-// the quorum allows (method.Hyperparameters.ValidateFederation).
+// artifact.MaxRound), that the method can aggregate as few models as the
+// quorum allows (method.Hyperparameters.ValidateFederation), that no site
+// is named like an aggregate the server writes for other sites
+// (artifact.ValidateSiteName) and that no site's descriptor_rows names a
+// row twice. Whether the rows exist only the site knows: it drops itself
+// from the round when one does not.
 func (s CampaignSpec) Validate() error {
+	if err := s.ValidateBeforeNameChecks(); err != nil {
+		return err
+	}
+	for i, site := range s.Sites {
+		if err := artifact.ValidateSiteName(site.Name); err != nil {
+			return fmt.Errorf("sites[%d].name %w", i, err)
+		}
+	}
+	return validateDistinctRows(s.DescriptorRows)
+}
+
+// ValidateBeforeNameChecks is Validate without the checks added last (site
+// names reserved for aggregates, repeated descriptor rows). Workflows
+// replaying a history begun before those checks use it, so that a
+// campaign running under the old rules replays as it ran.
+func (s CampaignSpec) ValidateBeforeNameChecks() error {
 	if err := s.LegacyValidate(); err != nil {
 		return err
 	}
@@ -216,6 +236,28 @@ func (s CampaignSpec) LegacyValidate() error {
 		}
 	}
 	return s.Hyperparameters.Validate(s.Method)
+}
+
+// validateDistinctRows reports a site whose descriptor rows name a row
+// twice: the descriptor would weigh that row double, and the site would
+// refuse the list (tda.ComputeDescriptor) only once the round runs.
+func validateDistinctRows(rows map[string][]int) error {
+	sites := make([]string, 0, len(rows))
+	//workflowcheck:ignore (the keys are sorted below)
+	for site := range rows {
+		sites = append(sites, site)
+	}
+	sort.Strings(sites)
+	for _, site := range sites {
+		first := make(map[int]int, len(rows[site]))
+		for j, r := range rows[site] {
+			if k, seen := first[r]; seen {
+				return fmt.Errorf("descriptor_rows[%q][%d] = %d: repeats descriptor_rows[%q][%d]; list each row once", site, j, r, site, k)
+			}
+			first[r] = j
+		}
+	}
+	return nil
 }
 
 // SiteNames returns the site names in spec order.

@@ -26,27 +26,30 @@ func TestCampaignSpecValidate(t *testing.T) {
 		edit  func(*CampaignSpec)
 		field string // the error must name this field
 	}{
-		{func(s *CampaignSpec) { s.Campaign = "" }, "campaign"},                                                                         // 0
-		{func(s *CampaignSpec) { s.Campaign = "a/b" }, "campaign"},                                                                      // 1
-		{func(s *CampaignSpec) { s.Method = "fedsgd" }, "method"},                                                                       // 2
-		{func(s *CampaignSpec) { s.Preset = "fast" }, "preset"},                                                                         // 3
-		{func(s *CampaignSpec) { s.Rounds = 0 }, "rounds"},                                                                              // 4
-		{func(s *CampaignSpec) { s.Sites = nil }, "sites"},                                                                              // 5
-		{func(s *CampaignSpec) { s.Sites[1].Name = "x y" }, "sites[1].name"},                                                            // 6
-		{func(s *CampaignSpec) { s.Sites[2].Name = "client0" }, "sites[2].name"},                                                        // 7
-		{func(s *CampaignSpec) { s.MinSites = 4 }, "min_sites"},                                                                         // 8
-		{func(s *CampaignSpec) { s.RoundDeadline = -time.Second }, "round_deadline"},                                                    // 9
-		{func(s *CampaignSpec) { s.Bucket = "" }, "bucket"},                                                                             // 10
-		{func(s *CampaignSpec) { s.Hyperparameters.Beta = 1.5 }, "hyperparameters.beta"},                                                // 11
-		{func(s *CampaignSpec) { s.Hyperparameters.Descriptor = "cech" }, "hyperparameters.descriptor"},                                 // 12
-		{func(s *CampaignSpec) { s.DescriptorRows = map[string][]int{"nobody": {1}} }, "descriptor_rows"},                               // 13
-		{func(s *CampaignSpec) { s.DescriptorRows = map[string][]int{"client1": {-1}} }, "descriptor_rows"},                             // 14
-		{func(s *CampaignSpec) { s.Method = learn.FedProx; s.Hyperparameters.LR = -1 }, "hyperparameters.lr"},                           // 15
-		{func(s *CampaignSpec) { s.ContinueAsNewEvery = -1 }, "continue_as_new_every"},                                                  // 16
-		{func(s *CampaignSpec) { s.Rounds = 10000 }, "rounds"},                                                                          // 17: keys round-NNNN stop sorting
-		{func(s *CampaignSpec) { s.MinSites = -1 }, "min_sites"},                                                                        // 18
-		{func(s *CampaignSpec) { s.Method = learn.Krum; s.Hyperparameters.Byzantine = 1 }, "hyperparameters.byzantine"},                 // 19: 3 sites, f = 1 needs 5
-		{func(s *CampaignSpec) { s.Method = learn.TrimmedMean; s.Hyperparameters.TrimFraction = 0.2 }, "hyperparameters.trim_fraction"}, // 20: ⌊0.2·3⌋ = 0
+		{func(s *CampaignSpec) { s.Campaign = "" }, "campaign"},                                                                                                           // 0
+		{func(s *CampaignSpec) { s.Campaign = "a/b" }, "campaign"},                                                                                                        // 1
+		{func(s *CampaignSpec) { s.Method = "fedsgd" }, "method"},                                                                                                         // 2
+		{func(s *CampaignSpec) { s.Preset = "fast" }, "preset"},                                                                                                           // 3
+		{func(s *CampaignSpec) { s.Rounds = 0 }, "rounds"},                                                                                                                // 4
+		{func(s *CampaignSpec) { s.Sites = nil }, "sites"},                                                                                                                // 5
+		{func(s *CampaignSpec) { s.Sites[1].Name = "x y" }, "sites[1].name"},                                                                                              // 6
+		{func(s *CampaignSpec) { s.Sites[2].Name = "client0" }, "sites[2].name"},                                                                                          // 7
+		{func(s *CampaignSpec) { s.MinSites = 4 }, "min_sites"},                                                                                                           // 8
+		{func(s *CampaignSpec) { s.RoundDeadline = -time.Second }, "round_deadline"},                                                                                      // 9
+		{func(s *CampaignSpec) { s.Bucket = "" }, "bucket"},                                                                                                               // 10
+		{func(s *CampaignSpec) { s.Hyperparameters.Beta = 1.5 }, "hyperparameters.beta"},                                                                                  // 11
+		{func(s *CampaignSpec) { s.Hyperparameters.Descriptor = "cech" }, "hyperparameters.descriptor"},                                                                   // 12
+		{func(s *CampaignSpec) { s.DescriptorRows = map[string][]int{"nobody": {1}} }, "descriptor_rows"},                                                                 // 13
+		{func(s *CampaignSpec) { s.DescriptorRows = map[string][]int{"client1": {-1}} }, "descriptor_rows"},                                                               // 14
+		{func(s *CampaignSpec) { s.Method = learn.FedProx; s.Hyperparameters.LR = -1 }, "hyperparameters.lr"},                                                             // 15
+		{func(s *CampaignSpec) { s.ContinueAsNewEvery = -1 }, "continue_as_new_every"},                                                                                    // 16
+		{func(s *CampaignSpec) { s.Rounds = 10000 }, "rounds"},                                                                                                            // 17: keys round-NNNN stop sorting
+		{func(s *CampaignSpec) { s.MinSites = -1 }, "min_sites"},                                                                                                          // 18
+		{func(s *CampaignSpec) { s.Method = learn.Krum; s.Hyperparameters.Byzantine = 1 }, "hyperparameters.byzantine"},                                                   // 19: 3 sites, f = 1 needs 5
+		{func(s *CampaignSpec) { s.Method = learn.TrimmedMean; s.Hyperparameters.TrimFraction = 0.2 }, "hyperparameters.trim_fraction"},                                   // 20: ⌊0.2·3⌋ = 0
+		{func(s *CampaignSpec) { s.Sites[1].Name = "global" }, `sites[1].name "global": reserved`},                                                                        // 21: the global model's aggregate key
+		{func(s *CampaignSpec) { s.Sites[2].Name = "cluster-0" }, `sites[2].name "cluster-0": names starting with "cluster-"`},                                            // 22: a cluster model's, which every site may read
+		{func(s *CampaignSpec) { s.DescriptorRows = map[string][]int{"client1": {3, 8, 3}} }, `descriptor_rows["client1"][2] = 3: repeats descriptor_rows["client1"][0]`}, // 23
 	} {
 		s := validSpec()
 		s.Sites = append([]Site(nil), s.Sites...)
@@ -59,6 +62,42 @@ func TestCampaignSpecValidate(t *testing.T) {
 		if !strings.HasPrefix(err.Error(), tc.field) {
 			t.Errorf("case %d: error %q does not start with the field %q", i, err, tc.field)
 		}
+	}
+}
+
+// TestNameChecksReplay: the checks of version 2 of the workflows' spec
+// checks (reserved site names, repeated descriptor rows) are Validate's
+// alone; ValidateBeforeNameChecks and LegacyValidate, which replay
+// histories begun before them, still accept such specs, and so do the
+// sweep's.
+func TestNameChecksReplay(t *testing.T) {
+	for i, edit := range []func(*CampaignSpec){
+		func(s *CampaignSpec) { s.Sites[0].Name = "global" },                             // 0
+		func(s *CampaignSpec) { s.Sites[0].Name = "cluster-1" },                          // 1
+		func(s *CampaignSpec) { s.DescriptorRows = map[string][]int{"client0": {2, 2}} }, // 2
+	} {
+		s := validSpec()
+		s.Sites = append([]Site(nil), s.Sites...)
+		edit(&s)
+		if s.Validate() == nil {
+			t.Errorf("%d: Validate accepted %+v", i, s)
+		}
+		if err := s.ValidateBeforeNameChecks(); err != nil {
+			t.Errorf("%d: ValidateBeforeNameChecks: %v", i, err)
+		}
+		if err := s.LegacyValidate(); err != nil {
+			t.Errorf("%d: LegacyValidate: %v", i, err)
+		}
+	}
+	sw := SweepSpec{Sweep: "grid", Rounds: 2, Seeds: []uint64{1}, Bucket: "b",
+		Methods:     []SweepMethod{{Method: learn.FedAvg, Hyperparameters: method.Defaults(method.Default)}},
+		Federations: []SweepFederation{{Name: "f", Sites: []Site{{Name: "global"}, {Name: "s1"}}}},
+	}.WithDefaults()
+	if err := sw.Validate(); err == nil || !strings.Contains(err.Error(), `sites[0].name "global": reserved`) {
+		t.Errorf("sweep Validate: %v, want the reserved name", err)
+	}
+	if err := sw.ValidateBeforeNameChecks(); err != nil {
+		t.Errorf("sweep ValidateBeforeNameChecks: %v", err)
 	}
 }
 
@@ -194,12 +233,15 @@ func TestSameCampaign(t *testing.T) {
 		change func(*CampaignSpec)
 		same   bool
 	}{
-		{func(s *CampaignSpec) { s.CodeVersion = "older-build" }, true},  // 0
-		{func(s *CampaignSpec) { s.Seed++ }, false},                      // 1
-		{func(s *CampaignSpec) { s.Hyperparameters.Beta += 0.1 }, false}, // 2
-		{func(s *CampaignSpec) { s.MinSites = 0 }, true},                 // 3: validSpec's quorum is all 3 sites, which 0 means
-		{func(s *CampaignSpec) { s.RoundDeadline = 0 }, true},            // 4: validSpec has the default deadline
-		{func(s *CampaignSpec) { s.MinSites = 2 }, false},                // 5
+		{func(s *CampaignSpec) { s.CodeVersion = "older-build" }, true},                                        // 0
+		{func(s *CampaignSpec) { s.Seed++ }, false},                                                            // 1
+		{func(s *CampaignSpec) { s.Hyperparameters.Beta += 0.1 }, false},                                       // 2
+		{func(s *CampaignSpec) { s.MinSites = 0 }, true},                                                       // 3: validSpec's quorum is all 3 sites, which 0 means
+		{func(s *CampaignSpec) { s.RoundDeadline = 0 }, true},                                                  // 4: validSpec has the default deadline
+		{func(s *CampaignSpec) { s.MinSites = 2 }, false},                                                      // 5
+		{func(s *CampaignSpec) { s.KeepSiteModels = 3 }, false},                                                // 6: the retention policy
+		{func(s *CampaignSpec) { s.Schema = &DataSchema{Kind: SchemaTable, Features: []string{"x1"}} }, false}, // 7: see campaign.SpecDiff for a schema on one side only
+		{func(s *CampaignSpec) { s.DescriptorRows = map[string][]int{"client0": {1}} }, false},                 // 8
 	} {
 		b := a
 		tc.change(&b)

@@ -240,6 +240,13 @@ func (s SweepSpec) LegacyValidate() error {
 	return s.validate(CampaignSpec.LegacyValidate)
 }
 
+// ValidateBeforeNameChecks is Validate with
+// CampaignSpec.ValidateBeforeNameChecks for the campaigns, for workflows
+// replaying a history begun before the name checks.
+func (s SweepSpec) ValidateBeforeNameChecks() error {
+	return s.validate(CampaignSpec.ValidateBeforeNameChecks)
+}
+
 func (s SweepSpec) validate(validateCampaign func(CampaignSpec) error) error {
 	// A sweep name follows artifact.ValidateName and is at most
 	// MaxSweepNameLen long, so that the shortened name of any of its

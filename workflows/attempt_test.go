@@ -6,6 +6,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/pipeline"
@@ -15,8 +16,18 @@ import (
 // environment and returns the environment (closed) and the run's error.
 func runFake(t *testing.T, fed *fakeFederation, in pipeline.CampaignWorkflowInput) (*testsuite.TestWorkflowEnvironment, pipeline.CampaignWorkflowOutput, error) {
 	t.Helper()
+	return runFakeWith(t, fed, in, nil)
+}
+
+// runFakeWith is runFake with setup, when not nil, applied to the
+// environment before the run (to mock a workflow.GetVersion, say).
+func runFakeWith(t *testing.T, fed *fakeFederation, in pipeline.CampaignWorkflowInput, setup func(*testsuite.TestWorkflowEnvironment)) (*testsuite.TestWorkflowEnvironment, pipeline.CampaignWorkflowOutput, error) {
+	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
+	if setup != nil {
+		setup(env)
+	}
 	env.RegisterWorkflow(CampaignWorkflow)
 	env.RegisterWorkflow(RoundWorkflow)
 	for name, fn := range map[string]any{
@@ -103,6 +114,32 @@ func TestAttemptResumesAfterTheLastCommittedRound(t *testing.T) {
 	}
 	if second[0].PrevManifestSHA256 != rp.State.Carry.PrevManifestSHA256 {
 		t.Errorf("attempt 2's round 2 chains to %s, want round 1's %s", second[0].PrevManifestSHA256, rp.State.Carry.PrevManifestSHA256)
+	}
+}
+
+// TestSpecChecksByVersion: a new campaign gets every spec check, a
+// repeated descriptor row or a site named like an aggregate among them; a
+// history begun at version 1 of the checks (before those two) replays
+// under its rules and runs such a spec as it ran then.
+func TestSpecChecksByVersion(t *testing.T) {
+	for i, edit := range []func(*pipeline.CampaignSpec){
+		func(s *pipeline.CampaignSpec) { s.DescriptorRows = map[string][]int{"c1": {4, 4}} }, // 0
+		func(s *pipeline.CampaignSpec) { s.Sites[2].Name = "global" },                        // 1
+	} {
+		spec := testSpec(1)
+		spec.Sites = append([]pipeline.Site(nil), spec.Sites...)
+		edit(&spec)
+		_, _, err := runFake(t, newFakeFederation(), pipeline.CampaignWorkflowInput{Spec: spec})
+		if err == nil || !strings.Contains(err.Error(), "invalid campaign spec") {
+			t.Errorf("%d: a new run: %v, want the spec refused", i, err)
+		}
+		atVersion1 := func(env *testsuite.TestWorkflowEnvironment) {
+			env.OnGetVersion(versionSpecSizeChecks, workflow.DefaultVersion, 2).Return(workflow.Version(1))
+		}
+		_, out, err := runFakeWith(t, newFakeFederation(), pipeline.CampaignWorkflowInput{Spec: spec}, atVersion1)
+		if err != nil || out.RoundsDone != 1 {
+			t.Errorf("%d: at version 1: %d rounds, error %v; want the round run", i, out.RoundsDone, err)
+		}
 	}
 }
 

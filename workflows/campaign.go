@@ -56,8 +56,11 @@ func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (
 	// replay under the rules they started with (a running campaign must
 	// not fail its own validation on upgrade); new runs get every check.
 	validate := spec.Validate
-	if workflow.GetVersion(ctx, versionSpecSizeChecks, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	switch workflow.GetVersion(ctx, versionSpecSizeChecks, workflow.DefaultVersion, 2) {
+	case workflow.DefaultVersion:
 		validate = spec.LegacyValidate
+	case 1:
+		validate = spec.ValidateBeforeNameChecks
 	}
 	if err := validate(); err != nil {
 		return pipeline.CampaignWorkflowOutput{}, temporal.NewNonRetryableApplicationError(

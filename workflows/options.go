@@ -85,9 +85,12 @@ func serverActivityOptions() workflow.ActivityOptions {
 }
 
 // versionSpecSizeChecks is the workflow.GetVersion change ID of the spec
-// checks that came with version 1: rounds at most artifact.MaxRound and the
-// method against the quorum's size (pipeline.CampaignSpec.Validate).
-// Version workflow.DefaultVersion runs pipeline.CampaignSpec.LegacyValidate.
+// checks added after the first release. Version 1 brought rounds at most
+// artifact.MaxRound and the method against the quorum's size
+// (pipeline.CampaignSpec.ValidateBeforeNameChecks); version 2 site names
+// reserved for aggregates and repeated descriptor rows (the rest of
+// pipeline.CampaignSpec.Validate). Version workflow.DefaultVersion runs
+// pipeline.CampaignSpec.LegacyValidate.
 const versionSpecSizeChecks = "spec-size-checks"
 
 // versionStopChildren is the workflow.GetVersion change ID of a sweep's
