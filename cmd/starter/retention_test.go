@@ -51,6 +51,14 @@ func TestRetentionPolicy(t *testing.T) {
 		results[c.name] = res
 		t.Logf("campaign %s ran in %v", c.name, time.Since(start))
 	}
+	// Another policy under the same name is another campaign: refused
+	// before anything starts, naming the policy, instead of running the
+	// stored spec.
+	code, stdout, stderr := runCLI("run", "--local", "--data-dir", dataDir, "--federation", fed, "--method", "scaffold",
+		"--rounds", "4", "--seed", "7", "--campaign", kept, "--keep-site-models", "3")
+	if want := "campaign " + kept + " exists with a different spec: keep_site_models 1 → 3; use --new-campaign"; code != exitInput || !strings.Contains(stderr, want) || stdout != "" {
+		t.Errorf("another policy under the same name: exit %d, stderr %q; want exit 2 saying %q", code, stderr, want)
+	}
 	// The policy changes what stays in S3, never a result.
 	if a, k := results[all], results[kept]; !slices.Equal(a.AUCCurve, k.AUCCurve) || !slices.Equal(a.AccCurve, k.AccCurve) || len(a.AUCCurve) != rounds {
 		t.Errorf("curves differ: keep all %v %v, keep 1 %v %v", a.AUCCurve, a.AccCurve, k.AUCCurve, k.AccCurve)
@@ -111,7 +119,7 @@ func TestRetentionPolicy(t *testing.T) {
 		}
 	})
 
-	code, stdout, stderr := runCLI("verify", kept, "--local", "--data-dir", dataDir)
+	code, stdout, stderr = runCLI("verify", kept, "--local", "--data-dir", dataDir)
 	wantLines := []string{
 		"9 site models of rounds 1–3 pruned by the retention policy (keep the last round); their sha256 stay in the manifests",
 		"9 control-variate updates of rounds 1–3 pruned by the retention policy (keep the last round); their sha256 stay in the manifests",
