@@ -239,3 +239,59 @@ func TestEvaluatesOwnUpdateAgreesWithLearn(t *testing.T) {
 		}
 	}
 }
+
+// TestDescriptorRowsBadSiteData: descriptor rows that do not fit a site's
+// training data (a row past its end, a row twice) fail the descriptor
+// activity with a non-retryable BadSiteData error naming the site and its
+// training file, for a tabular site and a deep one alike, so the site is
+// dropped from the round at once instead of retried until the deadline.
+func TestDescriptorRowsBadSiteData(t *testing.T) {
+	imageDir := t.TempDir()
+	const side, classes = 8, 3
+	images := func(n int) *dataset.Images {
+		im := &dataset.Images{N: n, H: side, W: side, C: 1, Classes: classes, Pixels: make([]float32, n*side*side), Labels: make([]int, n)}
+		for i := range n {
+			im.Labels[i] = i % classes
+			for p := range side * side {
+				im.Pixels[i*side*side+p] = float32((i*31+p*17)%13) / 16
+			}
+		}
+		return im
+	}
+	fed := []dataset.ImageSite{{Name: "img0", Train: images(12), Test: images(6)}}
+	if err := dataset.WriteImageFederation(imageDir, fed, dataset.ImageManifest{Generator: "test", Classes: classes}); err != nil {
+		t.Fatal(err)
+	}
+	trainImages, _ := dataset.ImageFiles("img0", dataset.TrainSplit)
+	deep := func(rows []int) pipeline.ComputeDescriptorInput {
+		c := call("rows", "img0", 1)
+		c.Method, c.Preset = learn.PTopoFL, method.DeepSmall
+		c.Hyperparameters = method.Defaults(method.DeepSmall)
+		c.Hyperparameters.Classes = classes
+		return pipeline.ComputeDescriptorInput{SiteCall: c, Rows: rows}
+	}
+	tabular := func(rows []int) pipeline.ComputeDescriptorInput {
+		return pipeline.ComputeDescriptorInput{SiteCall: call("rows", "client0", 1), Rows: rows}
+	}
+	for i, tc := range []struct {
+		site, dir string
+		in        pipeline.ComputeDescriptorInput
+		file      string // the file the error names
+		msg       string
+	}{
+		{"client0", golden, tabular([]int{0, 130}), "client0_train.csv", "Rows[1] = 130 is out of range [0, 130)"}, // 0: 130 training rows
+		{"client0", golden, tabular([]int{4, 9, 4}), "client0_train.csv", "Rows[2] = 4 is repeated"},
+		{"img0", imageDir, deep([]int{0, 12}), trainImages, "rows[1] = 12 is out of range [0, 12)"}, // 2: 12 training images
+		{"img0", imageDir, deep([]int{4, 9, 4}), trainImages, "rows[2] = 4 is repeated"},
+	} {
+		var s testsuite.WorkflowTestSuite
+		env := s.NewTestActivityEnvironment()
+		activities.NewSite(tc.site, tc.dir, testStore, dataset.SiteOptions{}).Register(env)
+		_, err := env.ExecuteActivity(pipeline.ActivityComputeDescriptor, tc.in)
+		var ae *temporal.ApplicationError
+		if !errors.As(err, &ae) || ae.Type() != pipeline.ErrTypeBadSiteData || !ae.NonRetryable() ||
+			!strings.Contains(ae.Error(), "site "+tc.site+": ") || !strings.Contains(ae.Error(), tc.file+": descriptor: ") || !strings.Contains(ae.Error(), tc.msg) {
+			t.Errorf("%d: %v; want a non-retryable %s error naming site %s, %s and %q", i, err, pipeline.ErrTypeBadSiteData, tc.site, tc.file, tc.msg)
+		}
+	}
+}

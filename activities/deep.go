@@ -124,8 +124,15 @@ func deepConfig(call pipeline.SiteCall) (cfg method.Config, deep bool, err error
 // problem with them is a non-retryable BadSiteData error naming the site
 // and the file.
 func (s *Site) deepSite(call pipeline.SiteCall, cfg method.Config) (method.DeepSite, error) {
+	p, _, err := s.deepSiteFiles(call, cfg)
+	return p, err
+}
+
+// deepSiteFiles is deepSite that also returns the file of the training
+// images, for errors about them.
+func (s *Site) deepSiteFiles(call pipeline.SiteCall, cfg method.Config) (method.DeepSite, string, error) {
 	if call.Site != s.name {
-		return method.DeepSite{}, temporal.NewNonRetryableApplicationError(
+		return method.DeepSite{}, "", temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("site %s: asked to run for site %q; check the task queue routing", s.name, call.Site),
 			"WrongSite", nil)
 	}
@@ -133,18 +140,18 @@ func (s *Site) deepSite(call pipeline.SiteCall, cfg method.Config) (method.DeepS
 	if err != nil {
 		var de *dataset.SiteDataError
 		if errors.As(err, &de) {
-			return method.DeepSite{}, pipeline.NewBadSiteDataError(de.Site, de.File, de.Line, "%s", de.Msg)
+			return method.DeepSite{}, "", pipeline.NewBadSiteDataError(de.Site, de.File, de.Line, "%s", de.Msg)
 		}
-		return method.DeepSite{}, err
+		return method.DeepSite{}, "", err
 	}
 	shape := nn.Shape{H: d.Train.H, W: d.Train.W, C: d.Train.C}
 	p, err := method.PrepareDeepSite(s.name, cfg, shape,
 		nn.Data{N: d.Train.N, X: d.Train.Pixels, Labels: d.Train.Labels},
 		nn.Data{N: d.Test.N, X: d.Test.Pixels, Labels: d.Test.Labels})
 	if err != nil {
-		return method.DeepSite{}, pipeline.NewBadSiteDataError(s.name, d.Files[0], 0, "%v", err)
+		return method.DeepSite{}, "", pipeline.NewBadSiteDataError(s.name, d.Files[0], 0, "%v", err)
 	}
-	return p, nil
+	return p, d.Files[0], nil
 }
 
 // deepInitSeed seeds a deep campaign's initial model. It depends on the
@@ -172,7 +179,7 @@ func toLearnState(st nn.SiteState) learn.SiteState {
 // descriptor of the penultimate activations of n_sub training images under
 // the model the site holds (in.Model, or the initial model in round 1).
 func (s *Site) computeDeepDescriptor(ctx context.Context, in pipeline.ComputeDescriptorInput, cfg method.Config) (pipeline.ComputeDescriptorOutput, error) {
-	p, err := s.deepSite(in.SiteCall, cfg)
+	p, trainFile, err := s.deepSiteFiles(in.SiteCall, cfg)
 	if err != nil {
 		return pipeline.ComputeDescriptorOutput{}, err
 	}
@@ -200,6 +207,13 @@ func (s *Site) computeDeepDescriptor(ctx context.Context, in pipeline.ComputeDes
 			return method.DeepDescriptor(net, params, p.Train, cfg, descriptorSeed(in.SiteCall), rows)
 		})
 	})
+	var rowsErr *method.RowsError
+	if errors.As(err, &rowsErr) {
+		// The spec's descriptor_rows do not fit this site's images:
+		// retrying cannot help, so the site drops itself from the round
+		// at once, as a tabular site does (ComputeDescriptor).
+		return pipeline.ComputeDescriptorOutput{}, pipeline.NewBadSiteDataError(s.name, trainFile, 0, "%v", err)
+	}
 	if err != nil {
 		return pipeline.ComputeDescriptorOutput{}, wrap(err)
 	}

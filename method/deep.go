@@ -101,25 +101,55 @@ func DescriptorRows(n, nSub int, seed uint64) []int {
 	return perm[:nSub]
 }
 
+// RowsError is a DeepDescriptor error in the rows it was given (a
+// campaign's descriptor_rows): a row outside the site's training images,
+// or a row given twice. Whether the rows fit only the site can tell, so
+// the site activity reports it as a problem with the site's data, as it
+// does tda.ComputeDescriptor's for a tabular site.
+type RowsError struct {
+	Msg string
+}
+
+func (e *RowsError) Error() string { return e.Msg }
+
+// checkRows reports, as a *RowsError, an empty rows or a row outside
+// [0, n) or repeated, in the words of tda.ComputeDescriptor's check.
+func checkRows(rows []int, n int) error {
+	if len(rows) == 0 {
+		return &RowsError{Msg: "rows is empty; pass nil to subsample"}
+	}
+	seen := make([]bool, n)
+	for k, r := range rows {
+		if r < 0 || r >= n {
+			return &RowsError{Msg: fmt.Sprintf("rows[%d] = %d is out of range [0, %d)", k, r, n)}
+		}
+		if seen[r] {
+			return &RowsError{Msg: fmt.Sprintf("rows[%d] = %d is repeated", k, r)}
+		}
+		seen[r] = true
+	}
+	return nil
+}
+
 // DeepDescriptor computes pTopoFL's descriptor of a deep site (the paper's
 // deep variant): the flattened penultimate-layer activations, under the
 // model params the site currently holds, of cfg.NSub of its training
 // images (DescriptorRows with seed, or the given rows), as a point cloud,
 // summarised by tda.ComputeDescriptor with cfg's variant. net must have
-// cfg's architecture; its parameters are overwritten.
+// cfg's architecture; its parameters are overwritten. Given rows outside
+// the training images or repeated are a *RowsError.
 func DeepDescriptor(net *nn.Network, params []float32, train nn.Data, cfg Config, seed uint64, rows []int) (tda.Descriptor, error) {
 	if len(params) != net.NumParams() {
 		return tda.Descriptor{}, fmt.Errorf("descriptor: model has %d parameters, network %d", len(params), net.NumParams())
 	}
 	if rows == nil {
 		rows = DescriptorRows(train.N, cfg.NSub, seed)
+	} else if err := checkRows(rows, train.N); err != nil {
+		return tda.Descriptor{}, fmt.Errorf("descriptor: %w", err)
 	}
 	size := net.InputSize()
 	sub := nn.Data{N: len(rows), X: make([]float32, len(rows)*size)}
 	for k, i := range rows {
-		if i < 0 || i >= train.N {
-			return tda.Descriptor{}, fmt.Errorf("descriptor: row %d out of range [0, %d)", i, train.N)
-		}
 		copy(sub.X[k*size:(k+1)*size], train.X[i*size:(i+1)*size])
 	}
 	copy(net.Params(), params)

@@ -1,8 +1,10 @@
 package method
 
 import (
+	"errors"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/ptopofl/ptopofl/learn"
@@ -92,6 +94,42 @@ func TestDeepDescriptor(t *testing.T) {
 	}
 	if _, err := DeepDescriptor(net, params[:10], d, cfg, 9, nil); err == nil {
 		t.Error("a model of the wrong length gave no error")
+	}
+}
+
+// TestDeepDescriptorRows: given rows are used when they are distinct rows
+// of the training images, and are otherwise a *RowsError (which the site
+// activity reports as bad site data instead of retrying), worded as
+// tda.ComputeDescriptor words the same check for a tabular site.
+func TestDeepDescriptorRows(t *testing.T) {
+	cfg, net, d := deepFixture(t) // 40 images
+	params := append([]float32(nil), net.Params()...)
+	for i, tc := range []struct {
+		rows []int
+		want string // the error; "" for none
+	}{
+		{[]int{0, 5, 9, 13, 17, 21, 25, 29, 33, 39}, ""},                      // 0
+		{[]int{0, 5, 40}, "descriptor: rows[2] = 40 is out of range [0, 40)"}, // 1: one past the last image
+		{[]int{3, -1}, "descriptor: rows[1] = -1 is out of range [0, 40)"},    // 2
+		{[]int{3, 7, 3}, "descriptor: rows[2] = 3 is repeated"},               // 3
+		{[]int{}, "descriptor: rows is empty; pass nil to subsample"},         // 4
+	} {
+		_, err := DeepDescriptor(net, params, d, cfg, 9, tc.rows)
+		var re *RowsError
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%d: %v", i, err)
+		case tc.want != "" && (err == nil || err.Error() != tc.want || !errors.As(err, &re)):
+			t.Errorf("%d: error %v (a *RowsError: %v), want %q", i, err, errors.As(err, &re), tc.want)
+		}
+	}
+	// The tabular check, for the wording.
+	x := make([][]float64, 40)
+	for r := range x {
+		x[r] = []float64{float64(r), float64(r % 3)}
+	}
+	if _, err := tda.ComputeDescriptor(x, tda.DescriptorOptions{Rows: []int{3, 7, 3}}); err == nil || !strings.HasSuffix(err.Error(), "descriptor: Rows[2] = 3 is repeated") {
+		t.Errorf("tda: %v", err)
 	}
 }
 
