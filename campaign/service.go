@@ -8,6 +8,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/ptopofl/ptopofl/artifact"
@@ -44,10 +45,15 @@ func New(c client.Client, st *store.Store) *Service {
 // QueryStatus asks a running campaign for its status, bounded so that a
 // campaign with no server worker polling does not hang the caller.
 func (s *Service) QueryStatus(ctx context.Context, campaign string) (pipeline.CampaignStatus, error) {
+	return s.queryStatus(ctx, campaign)
+}
+
+// queryStatus is QueryStatus of the campaign workflow with ID workflowID.
+func (s *Service) queryStatus(ctx context.Context, workflowID string) (pipeline.CampaignStatus, error) {
 	var st pipeline.CampaignStatus
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	v, err := s.Client.QueryWorkflow(qctx, campaign, "", pipeline.QueryStatus)
+	v, err := s.Client.QueryWorkflow(qctx, workflowID, "", pipeline.QueryStatus)
 	if err != nil {
 		return st, err
 	}
@@ -58,13 +64,20 @@ func (s *Service) QueryStatus(ctx context.Context, campaign string) (pipeline.Ca
 // campaign answers the status query; a closed one is described from its
 // result, so Status works even when no worker is polling.
 func (s *Service) Status(ctx context.Context, campaign string) (pipeline.CampaignStatus, error) {
-	desc, err := s.Client.DescribeWorkflowExecution(ctx, campaign, "")
+	return s.workflowStatus(ctx, campaign, campaign)
+}
+
+// workflowStatus is Status of campaign run by the workflow with ID
+// workflowID: the campaign's name for `starter run`, another for a
+// sweep's campaign (pipeline.SweepCampaignWorkflowID).
+func (s *Service) workflowStatus(ctx context.Context, campaign, workflowID string) (pipeline.CampaignStatus, error) {
+	desc, err := s.Client.DescribeWorkflowExecution(ctx, workflowID, "")
 	if err != nil {
 		return pipeline.CampaignStatus{}, fmt.Errorf("campaign %s: %w", campaign, err)
 	}
 	info := desc.GetWorkflowExecutionInfo()
 	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		st, err := s.QueryStatus(ctx, campaign)
+		st, err := s.queryStatus(ctx, workflowID)
 		if err != nil {
 			return pipeline.CampaignStatus{Campaign: campaign, State: pipeline.StateRunning},
 				fmt.Errorf("campaign %s is running but did not answer the status query (is a server worker polling %s?): %w", campaign, pipeline.ServerTaskQueue, err)
@@ -73,7 +86,7 @@ func (s *Service) Status(ctx context.Context, campaign string) (pipeline.Campaig
 	}
 	st := pipeline.CampaignStatus{Campaign: campaign}
 	var out pipeline.CampaignWorkflowOutput
-	err = s.Client.GetWorkflow(ctx, campaign, "").Get(ctx, &out)
+	err = s.Client.GetWorkflow(ctx, workflowID, "").Get(ctx, &out)
 	if err != nil {
 		st.State = pipeline.StateFailed
 		st.FailureReason = pipeline.DescribeFailure(campaign, err).Reason()
@@ -153,8 +166,9 @@ func RejectionReason(err error) string {
 // Verify re-hashes every artifact the campaign's manifests list and checks
 // the chain of manifest hashes (DESIGN §4); the last manifest, which no
 // later one protects, is compared with the one Temporal recorded when
-// Temporal still has the campaign (otherwise the report's TipSkipped, and
-// its Summary, say why it was not). parallel objects are fetched at once.
+// Temporal still has the campaign's workflow, its own or, for a campaign a
+// sweep ran, the sweep's child (otherwise the report's TipSkipped, and its
+// Summary, say why it was not). parallel objects are fetched at once.
 // The error is for S3 failing; everything wrong with the record is in the
 // report's Problems.
 func (s *Service) Verify(ctx context.Context, campaign string, parallel int) (VerifyReport, error) {
@@ -163,8 +177,53 @@ func (s *Service) Verify(ctx context.Context, campaign string, parallel int) (Ve
 		return rep, err
 	}
 	st, err := s.Status(ctx, campaign)
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		// A sweep's campaign runs under the sweep's workflow ID, not under
+		// its name.
+		switch id, ok, serr := s.sweepWorkflowID(ctx, campaign); {
+		case serr != nil:
+			err = fmt.Errorf("%w; looking for a sweep that ran it: %w", err, serr)
+		case ok:
+			st, err = s.workflowStatus(ctx, campaign, id)
+		}
+	}
 	CheckTipStatus(&rep, st, err)
 	return rep, nil
+}
+
+// sweepWorkflowID returns the workflow ID under which a sweep ran campaign
+// (pipeline.SweepCampaignWorkflowID), and false when no sweep recorded in
+// the bucket has it. A sweep's campaigns are named "<sweep>-…", the whole
+// sweep name first (pipeline.SweepSpec.Campaigns), so the sweeps that may
+// hold campaign are those named like a part of its name that ends before
+// a "-": each of those whose spec is stored (sweeps/<sweep>/spec.json) is
+// expanded, as its workflow expanded it, and searched for campaign.
+func (s *Service) sweepWorkflowID(ctx context.Context, campaign string) (string, bool, error) {
+	for i := 1; i < len(campaign) && i <= pipeline.MaxSweepNameLen; i++ {
+		sweep := campaign[:i]
+		if campaign[i] != '-' || artifact.ValidateName(sweep) != nil {
+			continue
+		}
+		var spec pipeline.SweepSpec
+		_, err := s.Store.GetJSONKey(ctx, artifact.SweepSpecKey(sweep), &spec)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return "", false, fmt.Errorf("read sweep %s: %w", sweep, err)
+		}
+		campaigns, err := spec.Campaigns()
+		if err != nil {
+			return "", false, fmt.Errorf("sweep %s: %w", sweep, err)
+		}
+		for _, c := range campaigns {
+			if c.Spec.Campaign == campaign {
+				return c.WorkflowID, true, nil
+			}
+		}
+	}
+	return "", false, nil
 }
 
 // History reads the per-round rows of a campaign from its manifests in S3

@@ -149,6 +149,15 @@ concurrency: 2
 	if _, err := e.svc.Store.GetJSONKey(ctx, artifact.SpecKey(rows[0].Campaign), &spec); err != nil || spec.Hyperparameters.NSub != 20 {
 		t.Errorf("spec.json of %s: %v %+v", rows[0].Campaign, err, spec.Hyperparameters)
 	}
+	// And verified like one: the last manifest against the one Temporal
+	// recorded, which the sweep's child workflow holds ("<sweep>/<campaign>",
+	// not the campaign's name).
+	for _, r := range []store.SweepResultRow{rows[0], rows[3]} {
+		rep, err := e.svc.Verify(ctx, r.Campaign, 4)
+		if err != nil || !rep.OK || !rep.TipChecked || rep.TipSkipped != "" || rep.Tip != r.LastManifestSHA256 {
+			t.Errorf("verify %s: %+v, %v; want ok with the tip %s checked against Temporal", r.Campaign, rep, err, r.LastManifestSHA256)
+		}
+	}
 }
 
 func TestSweepFileErrors(t *testing.T) {
