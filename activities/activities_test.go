@@ -214,6 +214,10 @@ func TestTrainLocalScoresOwnUpdate(t *testing.T) {
 	if err := v.Get(&ev); err != nil {
 		t.Fatal(err)
 	}
+	if ev.StoreSeconds <= 0 || tr.StoreSeconds <= 0 {
+		t.Errorf("store seconds %v (training) and %v (evaluation): want both positive (the activities read and write S3)", tr.StoreSeconds, ev.StoreSeconds)
+	}
+	ev.Spent = pipeline.Spent{} // the scores must agree, not the time they took
 	if *tr.Evaluation != ev {
 		t.Errorf("scored in training %+v, by the evaluation activity %+v", *tr.Evaluation, ev)
 	}

@@ -42,9 +42,9 @@ func (s *Server) WithCodeVersion(v string) *Server {
 func (s *Server) Register(r interface {
 	RegisterActivityWithOptions(any, activity.RegisterOptions)
 }) {
-	r.RegisterActivityWithOptions(s.ClusterSites, activity.RegisterOptions{Name: pipeline.ActivityClusterSites})
-	r.RegisterActivityWithOptions(s.Aggregate, activity.RegisterOptions{Name: pipeline.ActivityAggregate})
-	r.RegisterActivityWithOptions(s.CommitRound, activity.RegisterOptions{Name: pipeline.ActivityCommitRound})
+	r.RegisterActivityWithOptions(timedActivity(s.ClusterSites), activity.RegisterOptions{Name: pipeline.ActivityClusterSites})
+	r.RegisterActivityWithOptions(timedActivity(s.Aggregate), activity.RegisterOptions{Name: pipeline.ActivityAggregate})
+	r.RegisterActivityWithOptions(timedActivity(s.CommitRound), activity.RegisterOptions{Name: pipeline.ActivityCommitRound})
 	r.RegisterActivityWithOptions(s.PruneRound, activity.RegisterOptions{Name: pipeline.ActivityPruneRound})
 	r.RegisterActivityWithOptions(s.RecordSweep, activity.RegisterOptions{Name: pipeline.ActivityRecordSweep})
 	r.RegisterActivityWithOptions(s.BuildSweepResults, activity.RegisterOptions{Name: pipeline.ActivityBuildSweepResults})

@@ -49,9 +49,25 @@ func (s *Site) Name() string { return s.name }
 func (s *Site) Register(r interface {
 	RegisterActivityWithOptions(any, activity.RegisterOptions)
 }) {
-	r.RegisterActivityWithOptions(s.ComputeDescriptor, activity.RegisterOptions{Name: pipeline.ActivityComputeDescriptor})
-	r.RegisterActivityWithOptions(s.TrainLocal, activity.RegisterOptions{Name: pipeline.ActivityTrainLocal})
-	r.RegisterActivityWithOptions(s.Evaluate, activity.RegisterOptions{Name: pipeline.ActivityEvaluate})
+	r.RegisterActivityWithOptions(timedActivity(s.ComputeDescriptor), activity.RegisterOptions{Name: pipeline.ActivityComputeDescriptor})
+	r.RegisterActivityWithOptions(timedActivity(s.TrainLocal), activity.RegisterOptions{Name: pipeline.ActivityTrainLocal})
+	r.RegisterActivityWithOptions(timedActivity(s.Evaluate), activity.RegisterOptions{Name: pipeline.ActivityEvaluate})
+}
+
+// timedActivity wraps an activity so that its output records the wall time
+// it spent in the store (pipeline.Spent, counted by a store.Timer), which
+// `starter timings` reads from the history to tell storage from
+// computation.
+func timedActivity[I, O any, P interface {
+	*O
+	Spend(float64)
+}](f func(context.Context, I) (O, error)) func(context.Context, I) (O, error) {
+	return func(ctx context.Context, in I) (O, error) {
+		ctx, t := store.WithTimer(ctx)
+		out, err := f(ctx, in)
+		P(&out).Spend(t.Seconds())
+		return out, err
+	}
 }
 
 // load reads and validates the site's data (from the cache while its files

@@ -10,6 +10,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/pipeline"
@@ -35,6 +36,10 @@ type Service struct {
 	// which may touch only that site's artifacts; nil means they share
 	// Store.
 	SiteStores func(ctx context.Context, sites []string) (map[string]*store.Store, error)
+	// Converter reads payloads from histories (Timings); nil is the SDK's
+	// default. A client sealing payloads (internal/payloadcodec) needs its
+	// own converter here.
+	Converter converter.DataConverter
 }
 
 // New returns a Service over c and st; closing them stays the caller's.

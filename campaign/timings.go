@@ -6,8 +6,10 @@ import (
 	"slices"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/ptopofl/ptopofl/pipeline"
 )
@@ -31,6 +33,40 @@ type RoundTiming struct {
 	// CommitRound, PruneRound: the history records them as markers without
 	// their start, so their time is not told apart here).
 	OrchestrationSeconds float64 `json:"orchestration_seconds"`
+	// StoreShare maps a site activity type to the share of its
+	// activities' summed execution time that they reported spending in the
+	// store (pipeline.Spent: S3 requests, parquet encoding and decoding).
+	StoreShare map[string]float64 `json:"store_share,omitempty"`
+	// ServerStoreSeconds is the time the server's local activities
+	// (ClusterSites, Aggregate, CommitRound) reported spending in the
+	// store; it lies inside OrchestrationSeconds.
+	ServerStoreSeconds float64 `json:"server_store_seconds"`
+	// StoreUnknown counts the activities whose result could not be read
+	// (encrypted with a key this process lacks, or from a version that did
+	// not record it): their store time counts as zero.
+	StoreUnknown int `json:"store_unknown,omitempty"`
+}
+
+// Split divides the round's wall time into training (TrainLocal),
+// descriptors (ComputeDescriptor), evaluation (Evaluate), storage and
+// orchestration, in seconds, summing to WallSeconds. Storage is each site
+// activity type's time × its StoreShare plus ServerStoreSeconds; the
+// storage part of a site activity type is taken out of that type's time
+// and the server's out of orchestration, which keeps the rest: workflow
+// tasks, scheduling, queue waits and the server's computation.
+func (t RoundTiming) Split() (training, descriptors, evaluation, storage, orchestration float64) {
+	part := func(typ string) float64 {
+		sec := t.ActivitySeconds[typ]
+		st := sec * t.StoreShare[typ]
+		storage += st
+		return sec - st
+	}
+	training = part(pipeline.ActivityTrainLocal)
+	descriptors = part(pipeline.ActivityComputeDescriptor)
+	evaluation = part(pipeline.ActivityEvaluate)
+	storage += t.ServerStoreSeconds
+	orchestration = t.OrchestrationSeconds - t.ServerStoreSeconds
+	return training, descriptors, evaluation, storage, orchestration
 }
 
 // Timings reads the histories of the campaign's first-attempt rounds 1 to
@@ -48,7 +84,7 @@ func (s *Service) Timings(ctx context.Context, campaign string, rounds int) ([]R
 			}
 			events = append(events, ev)
 		}
-		t, err := RoundTimingOf(events)
+		t, err := RoundTimingOf(events, s.converter())
 		if err != nil {
 			return nil, fmt.Errorf("timings: %s: %w", id, err)
 		}
@@ -60,14 +96,26 @@ func (s *Service) Timings(ctx context.Context, campaign string, rounds int) ([]R
 
 // RoundTimingOf computes a round's timing from its workflow history events
 // (Round left zero): the activities' execution intervals come from their
-// started and closed events, matched by scheduled event ID.
-func RoundTimingOf(events []*historypb.HistoryEvent) (RoundTiming, error) {
+// started and closed events, matched by scheduled event ID, and their
+// store time from their results (and the server's local activities'
+// markers), read with dc.
+func RoundTimingOf(events []*historypb.HistoryEvent, dc converter.DataConverter) (RoundTiming, error) {
 	var first, last time.Time
 	completed := false
 	types := map[int64]string{}          // scheduled event ID → activity type
 	starts := map[int64]time.Time{}      // scheduled event ID → start
 	spans := map[string][][2]time.Time{} // activity type → execution intervals
 	var all [][2]time.Time
+	busy, inStore := map[string]float64{}, map[string]float64{} // activity type → summed seconds
+	var serverStore float64
+	unknown := 0
+	spent := func(p *commonpb.Payloads) (float64, bool) {
+		var sp pipeline.Spent
+		if p == nil || dc.FromPayloads(p, &sp) != nil {
+			return 0, false
+		}
+		return sp.StoreSeconds, true
+	}
 	for _, ev := range events {
 		at := ev.GetEventTime().AsTime()
 		switch ev.GetEventType() {
@@ -89,6 +137,26 @@ func RoundTimingOf(events []*historypb.HistoryEvent) (RoundTiming, error) {
 			iv := [2]time.Time{st, at}
 			spans[types[id]] = append(spans[types[id]], iv)
 			all = append(all, iv)
+			busy[types[id]] += at.Sub(st).Seconds()
+			if ev.GetEventType() == enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED {
+				sec, ok := spent(ev.GetActivityTaskCompletedEventAttributes().GetResult())
+				if !ok {
+					unknown++
+				}
+				inStore[types[id]] += sec
+			}
+		case enumspb.EVENT_TYPE_MARKER_RECORDED:
+			// A local activity's marker: the SDK's "data" (its type) and
+			// "result" payloads.
+			m := ev.GetMarkerRecordedEventAttributes()
+			if m.GetMarkerName() != "LocalActivity" || m.GetFailure() != nil {
+				continue
+			}
+			if sec, ok := spent(m.GetDetails()["result"]); ok {
+				serverStore += sec
+			} else {
+				unknown++
+			}
 		}
 	}
 	if first.IsZero() || !completed {
@@ -99,7 +167,22 @@ func RoundTimingOf(events []*historypb.HistoryEvent) (RoundTiming, error) {
 		t.ActivitySeconds[typ] = unionSeconds(ivs)
 	}
 	t.OrchestrationSeconds = t.WallSeconds - unionSeconds(all)
+	t.StoreShare = map[string]float64{}
+	for typ, b := range busy {
+		if b > 0 {
+			t.StoreShare[typ] = min(inStore[typ]/b, 1)
+		}
+	}
+	t.ServerStoreSeconds, t.StoreUnknown = min(serverStore, t.OrchestrationSeconds), unknown
 	return t, nil
+}
+
+// converter is the data converter the service's histories are read with.
+func (s *Service) converter() converter.DataConverter {
+	if s.Converter != nil {
+		return s.Converter
+	}
+	return converter.GetDefaultDataConverter()
 }
 
 func closedScheduledID(ev *historypb.HistoryEvent) int64 {

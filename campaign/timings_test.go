@@ -8,7 +8,10 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/ptopofl/ptopofl/pipeline"
 )
 
 // TestRoundTimingOf checks the split of a synthetic round history: the
@@ -16,7 +19,8 @@ import (
 // [1, 4] and [2, 6] (union 5 s), Aggregate over [6.5, 7], CommitRound over
 // [8, 8.5]; so 6 s of activity and 4 s of orchestration (10 − 6). An
 // activity closed without a start (a schedule-to-start timeout) counts
-// nowhere.
+// nowhere. The TrainLocal results and a local activity's marker say how
+// long they spent in the store, which Split moves into storage.
 func TestRoundTimingOf(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(s float64) *timestamppb.Timestamp {
@@ -30,6 +34,15 @@ func TestRoundTimingOf(t *testing.T) {
 		}
 		evs = append(evs, ev)
 	}
+	dc := converter.GetDefaultDataConverter()
+	result := func(storeSeconds float64) *commonpb.Payloads {
+		p, err := dc.ToPayloads(pipeline.TrainLocalOutput{NumTrain: 5, Spent: pipeline.Spent{StoreSeconds: storeSeconds}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	store := map[int64]float64{10: 0.5, 20: 1.5} // scheduled event ID → seconds in the store
 	activity := func(sched int64, name string, s0, s1 float64, started bool) {
 		add(sched, enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, s0-0.1, func(e *historypb.HistoryEvent) {
 			e.Attributes = &historypb.HistoryEvent_ActivityTaskScheduledEventAttributes{ActivityTaskScheduledEventAttributes: &historypb.ActivityTaskScheduledEventAttributes{ActivityType: &commonpb.ActivityType{Name: name}}}
@@ -39,7 +52,7 @@ func TestRoundTimingOf(t *testing.T) {
 				e.Attributes = &historypb.HistoryEvent_ActivityTaskStartedEventAttributes{ActivityTaskStartedEventAttributes: &historypb.ActivityTaskStartedEventAttributes{ScheduledEventId: sched}}
 			})
 			add(sched+2, enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, s1, func(e *historypb.HistoryEvent) {
-				e.Attributes = &historypb.HistoryEvent_ActivityTaskCompletedEventAttributes{ActivityTaskCompletedEventAttributes: &historypb.ActivityTaskCompletedEventAttributes{ScheduledEventId: sched}}
+				e.Attributes = &historypb.HistoryEvent_ActivityTaskCompletedEventAttributes{ActivityTaskCompletedEventAttributes: &historypb.ActivityTaskCompletedEventAttributes{ScheduledEventId: sched, Result: result(store[sched])}}
 			})
 			return
 		}
@@ -53,9 +66,14 @@ func TestRoundTimingOf(t *testing.T) {
 	activity(30, "Evaluate", 3, 9, false)
 	activity(40, "Aggregate", 6.5, 7, true)
 	activity(50, "CommitRound", 8, 8.5, true)
+	// A server local activity's marker, 0.25 s in the store.
+	add(55, enumspb.EVENT_TYPE_MARKER_RECORDED, 9, func(e *historypb.HistoryEvent) {
+		e.Attributes = &historypb.HistoryEvent_MarkerRecordedEventAttributes{MarkerRecordedEventAttributes: &historypb.MarkerRecordedEventAttributes{
+			MarkerName: "LocalActivity", Details: map[string]*commonpb.Payloads{"result": result(0.25)}}}
+	})
 	add(60, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, 10, nil)
 
-	got, err := RoundTimingOf(evs)
+	got, err := RoundTimingOf(evs, dc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,13 +87,28 @@ func TestRoundTimingOf(t *testing.T) {
 		{"CommitRound", got.ActivitySeconds["CommitRound"], 0.5},
 		{"Evaluate", got.ActivitySeconds["Evaluate"], 0},
 		{"orchestration", got.OrchestrationSeconds, 4},
+		// TrainLocal: 0.5 + 1.5 s in the store of 3 + 4 s executing.
+		{"TrainLocal store share", got.StoreShare["TrainLocal"], 2.0 / 7},
+		{"server store", got.ServerStoreSeconds, 0.25},
 	}
+	tr, _, ev, st, or := got.Split()
+	cases = append(cases, []struct {
+		name      string
+		got, want float64
+	}{
+		{"split training", tr, 5 - 5*2.0/7},
+		{"split evaluation", ev, 0},
+		// TrainLocal's 5 s × 2/7, the server's 0.25 s; Aggregate and
+		// CommitRound ran here as regular activities and reported none.
+		{"split storage", st, 5*2.0/7 + 0.25},
+		{"split orchestration", or, 4 - 0.25},
+	}...)
 	for i, c := range cases {
 		if math.Abs(c.got-c.want) > 1e-9 {
 			t.Errorf("case %d (%s): %v s, want %v", i, c.name, c.got, c.want)
 		}
 	}
-	if _, err := RoundTimingOf(evs[:len(evs)-1]); err == nil {
+	if _, err := RoundTimingOf(evs[:len(evs)-1], converter.GetDefaultDataConverter()); err == nil {
 		t.Error("a round without its completion event: no error")
 	}
 }

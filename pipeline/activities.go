@@ -80,7 +80,20 @@ type ComputeDescriptorInput struct {
 type ComputeDescriptorOutput struct {
 	Descriptor ArtifactRef `json:"descriptor"`
 	NumTrain   int         `json:"n_train"`
+	Spent
 }
+
+// Spent is the wall time an activity spent in the store (S3 requests and
+// parquet decoding and encoding, store.Timer), part of every activity's
+// output so that `starter timings` can tell storage from computation in
+// the history. Workflows never read it: it differs between two runs of the
+// same activity and must shape no manifest.
+type Spent struct {
+	StoreSeconds float64 `json:"store_seconds,omitempty"`
+}
+
+// Spend records seconds spent in the store.
+func (s *Spent) Spend(seconds float64) { s.StoreSeconds = seconds }
 
 // TrainLocalInput asks a site to train its local model for one round. Runs
 // on SiteTaskQueue(Site) as ActivityTrainLocal; it must heartbeat at least
@@ -123,6 +136,7 @@ type TrainLocalOutput struct {
 	// accuracy that PyTorch federated-learning loops commonly report
 	// (issue 13's anchor). Deep sites fill it; tabular sites leave it nil.
 	UpdateEvaluation *EvaluateOutput `json:"update_evaluation,omitempty"`
+	Spent
 }
 
 // EvaluateInput asks a site to score the model it holds after this round's
@@ -139,6 +153,7 @@ type EvaluateOutput struct {
 	AUC      float64 `json:"auc"`
 	Accuracy float64 `json:"accuracy"`
 	NumTest  int     `json:"n_test"`
+	Spent
 }
 
 // ClusterSitesInput asks the server to cluster sites by descriptor, score
@@ -164,6 +179,7 @@ type ClusterSitesOutput struct {
 	// RecheckDescriptors asks the next round to recompute every site's
 	// descriptor (the drift check saw something it wants to confirm).
 	RecheckDescriptors bool `json:"recheck_descriptors"`
+	Spent
 }
 
 // SiteUpdate is one site's contribution to an aggregation.
@@ -200,6 +216,7 @@ type AggregateOutput struct {
 	// order: FoolsGold's weights, norm clipping's clip factors, Krum's 1 for
 	// the chosen site and 0 for the others.
 	SiteWeights []SiteWeight `json:"site_weights,omitempty"`
+	Spent
 }
 
 // CommitRoundInput asks the server to write the round's manifest to
@@ -214,6 +231,7 @@ type CommitRoundInput struct {
 // CommitRoundOutput: Manifest.SHA256 becomes the next round's PrevManifestSHA256.
 type CommitRoundOutput struct {
 	Manifest ArtifactRef `json:"manifest"`
+	Spent
 }
 
 // PruneRoundInput asks the server to delete the site uploads that Pruning

@@ -11,14 +11,19 @@
 #     the AUC of each row beside the authors' value.
 #  3. A 200-round campaign completes inside Temporal's history limits
 #     (continue-as-new), checked from the visibility store.
-#  4. The deep row: a deep-small FedAvg campaign on Fashion-MNIST (gendata
-#     fashion-mnist, α 0.5, 10 sites, seed 1), DEEP_ROUNDS rounds, its
-#     rounds split by `starter timings` (site activities TrainLocal and
-#     Evaluate, their S3 reads and writes included; the rest:
-#     orchestration and the server's local activities), its peak RSS, and
-#     the PyTorch anchor's seconds per round on the same federation when
-#     Debian's python3-torch is installed (`make bench-deep-anchor`
-#     installs it). Skipped when Debian's dataset-fashion-mnist is not
+#  4. The deep rows: deep-small FedAvg, and pTopoFL with descriptors every
+#     round, on Fashion-MNIST (gendata fashion-mnist, α 0.5, 10 sites, seed
+#     1), DEEP_ROUNDS rounds each, their rounds split by `starter timings`
+#     into training, descriptors, evaluation, storage (what the activities
+#     report spending in S3 and parquet) and orchestration (the rest,
+#     with the server's computation), the peak RSS, and the PyTorch
+#     anchor's seconds per round on the same federation when Debian's
+#     python3-torch is installed (`make bench-deep-anchor` installs it).
+#  5. Deep memory at ConvNet-2 size: a FedAvg campaign of ConvNet-2 on the
+#     same federation with every component a process (devstack, server
+#     worker, 10 site workers), MEM_ROUNDS rounds: each process's peak RSS
+#     and the bytes written per round.
+#     Parts 4 and 5 are skipped when Debian's dataset-fashion-mnist is not
 #     installed (`make fashion-mnist`).
 #
 # Parts 1 (at 8 and 200 sites) and 2 run a second time with Temporal on
@@ -29,8 +34,8 @@
 # out with a note.
 #
 # Environment: BENCH_DIR (default .run/bench, wiped), BENCH_ROUNDS (10),
-# PARALLEL (9, campaigns of the table at once), BIN (bin, where starter and
-# gendata are), DEEP_ROUNDS (5).
+# PARALLEL (9, campaigns of the table at once), BIN (bin, where starter,
+# devstack, worker and gendata are), DEEP_ROUNDS (5), MEM_ROUNDS (2).
 #
 # The machine's load is printed before each part: on 2 cores anything else
 # running shifts these figures by tens of per cent.
@@ -43,7 +48,8 @@ ROUNDS=${BENCH_ROUNDS:-10}
 PARALLEL=${PARALLEL:-9}
 PG=${BENCH_POSTGRES:-1}
 DEEP_ROUNDS=${DEEP_ROUNDS:-5}
-for b in starter devstack gendata; do
+MEM_ROUNDS=${MEM_ROUNDS:-2}
+for b in starter devstack gendata worker; do
 	[ -x "$BIN/$b" ] || { echo "bench-pipeline: $BIN/$b missing; run 'make build'" >&2; exit 1; }
 done
 command -v python3 >/dev/null || { echo "bench-pipeline: python3 needed for the tiny federations and the table" >&2; exit 1; }
@@ -218,43 +224,101 @@ assert row["max_history_events"] < 4096 and row["max_history_bytes"] < 4 << 20, 
 PY
 
 echo
-echo "== 4. deep row: deep-small FedAvg, Fashion-MNIST α 0.5, 10 sites, $DEEP_ROUNDS rounds"
+echo "== 4. deep rows: deep-small on Fashion-MNIST α 0.5, 10 sites, $DEEP_ROUNDS rounds"
 if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
-	echo "skipped: Fashion-MNIST not installed (make fashion-mnist)"
+	echo "skipped (and part 5): Fashion-MNIST not installed (make fashion-mnist)"
 	exit 0
 fi
-load
 fed="$OUT/fm05"
-"$BIN/gendata" fashion-mnist --alpha 0.5 --sites 10 --seed 1 --out "$fed" >/dev/null
-/usr/bin/time -v "$BIN/starter" run --local --data-dir "$OUT/stack-deep" --federation "$fed" --method fedavg \
-	--preset deep-small --rounds "$DEEP_ROUNDS" --seed 1 --format json >"$OUT/deep.json" 2>"$OUT/deep.time"
-camp=$(python3 -c "import json; print(json.load(open('$OUT/deep.json'))['campaign'])")
-"$BIN/starter" timings "$camp" --local --data-dir "$OUT/stack-deep" --format json >"$OUT/deep-timings.json" 2>/dev/null
+"$BIN/gendata" fashion-mnist --no-install --alpha 0.5 --sites 10 --seed 1 --out "$fed" >/dev/null
 anchor=""
 if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
 	/usr/bin/python3 scripts/anchor-deep.py --federation "$fed" --rounds "$DEEP_ROUNDS" >"$OUT/anchor.txt"
 	anchor="$OUT/anchor.txt"
 fi
-load
-python3 - "$OUT" "$anchor" <<'PY'
+# FedAvg, and pTopoFL with descriptors every round (its costliest form).
+for row in "fedavg:" "ptopofl:drift_check_every=1"; do
+	m=${row%%:*}
+	set_args=()
+	[ -n "${row#*:}" ] && set_args=(--set "${row#*:}")
+	load
+	/usr/bin/time -v "$BIN/starter" run --local --data-dir "$OUT/stack-deep-$m" --federation "$fed" --method "$m" \
+		--preset deep-small "${set_args[@]}" --rounds "$DEEP_ROUNDS" --seed 1 --format json >"$OUT/deep-$m.json" 2>"$OUT/deep-$m.time"
+	camp=$(python3 -c "import json; print(json.load(open('$OUT/deep-$m.json'))['campaign'])")
+	"$BIN/starter" timings "$camp" --local --data-dir "$OUT/stack-deep-$m" --format json >"$OUT/deep-$m-timings.json" 2>/dev/null
+	python3 - "$OUT" "$m" "$anchor" <<'PY'
 import json, sys
-out, anchor = sys.argv[1], sys.argv[2]
-r = json.load(open(f"{out}/deep.json"))
-t = json.load(open(f"{out}/deep-timings.json"))["rounds"]
+out, m, anchor = sys.argv[1], sys.argv[2], sys.argv[3]
+r = json.load(open(f"{out}/deep-{m}.json"))
+t = json.load(open(f"{out}/deep-{m}-timings.json"))["rounds"]
 n = len(t)
-wall = sum(x["wall_seconds"] for x in t) / n
-act = {}
+split = {"training": 0, "descriptors": 0, "evaluation": 0, "storage": 0, "orchestration": 0}
+wall = 0
 for x in t:
-    for k, v in x["activity_seconds"].items():
-        act[k] = act.get(k, 0) + v / n
-rest = sum(x["orchestration_seconds"] for x in t) / n
-rss = [l.split()[-1] for l in open(f"{out}/deep.time") if "Maximum resident" in l]
-print(f"per round (mean of {n}): {wall:.2f} s wall = " + ", ".join(f"{k} {v:.2f} s ({100*v/wall:.0f} %)" for k, v in sorted(act.items()))
-      + f", rest (orchestration + server local activities) {rest:.2f} s ({100*rest/wall:.1f} %)")
-print(f"final_acc (update) {r['final_acc']:.4f}, after aggregation {r.get('final_acc_aggregate', float('nan')):.4f}; "
+    act, share = x.get("activity_seconds", {}), x.get("store_share", {})
+    wall += x["wall_seconds"] / n
+    for k, typ in (("training", "TrainLocal"), ("descriptors", "ComputeDescriptor"), ("evaluation", "Evaluate")):
+        sec = act.get(typ, 0)
+        split[k] += sec * (1 - share.get(typ, 0)) / n
+        split["storage"] += sec * share.get(typ, 0) / n
+    split["storage"] += x.get("server_store_seconds", 0) / n
+    split["orchestration"] += (x["orchestration_seconds"] - x.get("server_store_seconds", 0)) / n
+rss = [l.split()[-1] for l in open(f"{out}/deep-{m}.time") if "Maximum resident" in l]
+print(f"{m}: per round (mean of {n}) {wall:.2f} s = " + ", ".join(f"{k} {v:.2f} s ({100*v/wall:.1f} %)" for k, v in split.items()))
+so = split["storage"] + split["orchestration"]
+print(f"{m}: storage + orchestration {so:.2f} s = {100*so/wall:.1f} % of a round (target <= 10 %)")
+print(f"{m}: final_acc (update) {r['final_acc']:.4f}, after aggregation {r.get('final_acc_aggregate', float('nan')):.4f}; "
       f"peak RSS of the --local process {int(rss[0])/1024:.0f} MB" if rss else "")
-if anchor:
+if anchor and m == "fedavg":
     a = json.loads(open(anchor).read().strip().splitlines()[-1])
     print(f"PyTorch anchor, same federation: {a['seconds_per_round']:.2f} s per round (threads {a['threads']}); "
-          f"durable round / anchor round = {wall / a['seconds_per_round']:.2f} (target <= 1.5)")
+          f"durable FedAvg round / anchor round = {wall / a['seconds_per_round']:.2f} (target <= 1.5)")
+PY
+done
+
+echo
+echo "== 5. deep memory at ConvNet-2 size: 10 sites, every component a process, $MEM_ROUNDS rounds"
+# ConvNet-2 (6.6 M parameters at 62 classes; 3.3 M with Fashion-MNIST's 10)
+# trained by 10 site workers, each a process of its own, against a
+# devstack and one server worker, every process under /usr/bin/time -v:
+# the peak RSS of each, and the bytes each round wrote to S3 (the round's
+# objects in the S3 server's directory).
+load
+mem="$OUT/mem"
+mkdir -p "$mem/logs"
+"$BIN/devstack" --data "$mem/stack" --ui=false >"$mem/logs/devstack.log" 2>&1 &
+stack=$!
+for _ in $(seq 1200); do [ -f "$mem/stack/endpoints.json" ] && break; sleep 0.1; done
+ep() { python3 -c "import json; print(json.load(open('$mem/stack/endpoints.json'))['$1'])"; }
+set -a; . "$mem/stack/credentials.env"; set +a
+export PTOPOFL_PAYLOAD_KEY_FILE=$(ep payload_key_file)
+conn=(--temporal "$(ep temporal)" --namespace default --s3 "$(ep s3_url)" --bucket ptopofl)
+pids=()
+/usr/bin/time -v "$BIN/worker" --role server "${conn[@]}" >"$mem/logs/server.log" 2>"$mem/server.time" &
+pids+=($!)
+for k in $(seq 0 9); do
+	/usr/bin/time -v "$BIN/worker" --role site --site "site$k" --data "$fed" "${conn[@]}" >"$mem/logs/site$k.log" 2>"$mem/site$k.time" &
+	pids+=($!)
+done
+"$BIN/starter" run --federation "$fed" --method fedavg --preset deep-small --set model=convnet2 \
+	--rounds "$MEM_ROUNDS" --seed 1 --campaign mem-convnet2 --format json "${conn[@]}" >"$mem/run.json"
+for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
+wait "${pids[@]}" 2>/dev/null || true
+kill "$stack"; wait "$stack" 2>/dev/null || true
+python3 - "$mem" "$MEM_ROUNDS" <<'PY'
+import json, os, sys
+mem, rounds = sys.argv[1], int(sys.argv[2])
+def rss(f):
+    for l in open(f):
+        if "Maximum resident" in l:
+            return int(l.split()[-1]) / 1024
+r = json.load(open(f"{mem}/run.json"))
+sites = [rss(f"{mem}/site{k}.time") for k in range(10)]
+print(f"ConvNet-2 FedAvg, 10 sites, {r['rounds_done']} rounds, final_acc {r['final_acc']:.4f}")
+print(f"peak RSS: server worker {rss(mem + '/server.time'):.0f} MB; site workers {min(sites):.0f}-{max(sites):.0f} MB")
+base = os.path.join(mem, "stack", "s3", "ptopofl", "campaigns", "mem-convnet2")
+for rd in range(1, rounds + 1):
+    d = os.path.join(base, f"round-{rd:04d}")
+    total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(d) for f in fs)
+    print(f"round {rd}: {total / 1e6:.1f} MB written")
 PY

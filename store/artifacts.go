@@ -9,6 +9,7 @@ import (
 
 // PutDescriptor writes d at artifact.DescriptorKey(d.Campaign, d.Round, d.Site).
 func (s *Store) PutDescriptor(ctx context.Context, d DescriptorRecord) (artifact.Ref, error) {
+	defer timed(ctx)()
 	if err := checkNames(d.Campaign, d.Site); err != nil {
 		return artifact.Ref{}, err
 	}
@@ -21,12 +22,14 @@ func (s *Store) PutDescriptor(ctx context.Context, d DescriptorRecord) (artifact
 
 // GetDescriptor fetches, verifies and decodes a descriptor.
 func (s *Store) GetDescriptor(ctx context.Context, ref artifact.Ref) (DescriptorRecord, error) {
+	defer timed(ctx)()
 	return getVerified(ctx, s, ref, DecodeDescriptor)
 }
 
 // PutModel writes m at artifact.ModelKey for KindModel, artifact.AggregateKey for KindAggregate
 // (m.Site then names the cluster or site the aggregate is for).
 func (s *Store) PutModel(ctx context.Context, m ModelRecord) (artifact.Ref, error) {
+	defer timed(ctx)()
 	if err := checkNames(m.Campaign, m.Site); err != nil {
 		return artifact.Ref{}, err
 	}
@@ -43,11 +46,13 @@ func (s *Store) PutModel(ctx context.Context, m ModelRecord) (artifact.Ref, erro
 
 // GetModel fetches, verifies and decodes a model.
 func (s *Store) GetModel(ctx context.Context, ref artifact.Ref) (ModelRecord, error) {
+	defer timed(ctx)()
 	return getVerified(ctx, s, ref, DecodeModel)
 }
 
 // PutMetrics writes one site's metrics for a round at artifact.MetricsKey.
 func (s *Store) PutMetrics(ctx context.Context, m MetricsRecord) (artifact.Ref, error) {
+	defer timed(ctx)()
 	if err := checkNames(m.Campaign, m.Site); err != nil {
 		return artifact.Ref{}, err
 	}
@@ -60,6 +65,7 @@ func (s *Store) PutMetrics(ctx context.Context, m MetricsRecord) (artifact.Ref, 
 
 // GetMetrics fetches, verifies and decodes a metrics file.
 func (s *Store) GetMetrics(ctx context.Context, ref artifact.Ref) ([]MetricsRecord, error) {
+	defer timed(ctx)()
 	return getVerified(ctx, s, ref, DecodeMetrics)
 }
 

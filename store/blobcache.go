@@ -121,6 +121,7 @@ func (s *Store) blobKey(r artifact.Ref) blobKey {
 // GetCached is Get through the Store's cache of recently written and read
 // artifacts. The caller must not change the bytes it gets.
 func (s *Store) GetCached(ctx context.Context, ref artifact.Ref) ([]byte, error) {
+	defer timed(ctx)()
 	k := s.blobKey(ref)
 	if b, ok := s.cache.get(k); ok {
 		return b, nil
@@ -136,6 +137,7 @@ func (s *Store) GetCached(ctx context.Context, ref artifact.Ref) ([]byte, error)
 // PutCached is Put, remembering what was written for GetCached. The caller
 // must not change data afterwards.
 func (s *Store) PutCached(ctx context.Context, key string, data []byte) (artifact.Ref, error) {
+	defer timed(ctx)()
 	ref, err := s.Put(ctx, key, data)
 	if err != nil {
 		return ref, err
@@ -151,6 +153,7 @@ func (s *Store) PutCached(ctx context.Context, key string, data []byte) (artifac
 // so what GetModelParamsCached would decode is exactly rec.Params (rounded
 // to float32 for a Float32 record).
 func (s *Store) PutModelCached(ctx context.Context, key string, rec ModelRecord) (artifact.Ref, error) {
+	defer timed(ctx)()
 	b, err := EncodeModel(rec)
 	if err != nil {
 		return artifact.Ref{}, err
@@ -170,6 +173,7 @@ func (s *Store) PutModelCached(ctx context.Context, key string, rec ModelRecord)
 // GetModelParamsCached returns the parameters of the model ref points at,
 // from the cache or by reading and decoding it. The slice is the caller's.
 func (s *Store) GetModelParamsCached(ctx context.Context, ref artifact.Ref) ([]float64, error) {
+	defer timed(ctx)()
 	return getDecoded(ctx, s, ref, func(b []byte) ([]float64, error) {
 		m, err := DecodeModel(b)
 		if err != nil {
@@ -182,6 +186,7 @@ func (s *Store) GetModelParamsCached(ctx context.Context, ref artifact.Ref) ([]f
 // GetVectorsCached returns the vector records ref points at, from the cache
 // or by reading and decoding them. The records are the caller's.
 func (s *Store) GetVectorsCached(ctx context.Context, ref artifact.Ref) ([]VectorRecord, error) {
+	defer timed(ctx)()
 	return getDecoded(ctx, s, ref, func(b []byte) ([]VectorRecord, error) {
 		recs, err := DecodeVectors(b)
 		if err != nil {

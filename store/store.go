@@ -204,6 +204,7 @@ func (s *Store) Ref(key string, data []byte) artifact.Ref {
 // harmless; writing different bytes replaces the object (use
 // PutIfAbsentOrSame where that must not happen).
 func (s *Store) Put(ctx context.Context, key string, data []byte) (artifact.Ref, error) {
+	defer timed(ctx)()
 	ref := s.Ref(key, data)
 	if err := s.put(ctx, ref, data, false); err != nil {
 		return artifact.Ref{}, err
@@ -241,6 +242,7 @@ func (s *Store) put(ctx context.Context, ref artifact.Ref, data []byte, ifAbsent
 // MinIO, AWS S3); elsewhere a concurrent writer can race between the check and
 // the write.
 func (s *Store) PutIfAbsentOrSame(ctx context.Context, key string, data []byte) (artifact.Ref, error) {
+	defer timed(ctx)()
 	ref := s.Ref(key, data)
 	err := s.put(ctx, ref, data, true)
 	if err == nil {
@@ -262,6 +264,7 @@ func (s *Store) PutIfAbsentOrSame(ctx context.Context, key string, data []byte) 
 
 // Get fetches the object ref names and checks its size and sha256.
 func (s *Store) Get(ctx context.Context, ref artifact.Ref) ([]byte, error) {
+	defer timed(ctx)()
 	if ref.Bucket != "" && ref.Bucket != s.bucket {
 		return nil, fmt.Errorf("store: %s is in bucket %s, this store reads bucket %s", ref.Key, ref.Bucket, s.bucket)
 	}
@@ -279,6 +282,7 @@ func (s *Store) Get(ctx context.Context, ref artifact.Ref) ([]byte, error) {
 // GetKey fetches whatever is at key and returns its ref (computed from the
 // bytes fetched) and the bytes. Use Get when you hold a ref.
 func (s *Store) GetKey(ctx context.Context, key string) (artifact.Ref, []byte, error) {
+	defer timed(ctx)()
 	obj, err := s.client.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
 	if err != nil {
 		return artifact.Ref{}, nil, s.readErr(key, err)
@@ -301,6 +305,7 @@ func (s *Store) readErr(key string, err error) error {
 
 // Exists reports whether an object is at key.
 func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
+	defer timed(ctx)()
 	_, err := s.client.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{})
 	if err == nil {
 		return true, nil
@@ -314,6 +319,7 @@ func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 
 // List returns the keys under prefix, sorted.
 func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
+	defer timed(ctx)()
 	objs, err := s.ListSizes(ctx, prefix)
 	if err != nil {
 		return nil, err
@@ -333,6 +339,7 @@ type Object struct {
 
 // ListSizes returns the objects under prefix with their sizes, sorted by key.
 func (s *Store) ListSizes(ctx context.Context, prefix string) ([]Object, error) {
+	defer timed(ctx)()
 	var objs []Object
 	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
 		if obj.Err != nil {
@@ -350,6 +357,7 @@ func (s *Store) ListSizes(ctx context.Context, prefix string) ([]Object, error) 
 // not an error (S3 answers a delete of a missing key with success), so a
 // retried delete is harmless.
 func (s *Store) Delete(ctx context.Context, key string) error {
+	defer timed(ctx)()
 	if err := s.client.RemoveObject(ctx, s.bucket, key, minio.RemoveObjectOptions{}); err != nil {
 		resp := minio.ToErrorResponse(err)
 		if resp.StatusCode == http.StatusNotFound || resp.Code == "NoSuchKey" {
@@ -373,6 +381,7 @@ func MarshalJSON(v any) ([]byte, error) {
 
 // PutJSON writes v as canonical JSON (MarshalJSON) at key.
 func (s *Store) PutJSON(ctx context.Context, key string, v any) (artifact.Ref, error) {
+	defer timed(ctx)()
 	b, err := MarshalJSON(v)
 	if err != nil {
 		return artifact.Ref{}, fmt.Errorf("store: encode %s: %w", key, err)
@@ -383,6 +392,7 @@ func (s *Store) PutJSON(ctx context.Context, key string, v any) (artifact.Ref, e
 // PutJSONIfAbsentOrSame is PutIfAbsentOrSame for canonical JSON: the way to
 // commit a round manifest.
 func (s *Store) PutJSONIfAbsentOrSame(ctx context.Context, key string, v any) (artifact.Ref, error) {
+	defer timed(ctx)()
 	b, err := MarshalJSON(v)
 	if err != nil {
 		return artifact.Ref{}, fmt.Errorf("store: encode %s: %w", key, err)
@@ -393,6 +403,7 @@ func (s *Store) PutJSONIfAbsentOrSame(ctx context.Context, key string, v any) (a
 // GetJSON fetches ref, verifies it, and decodes it into v. Unknown fields are
 // an error, so a manifest from a newer version is not silently misread.
 func (s *Store) GetJSON(ctx context.Context, ref artifact.Ref, v any) error {
+	defer timed(ctx)()
 	b, err := s.Get(ctx, ref)
 	if err != nil {
 		return err
@@ -404,6 +415,7 @@ func (s *Store) GetJSON(ctx context.Context, ref artifact.Ref, v any) error {
 // example the latest manifest found by listing) and returns the ref of what
 // it read.
 func (s *Store) GetJSONKey(ctx context.Context, key string, v any) (artifact.Ref, error) {
+	defer timed(ctx)()
 	ref, b, err := s.GetKey(ctx, key)
 	if err != nil {
 		return artifact.Ref{}, err

@@ -100,7 +100,9 @@ func (c *connFlags) connect(ctx context.Context, stderr io.Writer) (*env, error)
 		cl.Close()
 		return nil, err
 	}
-	return &env{svc: campaign.New(cl, st), closers: []func(){cl.Close}}, nil
+	e := &env{svc: campaign.New(cl, st), closers: []func(){cl.Close}}
+	e.svc.Converter = opts.DataConverter
+	return e, nil
 }
 
 // connectLocal attaches to the stack another process (a starter or
@@ -154,6 +156,7 @@ func (c *connFlags) connectLocal(ctx context.Context, stderr io.Writer) (*env, e
 		return nil, fmt.Errorf("local stack: S3 %s: %w", ep.S3URL, err)
 	}
 	e.svc = campaign.New(cl, st)
+	e.svc.Converter = opts.DataConverter
 	// Site workers started here get their own S3 identities, as they
 	// would at their premises.
 	e.svc.SiteStores = func(ctx context.Context, sites []string) (map[string]*store.Store, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/ptopofl/ptopofl/campaign"
 )
@@ -17,8 +16,9 @@ type timingsOutput struct {
 
 // runTimings prints where each round of a campaign spent its wall time,
 // from the round workflows' histories (so it needs Temporal to still hold
-// them): the seconds during which each site activity type executed and
-// the rest, orchestration (which includes the server's local activities).
+// them): training, descriptors, evaluation, storage (the time the
+// activities reported in the store) and orchestration (the rest, which
+// includes the server's computation).
 func runTimings(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return query(ctx, "timings", args, stdout, stderr, nil, func(e *env, name string) (timingsOutput, error) {
 		st, err := e.svc.Status(ctx, name)
@@ -30,28 +30,34 @@ func runTimings(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}, printTimings, nil)
 }
 
-// printTimings prints a row per round: wall time, each activity type's
-// time, orchestration, in seconds.
+// printTimings prints a row per round and their mean: wall time and its
+// split (campaign.RoundTiming.Split) in seconds, and storage plus
+// orchestration as a share of the wall time.
 func printTimings(stdout io.Writer, t timingsOutput) {
-	var types []string
-	for _, r := range t.Rounds {
-		for k := range r.ActivitySeconds {
-			if !slices.Contains(types, k) {
-				types = append(types, k)
-			}
-		}
+	fmt.Fprintf(stdout, "%5s %8s %9s %11s %10s %8s %13s %9s\n",
+		"round", "wall_s", "training", "descriptors", "evaluation", "storage", "orchestration", "st+orch")
+	var sum [6]float64
+	unknown := 0
+	row := func(label string, v [6]float64) {
+		fmt.Fprintf(stdout, "%5s %8.3f %9.3f %11.3f %10.3f %8.3f %13.3f %8.1f%%\n",
+			label, v[0], v[1], v[2], v[3], v[4], v[5], 100*(v[4]+v[5])/v[0])
 	}
-	slices.Sort(types)
-	fmt.Fprintf(stdout, "%5s %8s", "round", "wall_s")
-	for _, k := range types {
-		fmt.Fprintf(stdout, " %17s", k)
-	}
-	fmt.Fprintf(stdout, " %13s\n", "orchestration")
 	for _, r := range t.Rounds {
-		fmt.Fprintf(stdout, "%5d %8.3f", r.Round, r.WallSeconds)
-		for _, k := range types {
-			fmt.Fprintf(stdout, " %17.3f", r.ActivitySeconds[k])
+		tr, de, ev, st, or := r.Split()
+		v := [6]float64{r.WallSeconds, tr, de, ev, st, or}
+		row(fmt.Sprint(r.Round), v)
+		for i := range sum {
+			sum[i] += v[i]
 		}
-		fmt.Fprintf(stdout, " %13.3f\n", r.OrchestrationSeconds)
+		unknown += r.StoreUnknown
+	}
+	if n := float64(len(t.Rounds)); n > 1 {
+		for i := range sum {
+			sum[i] /= n
+		}
+		row("mean", sum)
+	}
+	if unknown > 0 {
+		fmt.Fprintf(stdout, "%d activities did not say how long they spent in the store (older workers, or results sealed with another key): counted as 0\n", unknown)
 	}
 }
