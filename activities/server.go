@@ -210,6 +210,30 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 	for _, d := range in.Descriptors {
 		descs[d.Site] = d.Ref
 	}
+	// load reads site i's model and control variate. The methods that
+	// aggregation.Streams names read them one at a time during the
+	// aggregation (a deep model is tens of MB as float64); the others
+	// read them all first. A read error stays retryable (loadErr).
+	var loadErr error
+	load := func(i int) (params, control []float64, err error) {
+		defer func() { loadErr = err }()
+		u := in.Updates[i]
+		if params, err = s.store.GetModelParamsCached(ctx, u.Model); err != nil {
+			return nil, nil, err
+		}
+		if u.Control != nil {
+			recs, err := getVectors(ctx, s.store, *u.Control, kindControl)
+			if err != nil {
+				return nil, nil, err
+			}
+			if len(recs) != 1 || recs[0].Vectors[vecControl] == nil {
+				return nil, nil, fmt.Errorf("%s: no control variate", u.Control.Key)
+			}
+			control = recs[0].Vectors[vecControl]
+		}
+		return params, control, nil
+	}
+	stream := aggregation.Streams(method)
 	sites := make([]aggregation.SiteResult, len(in.Updates))
 	updated := make([]pipeline.SiteArtifact, len(in.Updates))
 	for i, u := range in.Updates {
@@ -224,18 +248,10 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 				return pipeline.AggregateOutput{}, err
 			}
 		}
-		if r.Params, err = s.store.GetModelParamsCached(ctx, u.Model); err != nil {
-			return pipeline.AggregateOutput{}, err
-		}
-		if u.Control != nil {
-			recs, err := getVectors(ctx, s.store, *u.Control, kindControl)
-			if err != nil {
+		if !stream {
+			if r.Params, r.Control, err = load(i); err != nil {
 				return pipeline.AggregateOutput{}, err
 			}
-			if len(recs) != 1 || recs[0].Vectors[vecControl] == nil {
-				return pipeline.AggregateOutput{}, fmt.Errorf("%s: no control variate", u.Control.Key)
-			}
-			r.Control = recs[0].Vectors[vecControl]
 		}
 		r.N = u.NumTrain
 		sites[i] = r
@@ -262,9 +278,16 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 		state.Labels, state.Reference, state.DriftSum, state.DriftCount = st.Labels, st.Reference, st.DriftSum, st.DriftCount
 		cfg.DriftThreshold = 0
 	}
-	out, err := aggregation.AggregateRound(aggregation.RoundInput{
-		Method: method, Round: in.Round, Sites: sites, State: state, Config: cfg,
-	})
+	round := aggregation.RoundInput{Method: method, Round: in.Round, Sites: sites, State: state, Config: cfg}
+	var out aggregation.RoundOutput
+	if stream {
+		out, err = aggregation.AggregateStream(round, load)
+	} else {
+		out, err = aggregation.AggregateRound(round)
+	}
+	if loadErr != nil {
+		return pipeline.AggregateOutput{}, loadErr
+	}
 	if err != nil {
 		return pipeline.AggregateOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "AggregationFailed", nil)
 	}

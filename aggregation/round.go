@@ -212,25 +212,19 @@ func aggregateRound(in RoundInput) (RoundOutput, error) {
 	out := RoundOutput{}
 	var global []float64
 	var err error
+	if Streams(in.Method) {
+		// The same sums as AggregateStream: one code path for both.
+		return aggregateStream(in, func(i int) ([]float64, []float64, error) {
+			return in.Sites[i].Params, in.Sites[i].Control, nil
+		})
+	}
 	switch in.Method {
-	case learn.PTopoFL:
-		return aggregatePTopoFL(in)
 	case learn.LocalOnly:
 		// The server is idle: each site keeps its own fit (the reference
 		// computes a FedAvg aggregate and never uses it).
 		out.Models = models
 		out.State = state
 		return out, nil
-	case learn.FedAvg, learn.FedProx, learn.PFedMe:
-		global = WeightedAverage(in.Sites)
-	case learn.SCAFFOLD:
-		global = WeightedAverage(in.Sites)
-		c, err := scaffoldControl(in.Sites, in.State.Control, np)
-		if err != nil {
-			return RoundOutput{}, err
-		}
-		state.Control = c
-		out.Control = c
 	case learn.Median:
 		global, err = CoordinateMedian(models)
 	case learn.TrimmedMean:
@@ -271,46 +265,51 @@ func aggregateRound(in RoundInput) (RoundOutput, error) {
 // (McMahan et al. 2017; the p_k = |D_k|/Σ|D_j| of paper Eq. 1). The site
 // models must have equal lengths.
 func WeightedAverage(sites []SiteResult) []float64 {
-	out := make([]float64, len(sites[0].Params))
+	sum := make(weightedSum, len(sites[0].Params))
 	total := 0.0
 	for _, s := range sites {
 		total += float64(s.N)
 	}
 	for _, s := range sites {
-		w := float64(s.N)
-		for j, v := range s.Params {
-			out[j] += w * v
-		}
+		sum.add(float64(s.N), s.Params)
 	}
-	for j := range out {
-		out[j] /= total
+	return sum.scaled(total)
+}
+
+// weightedSum accumulates Σ_k w_k θ_k one model at a time, in the order
+// the models are added (so the same models in the same order give the same
+// bits, whether they were all in memory or read one by one).
+type weightedSum []float64
+
+func (s weightedSum) add(w float64, theta []float64) {
+	for j, v := range theta {
+		s[j] += w * v
 	}
-	return out
+}
+
+// scaled divides the sum by d in place and returns it.
+func (s weightedSum) scaled(d float64) []float64 {
+	for j := range s {
+		s[j] /= d
+	}
+	return s
 }
 
 // scaffoldControl returns SCAFFOLD's new server variate c + mean_k(m_k)
 // (Karimireddy et al. 2020, Algorithm 1, with all N sites sampled so
 // |S|/N = 1), where m_k is what site k sent: its change Δc_i, or under the
-// reference bug its full c_i (learn.SCAFFOLDConfig.ReferenceBug).
-func scaffoldControl(sites []SiteResult, prev []float64, np int) ([]float64, error) {
-	c := make([]float64, np)
+// reference bug its full c_i (learn.SCAFFOLDConfig.ReferenceBug); sum is
+// Σ_k m_k over the k sites.
+func scaffoldControl(sum weightedSum, k int, prev []float64) ([]float64, error) {
+	c := make([]float64, len(sum))
 	if prev != nil {
-		if err := finiteVector(prev, np); err != nil {
+		if err := finiteVector(prev, len(sum)); err != nil {
 			return nil, fmt.Errorf("server control variate: %w", err)
 		}
 		copy(c, prev)
 	}
-	mean := make([]float64, np)
-	for i, s := range sites {
-		if err := finiteVector(s.Control, np); err != nil {
-			return nil, fmt.Errorf("site %d control variate: %w", i, err)
-		}
-		for j, v := range s.Control {
-			mean[j] += v
-		}
-	}
 	for j := range c {
-		c[j] += mean[j] / float64(len(sites))
+		c[j] += sum[j] / float64(k)
 	}
 	return c, nil
 }
