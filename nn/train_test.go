@@ -445,3 +445,31 @@ func TestEvaluationParams(t *testing.T) {
 		}
 	}
 }
+
+// TestScaffoldStepSum: the divisor of SCAFFOLD's option II is the distance
+// K steps of heavy-ball SGD move under a unit constant gradient, which the
+// recurrence v ← μv + 1, θ ← θ − ηv gives directly.
+func TestScaffoldStepSum(t *testing.T) {
+	for i, c := range []struct {
+		steps int
+		cfg   TrainConfig
+		want  float64
+	}{
+		{5, TrainConfig{Optimizer: SGD, LR: 0.1}, 0.5},                   // 0: plain SGD: K·η
+		{1, TrainConfig{Optimizer: SGD, LR: 0.1, Momentum: 0.9}, 0.1},    // 1: one step: η (the buffer starts at 0)
+		{2, TrainConfig{Optimizer: SGD, LR: 1, Momentum: 0.5}, 2.5},      // 2: 1 + 1.5 by hand
+		{3, TrainConfig{Optimizer: Adam, LR: 0.01, Momentum: 0.9}, 0.03}, // 3: Adam keeps K·η
+	} {
+		if got := scaffoldStepSum(c.steps, c.cfg); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("case %d: %v, want %v", i, got, c.want)
+		}
+	}
+	v, theta := 0.0, 0.0
+	for range 19 {
+		v = 0.9*v + 1
+		theta += 0.05 * v
+	}
+	if got := scaffoldStepSum(19, TrainConfig{Optimizer: SGD, LR: 0.05, Momentum: 0.9}); math.Abs(got-theta) > 1e-12 {
+		t.Errorf("19 steps at μ 0.9: %v, the recurrence moves %v", got, theta)
+	}
+}
