@@ -299,3 +299,22 @@ func TestDescriptorRowsBadSiteData(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainLocalDivergedIsNotRetried: a local update whose model is not
+// finite (gradient descent at lr 1e300) fails with the non-retryable
+// Diverged error naming site and round, instead of failing at encoding
+// with a retryable error that would repeat until the round's deadline.
+func TestTrainLocalDivergedIsNotRetried(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	activities.NewSite("client0", golden, testStore, dataset.SiteOptions{}).Register(env)
+	c := call("diverged", "client0", 1)
+	c.Preset, c.Hyperparameters = method.Default, method.Defaults(method.Default)
+	c.Hyperparameters.LR = 1e300
+	_, err := env.ExecuteActivity(pipeline.ActivityTrainLocal, pipeline.TrainLocalInput{SiteCall: c})
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) || ae.Type() != pipeline.ErrTypeDiverged || !ae.NonRetryable() ||
+		!strings.Contains(ae.Error(), "site client0 round 1: the fedavg model diverged") {
+		t.Errorf("error %v, want a non-retryable %s error naming site and round", err, pipeline.ErrTypeDiverged)
+	}
+}

@@ -274,6 +274,9 @@ func (s *Site) trainDeep(ctx context.Context, in pipeline.TrainLocalInput, cfg m
 	if err != nil {
 		return pipeline.TrainLocalOutput{}, wrap(err)
 	}
+	if err := checkDiverged(s.name, in.Round, in.Method, out.Params); err != nil {
+		return pipeline.TrainLocalOutput{}, err
+	}
 	res := pipeline.TrainLocalOutput{NumTrain: out.N, Loss: out.MeanLoss}
 	res.Model, err = s.store.PutModelCached(ctx, artifact.ModelKey(in.Campaign, in.Round, s.name), store.ModelRecord{
 		Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method), Kind: store.KindModel,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -255,6 +256,9 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 	if err != nil {
 		return pipeline.TrainLocalOutput{}, wrap(err)
 	}
+	if err := checkDiverged(s.name, in.Round, in.Method, out.Params); err != nil {
+		return pipeline.TrainLocalOutput{}, err
+	}
 
 	res := pipeline.TrainLocalOutput{NumTrain: out.N}
 	ref, err := s.store.PutModelCached(ctx, in.Keys().Model(s.name), store.ModelRecord{
@@ -387,4 +391,20 @@ func score(cfg method.Config, test learn.Data, pushed []float64, state learn.Sit
 		return pipeline.EvaluateOutput{}, err
 	}
 	return pipeline.EvaluateOutput{AUC: auc, Accuracy: acc, NumTest: len(test.X)}, nil
+}
+
+// checkDiverged returns a non-retryable error (pipeline.ErrTypeDiverged)
+// when a parameter of the trained model is not finite: the same inputs give
+// the same bits again, so retrying cannot help, and the round drops the
+// site (pipeline.DropError) with the message at once instead of retrying
+// until its deadline.
+func checkDiverged[F float32 | float64](site string, round int, m learn.Method, params []F) error {
+	for j, v := range params {
+		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+			return temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("site %s round %d: the %s model diverged in local training (parameter %d is not finite); a lower lr (or, with a deep model, momentum) keeps it finite", site, round, m, j),
+				pipeline.ErrTypeDiverged, nil)
+		}
+	}
+	return nil
 }

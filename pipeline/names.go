@@ -56,6 +56,9 @@ const (
 	ErrTypeBadSiteData  = "BadSiteData"
 	ErrTypeQuorumNotMet = "QuorumNotMet"
 	ErrTypeInvalidSpec  = "InvalidSpec"
+	// ErrTypeDiverged: a site's local update gave a model with a NaN or an
+	// infinity (non-retryable: the same inputs give the same bits).
+	ErrTypeDiverged = "Diverged"
 	// ErrTypeManifestConflict: CommitRound found another manifest at the
 	// round's key (committed history never changes).
 	ErrTypeManifestConflict = "ManifestConflict"
