@@ -470,4 +470,3 @@ func TopologyStep(in TopologyInput) (Topology, error) {
 		State:           state,
 	}, nil
 }
-

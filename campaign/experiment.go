@@ -215,12 +215,18 @@ func (s *Service) Collect(ctx context.Context, plan experiments.Plan, spec pipel
 	for _, f := range plan.Federations {
 		c.Federations[f.Name] = f
 	}
+	return c, nil
+}
+
+// allDone returns an error naming the first campaign of rows that did not
+// finish: the reports of the tabular experiments need every campaign.
+func allDone(rows []store.SweepResultRow) error {
 	for _, r := range rows {
 		if r.State != pipeline.StateDone {
-			return c, fmt.Errorf("campaign %s is %s (%s): the report needs every campaign done", r.Campaign, r.State, r.Error)
+			return fmt.Errorf("campaign %s is %s (%s): the report needs every campaign done", r.Campaign, r.State, r.Error)
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // ExperimentReport reads what the sweep left in S3 (results.parquet,
@@ -234,6 +240,13 @@ func (s *Service) ExperimentReport(ctx context.Context, plan experiments.Plan, s
 	build, ok := reportBuilders[plan.Experiment]
 	if !ok {
 		return nil, fmt.Errorf("experiment %q: no report", plan.Experiment)
+	}
+	// The deep report shows a campaign that failed (a model that diverged)
+	// as such; the others need every campaign done.
+	if plan.Experiment != experiments.Deep {
+		if err := allDone(c.Rows); err != nil {
+			return nil, err
+		}
 	}
 	return build(ctx, c)
 }
@@ -505,7 +518,8 @@ func AblationInput(c Collected) report.AblationInput {
 // set (Scenario C at each α, then D), every method's runs over seeds with
 // their per-round mean top-1 accuracy after the local update and after the
 // aggregation (the curves table's update_acc and acc), committed rounds
-// only.
+// only; a campaign that did not finish (a model that diverged) is a run
+// marked failed, with its state and error.
 func DeepInput(c Collected) report.DeepInput {
 	type column struct {
 		scenario string
@@ -543,6 +557,9 @@ func DeepInput(c Collected) report.DeepInput {
 					continue
 				}
 				run := report.DeepRun{Seed: int64(r.Seed)}
+				if r.State != pipeline.StateDone {
+					run.Failed = fmt.Sprintf("%s after %d of %d rounds: %s", r.State, r.RoundsDone, r.Rounds, r.Error)
+				}
 				for _, cr := range c.Curves[r.Campaign] {
 					if cr.Outcome == pipeline.OutcomeCommitted {
 						run.Update = append(run.Update, cr.UpdateAcc)

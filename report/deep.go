@@ -19,6 +19,10 @@ type DeepRun struct {
 	Seed      int64
 	Update    []float64
 	Aggregate []float64
+	// Failed, when not empty, says why the campaign did not finish (a
+	// model that diverged, say): the run counts in no mean, its curves up
+	// to then are drawn, and the report lists it.
+	Failed string
 }
 
 // final returns the last value of x (NaN when empty).
@@ -64,8 +68,9 @@ type DeepInput struct {
 // differences reference − method after the aggregation (paired t and
 // Wilcoxon tests, as Table1), and the figure fig_deep_accuracy: mean
 // accuracy per round over seeds, one panel per scenario, the update's on
-// top and the aggregate's below. It returns an error when there is no
-// scenario, a scenario has no method or a method has no run.
+// top and the aggregate's below. Failed runs (DeepRun.Failed) count in no
+// mean and are listed. It returns an error when there is no scenario, a
+// scenario has no method or a method has no run.
 func Deep(in DeepInput) (*Report, error) {
 	if len(in.Scenarios) == 0 {
 		return nil, fmt.Errorf("report: deep: no scenarios")
@@ -115,6 +120,8 @@ func Deep(in DeepInput) (*Report, error) {
 	for _, sc := range in.Scenarios {
 		header = append(header, sc.Name)
 	}
+	type cell struct{ scenario, method string }
+	failed := map[cell]int{}
 	for _, part := range []struct {
 		title string
 		value func(DeepRun) float64
@@ -131,17 +138,41 @@ func Deep(in DeepInput) (*Report, error) {
 				for _, m := range sc.Methods {
 					if m.Method == name {
 						for _, r := range m.Runs {
-							if x := part.value(r); !math.IsNaN(x) { // a run without the score
+							if x := part.value(r); r.Failed == "" && !math.IsNaN(x) { // a run without the score
 								v = append(v, x)
+							} else if r.Failed != "" {
+								failed[cell{sc.Name, name}]++
 							}
 						}
 					}
 				}
-				row = append(row, fmtMeanStd(v))
+				text := fmtMeanStd(v)
+				if f := failed[cell{sc.Name, name}]; f > 0 {
+					text += fmt.Sprintf(" (%d failed)", f)
+				}
+				row = append(row, text)
 			}
 			rows = append(rows, row)
 		}
 		d.table(header, rows)
+		clear(failed)
+	}
+	var notes []string
+	for _, sc := range in.Scenarios {
+		for _, m := range sc.Methods {
+			for _, r := range m.Runs {
+				if r.Failed != "" {
+					notes = append(notes, fmt.Sprintf("%s, %s, seed %d: %s", sc.Name, m.Method, r.Seed, r.Failed))
+				}
+			}
+		}
+	}
+	if len(notes) > 0 {
+		d.heading("Campaigns that did not finish")
+		d.para("They count in no mean above; their curves are drawn up to their last committed round.")
+		for _, n := range notes {
+			d.para("%s", n)
+		}
 	}
 
 	d.heading("Paired differences after the aggregation")
@@ -217,7 +248,9 @@ func Deep(in DeepInput) (*Report, error) {
 func aggregateFinals(m DeepMethodRuns) MethodRuns {
 	out := MethodRuns{Method: m.Method}
 	for _, r := range m.Runs {
-		out.Runs = append(out.Runs, Run{Seed: r.Seed, FinalAUC: final(r.Aggregate)})
+		if r.Failed == "" {
+			out.Runs = append(out.Runs, Run{Seed: r.Seed, FinalAUC: final(r.Aggregate)})
+		}
 	}
 	return out
 }

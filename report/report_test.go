@@ -141,6 +141,8 @@ func deepFixture() DeepInput {
 		{Name: "D", Data: "Fashion-MNIST, writer-like", Sites: 50, Preset: "deep-d-small", Rounds: 2, Methods: []DeepMethodRuns{
 			{Method: "ptopofl", Runs: []DeepRun{{Seed: 1, Update: []float64{0.5, 0.7}, Aggregate: []float64{0.4, 0.75}}}},
 			{Method: "local", Runs: []DeepRun{{Seed: 1, Update: []float64{0.5, 0.6}, Aggregate: []float64{0.5, 0.6}}}},
+			{Method: "scaffold", Runs: []DeepRun{{Seed: 1, Update: []float64{0.3}, Aggregate: []float64{0.2},
+				Failed: "failed after 1 of 2 rounds: the scaffold model diverged"}}},
 		}},
 	}}
 }
@@ -234,6 +236,8 @@ func TestReports(t *testing.T) {
 				// D: one seed each.
 				"0.750 (1 seed)", "0.600 (1 seed)",
 				"Fashion-MNIST, writer-like", "deep-d-small",
+				// A failed run counts in no mean and is listed.
+				"n/a (1 failed)", "D, scaffold, seed 1: failed after 1 of 2 rounds: the scaffold model diverged",
 			},
 		},
 		{
