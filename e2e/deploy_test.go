@@ -227,7 +227,10 @@ func TestDeployPostgres(t *testing.T) {
 	if b, err := os.ReadFile(endpoints); err != nil || json.Unmarshal(b, &ep) != nil || ep.UI == "" {
 		t.Fatalf("endpoints.json names no web UI: %s (%v)", b, err)
 	}
-	checkWebUI(t, ctx, ep.UI, "deploy", 15, testOut(t))
+	// A budget of its own: the campaign's may be spent by a slow run.
+	uctx, ucancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer ucancel()
+	checkWebUI(t, uctx, ep.UI, "deploy", 15, testOut(t))
 	_ = stack
 }
 

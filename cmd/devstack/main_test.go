@@ -8,7 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,12 +25,7 @@ func TestKillAndRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the devstack binary")
 	}
-	bin := filepath.Join(t.TempDir(), "devstack")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		t.Fatalf("go build: %v", err)
-	}
+	bin := devstackBinary(t)
 	dir := filepath.Join(t.TempDir(), "stack")
 	tport, sport := freePortRun(t, 4), freePortRun(t, 1)
 	args := []string{"--data", dir, "--temporal-port", strconv.Itoa(tport), "--s3-port", strconv.Itoa(sport)}
@@ -79,18 +74,41 @@ func TestKillAndRestart(t *testing.T) {
 		t.Errorf("status %v, want RUNNING", s)
 	}
 
-	cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("exit after SIGTERM: %v, want status 0", err)
-		}
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		t.Error("no exit within 60s of SIGTERM")
+	stopDevstack(t, cmd)
+}
+
+// built is the devstack binary the tests of this package share, built
+// once (a link of the Temporal server takes a while on a loaded machine).
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
 	}
+	os.Exit(code)
+}
+
+// devstackBinary builds this command once per test binary and returns its
+// path.
+func devstackBinary(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "devstack-test-"); built.err != nil {
+			return
+		}
+		build := exec.Command("go", "build", "-o", filepath.Join(built.dir, "devstack"), ".")
+		build.Stderr = os.Stderr
+		built.err = build.Run()
+	})
+	if built.err != nil {
+		t.Fatalf("go build: %v", built.err)
+	}
+	return filepath.Join(built.dir, "devstack")
 }
 
 func startDevstack(t *testing.T, bin string, args []string) (*exec.Cmd, devstack.Endpoints, time.Duration) {
