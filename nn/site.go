@@ -16,12 +16,17 @@ type SiteConfig struct {
 	// PFedMeLambda is pFedMe's Moreau-envelope coefficient λ and
 	// PFedMeLR its local-model step size η (T. Dinh et al. 2020).
 	PFedMeLambda, PFedMeLR float64
+	// PFedMeSteps is pFedMe's K, the gradient steps on the personal
+	// problem per minibatch, at PFedMePersonalLR (plain SGD).
+	PFedMeSteps      int
+	PFedMePersonalLR float64
 }
 
 // DefaultSiteConfig returns DefaultTrainConfig with FedProx's μ = 0.01 and
-// pFedMe's λ = 15, η = 0.01 (the paper's λ; μ as Li et al.'s image runs).
+// pFedMe's λ = 15, η = 0.01, K = 5 personal steps at 0.05 (the paper's λ
+// and K; μ as Li et al.'s image runs).
 func DefaultSiteConfig() SiteConfig {
-	return SiteConfig{Train: DefaultTrainConfig(), ProxMu: 0.01, PFedMeLambda: 15, PFedMeLR: 0.01}
+	return SiteConfig{Train: DefaultTrainConfig(), ProxMu: 0.01, PFedMeLambda: 15, PFedMeLR: 0.01, PFedMeSteps: 5, PFedMePersonalLR: 0.05}
 }
 
 // SiteState is what a deep site keeps between rounds; every field is nil
@@ -183,18 +188,11 @@ func updateSite(net *Network, in SiteInput) (SiteOutput, error) {
 		if theta == nil {
 			theta = initial()
 		}
-		res, err = train(theta, Terms{ProxMu: cfg.PFedMeLambda, ProxCenter: start})
-		if err != nil {
-			break
-		}
-		personal := clone(net.params)
 		w := clone(start)
-		step := float32(cfg.PFedMeLR * cfg.PFedMeLambda)
-		for j := range w {
-			w[j] -= step * (w[j] - personal[j])
-		}
+		copy(net.params, theta)
+		res, err = trainPFedMe(net, in.Train, w, cfg)
 		out.Params = w
-		out.State.Personal = personal
+		out.State.Personal = clone(net.params)
 	default:
 		if _, err = learn.ParseMethod(string(in.Method)); err == nil {
 			err = fmt.Errorf("method %s has no deep site update", in.Method)
@@ -205,6 +203,34 @@ func updateSite(net *Network, in SiteInput) (SiteOutput, error) {
 	}
 	out.Steps, out.MeanLoss = res.Steps, res.MeanLoss
 	return out, nil
+}
+
+// trainPFedMe runs pFedMe's local round (T. Dinh et al. 2020, Algorithm 1)
+// on net, which holds the personal model θ_i: for every minibatch of
+// cfg.Train's epochs (the local iterations R), K = PFedMeSteps plain SGD
+// steps at PFedMePersonalLR on the personal problem f_i(θ; batch) +
+// λ/2‖θ − w‖², then the local model moves toward θ, w ← w − ηλ(w − θ). w
+// is updated in place; net ends holding θ_i. Steps counts the minibatches.
+func trainPFedMe(net *Network, d Data, w []float32, cfg SiteConfig) (TrainResult, error) {
+	if cfg.PFedMeSteps < 1 || !(cfg.PFedMePersonalLR > 0) {
+		return TrainResult{}, fmt.Errorf("nn: pFedMe needs K ≥ 1 personal steps at a positive rate, got %d at %v", cfg.PFedMeSteps, cfg.PFedMePersonalLR)
+	}
+	inner := TrainConfig{Optimizer: SGD, LR: cfg.PFedMePersonalLR, Epochs: 1, BatchSize: cfg.Train.BatchSize}
+	tr, err := NewTrainer(net, inner, Terms{ProxMu: cfg.PFedMeLambda, ProxCenter: w})
+	if err != nil {
+		return TrainResult{}, err
+	}
+	step := float32(cfg.PFedMeLR * cfg.PFedMeLambda)
+	return eachBatch(net, d, cfg.Train, func(x []float32, labels []int, weights []float32) float64 {
+		var loss float64
+		for range cfg.PFedMeSteps {
+			loss = tr.Step(x, labels, weights)
+		}
+		for j, th := range net.params {
+			w[j] -= step * (w[j] - th)
+		}
+		return loss
+	})
 }
 
 // scaffoldStepSum is the K·η by which SCAFFOLD's option II divides a

@@ -131,6 +131,21 @@ func Train(net *Network, d Data, cfg TrainConfig, terms Terms) (TrainResult, err
 	if err := cfg.Validate(); err != nil {
 		return TrainResult{}, err
 	}
+	if err := terms.check(net.NumParams()); err != nil {
+		return TrainResult{}, err
+	}
+	return eachBatch(net, d, cfg, newTrainer(net, cfg.withDefaults(), terms).step)
+}
+
+// eachBatch calls step on every minibatch of cfg.Epochs epochs of d, the
+// samples shuffled each epoch by a PCG generator seeded with cfg.Seed, and
+// returns the number of minibatches and the mean step result (a loss) of
+// the last epoch. Train takes one optimiser step per minibatch; pFedMe
+// takes several, then moves its local model.
+func eachBatch(net *Network, d Data, cfg TrainConfig, step func(x []float32, labels []int, weights []float32) float64) (TrainResult, error) {
+	if err := cfg.Validate(); err != nil {
+		return TrainResult{}, err
+	}
 	cfg = cfg.withDefaults()
 	if err := d.Validate(net.cfg.Input, net.cfg.Classes); err != nil {
 		return TrainResult{}, err
@@ -138,10 +153,6 @@ func Train(net *Network, d Data, cfg TrainConfig, terms Terms) (TrainResult, err
 	if d.Labels == nil {
 		return TrainResult{}, errors.New("nn: training data has no labels")
 	}
-	if err := terms.check(net.NumParams()); err != nil {
-		return TrainResult{}, err
-	}
-	t := newTrainer(net, cfg, terms)
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6e6e2d73687566)) // "nn-shuf"
 	order := make([]int, d.N)
 	for i := range order {
@@ -173,7 +184,7 @@ func Train(net *Network, d Data, cfg TrainConfig, terms Terms) (TrainResult, err
 			if wb != nil {
 				w = wb[:b]
 			}
-			sum += t.step(xb[:b*size], yb[:b], w)
+			sum += step(xb[:b*size], yb[:b], w)
 			batches++
 			res.Steps++
 		}

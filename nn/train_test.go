@@ -222,7 +222,8 @@ func TestUpdateSite(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := stripes(4, 50, 6, 6)
-	sc := SiteConfig{Train: TrainConfig{Optimizer: SGD, LR: 0.05, Epochs: 2, BatchSize: 16, Seed: 9}, ProxMu: 10, PFedMeLambda: 15, PFedMeLR: 0.01}
+	sc := SiteConfig{Train: TrainConfig{Optimizer: SGD, LR: 0.05, Epochs: 2, BatchSize: 16, Seed: 9}, ProxMu: 10, PFedMeLambda: 15, PFedMeLR: 0.01,
+		PFedMeSteps: 3, PFedMePersonalLR: 0.02}
 	n.Init(1)
 	pushed := clone(n.Params())
 	np := n.NumParams()
@@ -284,13 +285,46 @@ func TestUpdateSite(t *testing.T) {
 			t.Fatalf("SCAFFOLD parameter %d: c_i⁺ %v, Δc_i %v; want %v, %v", j, sc1.State.Control[j], sc1.Control[j], want, want-float64(ci[j]))
 		}
 	}
-	// pFedMe: w⁺ = w − ηλ(w − θ_i).
-	pf := run(learn.PFedMe, nil)
-	for j := range pushed {
-		want := float64(pushed[j]) - 0.01*15*float64(pushed[j]-pf.State.Personal[j])
-		if !near(float64(pf.Params[j]), want, 1e-5) {
-			t.Fatalf("pFedMe parameter %d: w⁺ %v, want %v", j, pf.Params[j], want)
-		}
+	// pFedMe (Algorithm 1) with one minibatch of every sample: K = 3 plain
+	// SGD steps at 0.02 on f(θ) + λ/2‖θ − w‖² from the site's θ, then
+	// w ← w − ηλ(w − θ); reproduced step by step with a Trainer on the
+	// samples in the order the epoch's shuffle gives them.
+	one := sc
+	one.Train.BatchSize, one.Train.Epochs = d.N, 1
+	theta0 := make([]float32, np)
+	for j := range theta0 {
+		theta0[j] = pushed[j] + 0.01*float32(j%3-1)
+	}
+	pf := run(learn.PFedMe, func(in *SiteInput) { in.Config = one; in.State.Personal = theta0 })
+	order := make([]int, d.N)
+	for i := range order {
+		order[i] = i
+	}
+	rand.New(rand.NewPCG(9, 0x6e6e2d73687566)).Shuffle(d.N, func(i, j int) { order[i], order[j] = order[j], order[i] })
+	size := n.InputSize()
+	xb, yb := make([]float32, d.N*size), make([]int, d.N)
+	for i, s := range order {
+		copy(xb[i*size:(i+1)*size], d.X[s*size:(s+1)*size])
+		yb[i] = d.Labels[s]
+	}
+	w := clone(pushed)
+	copy(n.Params(), theta0)
+	tr, err := NewTrainer(n, TrainConfig{Optimizer: SGD, LR: 0.02, Epochs: 1, BatchSize: d.N}, Terms{ProxMu: 15, ProxCenter: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		tr.Step(xb, yb, nil)
+	}
+	theta := clone(n.Params())
+	for j := range w {
+		w[j] -= float32(0.01*15) * (w[j] - theta[j])
+	}
+	if dist(pf.State.Personal, theta) != 0 || dist(pf.Params, w) != 0 || pf.Steps != 1 {
+		t.Errorf("pFedMe: θ off by %v, w off by %v, %d minibatches; want 0, 0, 1", dist(pf.State.Personal, theta), dist(pf.Params, w), pf.Steps)
+	}
+	if a, b := dist(pf.Params, theta), dist(pushed, theta); !(a < b) {
+		t.Errorf("pFedMe: w moved away from θ (%v from %v)", a, b)
 	}
 	// LocalOnly ignores the pushed model: round 1 and 2 from the same
 	// seed give the same model whatever was pushed.
@@ -301,11 +335,11 @@ func TestUpdateSite(t *testing.T) {
 	}
 	// pTopoFL's sample weights reach the loss: zero weights on one class
 	// give a different model than FedAvg's.
-	w := make([]float32, d.N)
-	for s := range w {
-		w[s] = float32(d.Labels[s])
+	sw := make([]float32, d.N)
+	for s := range sw {
+		sw[s] = float32(d.Labels[s])
 	}
-	pt := run(learn.PTopoFL, func(in *SiteInput) { in.Train.Weights = w })
+	pt := run(learn.PTopoFL, func(in *SiteInput) { in.Train.Weights = sw })
 	if dist(pt.Params, fedavg.Params) == 0 {
 		t.Errorf("pTopoFL's sample weights changed nothing")
 	}
