@@ -575,6 +575,23 @@ func DeepInput(c Collected) report.DeepInput {
 	for _, k := range order {
 		in.Scenarios = append(in.Scenarios, *cols[k])
 	}
+	for _, set := range c.Spec.Settings {
+		if len(set.Set) == 0 {
+			continue
+		}
+		var ms, vs []string
+		for _, m := range set.Methods {
+			ms = append(ms, string(m))
+		}
+		for _, v := range set.Set {
+			val := v.Text
+			if val == "" {
+				val = fmt.Sprint(v.Value)
+			}
+			vs = append(vs, v.Name+" = "+val)
+		}
+		in.Notes = append(in.Notes, fmt.Sprintf("%s: run with %s (setting %s), its preset otherwise.", strings.Join(ms, ", "), strings.Join(vs, ", "), set.Label))
+	}
 	return in
 }
 

@@ -60,6 +60,9 @@ type DeepInput struct {
 	// "ptopofl".
 	Reference string
 	Scenarios []DeepScenario
+	// Notes are sentences about the settings (a method run with other
+	// hyper-parameters than its preset's), printed below the settings.
+	Notes []string
 }
 
 // Deep builds the report of the deep experiment (the paper's Table 3): per
@@ -88,6 +91,9 @@ func Deep(in DeepInput) (*Report, error) {
 		settings = append(settings, []string{sc.Name, sc.Data, fmt.Sprint(sc.Sites), sc.Preset, fmt.Sprint(sc.Rounds)})
 	}
 	d.table([]string{"Scenario", "Data", "Sites", "Preset", "Rounds"}, settings)
+	for _, n := range in.Notes {
+		d.para("%s", n)
+	}
 
 	var methods []string
 	seen := map[string]bool{}

@@ -127,7 +127,7 @@ func ablationFixture() AblationInput {
 }
 
 func deepFixture() DeepInput {
-	return DeepInput{Scenarios: []DeepScenario{
+	return DeepInput{Notes: []string{"scaffold: run with momentum = 0 (setting sgd), its preset otherwise."}, Scenarios: []DeepScenario{
 		{Name: "C, α = 0.1", Data: "Fashion-MNIST", Sites: 10, Preset: "deep-small", Rounds: 3, Methods: []DeepMethodRuns{
 			{Method: "fedavg", Runs: []DeepRun{
 				{Seed: 1, Update: []float64{0.60, 0.80, 0.90}, Aggregate: []float64{0.30, 0.50, 0.60}},
@@ -238,6 +238,7 @@ func TestReports(t *testing.T) {
 				"Fashion-MNIST, writer-like", "deep-d-small",
 				// A failed run counts in no mean and is listed.
 				"n/a (1 failed)", "D, scaffold, seed 1: failed after 1 of 2 rounds: the scaffold model diverged",
+				"scaffold: run with momentum = 0 (setting sgd), its preset otherwise.",
 			},
 		},
 		{

@@ -239,7 +239,8 @@ func writeFashionStandIn(t *testing.T, dir string) {
 }
 
 // TestExperimentDeep runs `starter experiment deep --tiny` on a stand-in
-// for Fashion-MNIST (pTopoFL and FedAvg, 2 seeds, 2 rounds): Scenario C at
+// for Fashion-MNIST (pTopoFL, FedAvg and SCAFFOLD with its plain-SGD
+// setting, 2 seeds, 2 rounds): Scenario C at
 // both α on 3 Dirichlet sites under deep-small, Scenario D on 4
 // writer-like sites under deep-d-small (3 local epochs); the report's
 // table holds each method's mean ± std over seeds of the final scores the
@@ -250,9 +251,9 @@ func TestExperimentDeep(t *testing.T) {
 	}
 	src := t.TempDir()
 	writeFashionStandIn(t, src)
-	out := runExperimentCLI(t, experiments.Deep, "--fashion-mnist", src, "--methods", "ptopofl,fedavg")
-	if out.State != "done" || len(out.Rows) != 2*3*2 {
-		t.Fatalf("state %s, %d rows; want done, 12 (2 seeds × 3 federations × 2 methods)", out.State, len(out.Rows))
+	out := runExperimentCLI(t, experiments.Deep, "--fashion-mnist", src, "--methods", "ptopofl,fedavg,scaffold")
+	if out.State != "done" || len(out.Rows) != 2*3*3 {
+		t.Fatalf("state %s, %d rows; want done, 18 (2 seeds × 3 federations × 3 methods)", out.State, len(out.Rows))
 	}
 	md, err := os.ReadFile(filepath.Join(out.Out, "report.md"))
 	if err != nil {
@@ -276,6 +277,11 @@ func TestExperimentDeep(t *testing.T) {
 			t.Errorf("%s: state %s, %d rounds, %d sites, preset %s, %d epochs, %d classes, model %s; want done, 2, %d, %s, %d, 4, cnn",
 				r.Campaign, r.State, r.RoundsDone, r.NumSites, r.Preset, r.LocalEpochs, r.Classes, r.Model, sites, preset, epochs)
 		}
+		// SCAFFOLD runs plain SGD (experiments.DeepSettings), the others
+		// their preset's momentum.
+		if wantSet, wantMom := map[bool]string{true: "sgd", false: "base"}[r.Method == "scaffold"], map[bool]float64{true: 0, false: 0.9}[r.Method == "scaffold"]; r.Setting != wantSet || r.Momentum != wantMom {
+			t.Errorf("%s: setting %s, momentum %v; want %s, %v", r.Campaign, r.Setting, r.Momentum, wantSet, wantMom)
+		}
 		if math.IsNaN(r.FinalUpdateAcc) || math.IsNaN(r.FinalAcc) {
 			t.Errorf("%s: final update accuracy %v, after aggregation %v", r.Campaign, r.FinalUpdateAcc, r.FinalAcc)
 		}
@@ -288,7 +294,7 @@ func TestExperimentDeep(t *testing.T) {
 		heading string
 		values  map[key][]float64
 	}{{"After the local update", update}, {"After the aggregation", aggregate}} {
-		for _, m := range []string{"ptopofl", "fedavg"} {
+		for _, m := range []string{"ptopofl", "fedavg", "scaffold"} {
 			row := "| " + m + " |"
 			for _, c := range []string{"C, α = 0.1", "C, α = 0.5", "D"} {
 				mean, sd := eval.MeanStd(part.values[key{c, m}])
@@ -299,7 +305,8 @@ func TestExperimentDeep(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"| C, α = 0.1 | Fashion-MNIST | 3 | deep-small | 2 |", "| D | Fashion-MNIST, writer-like | 4 | deep-d-small | 2 |", "fig_deep_accuracy.png"} {
+	for _, want := range []string{"| C, α = 0.1 | Fashion-MNIST | 3 | deep-small | 2 |", "| D | Fashion-MNIST, writer-like | 4 | deep-d-small | 2 |",
+		"scaffold: run with momentum = 0 (setting sgd), its preset otherwise.", "fig_deep_accuracy.png"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q", want)
 		}
