@@ -35,7 +35,9 @@
 #
 # Environment: BENCH_DIR (default .run/bench, wiped), BENCH_ROUNDS (10),
 # PARALLEL (9, campaigns of the table at once), BIN (bin, where starter,
-# devstack, worker and gendata are), DEEP_ROUNDS (5), MEM_ROUNDS (2).
+# devstack, worker and gendata are), DEEP_ROUNDS (5), MEM_ROUNDS (2),
+# BENCH_FROM (1: the first part to run; 4 runs the deep parts only, 5 the
+# memory part only).
 #
 # The machine's load is printed before each part: on 2 cores anything else
 # running shifts these figures by tens of per cent.
@@ -49,6 +51,8 @@ PARALLEL=${PARALLEL:-9}
 PG=${BENCH_POSTGRES:-1}
 DEEP_ROUNDS=${DEEP_ROUNDS:-5}
 MEM_ROUNDS=${MEM_ROUNDS:-2}
+FROM=${BENCH_FROM:-1}
+[ "$FROM" -le 2 ] || PG=0 # the PostgreSQL column belongs to parts 1 and 2
 for b in starter devstack gendata worker; do
 	[ -x "$BIN/$b" ] || { echo "bench-pipeline: $BIN/$b missing; run 'make build'" >&2; exit 1; }
 done
@@ -136,6 +140,7 @@ print(f"{r['wall_seconds']:.2f} {1000*r['wall_seconds']/rounds:.1f}")
 PY
 }
 
+if [ "$FROM" -le 1 ]; then
 echo "== 1. per-round orchestration overhead (fedavg, tiny sites, $ROUNDS rounds)"
 load
 printf "%6s %8s %12s %12s %12s %12s\n" sites rounds sqlite_s sqlite_ms pg_s pg_ms
@@ -152,6 +157,8 @@ for k in 8 50 200; do
 	printf "%6d %8d %12s %12s %12s %12s\n" "$k" "$ROUNDS" "$sw" "$sr" "$pw" "$pr"
 done
 
+fi
+if [ "$FROM" -le 2 ]; then
 echo
 echo "== 2. paper table through the pipeline (preset paper, golden seed-42 data, 2 × (6 + 3) campaigns)"
 load
@@ -206,6 +213,8 @@ print(f"paper table on PostgreSQL, same 18 campaigns: {t1 - t0:.2f} s wall (stac
 PY
 fi
 
+fi
+if [ "$FROM" -le 3 ]; then
 echo
 echo "== 3. a 200-round campaign and Temporal's history limits"
 load
@@ -223,14 +232,17 @@ print(f"largest run history {row['max_history_events']} events / {row['max_histo
 assert row["max_history_events"] < 4096 and row["max_history_bytes"] < 4 << 20, "history too large"
 PY
 
-echo
-echo "== 4. deep rows: deep-small on Fashion-MNIST α 0.5, 10 sites, $DEEP_ROUNDS rounds"
+fi
 if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
-	echo "skipped (and part 5): Fashion-MNIST not installed (make fashion-mnist)"
+	echo
+	echo "parts 4 and 5 skipped: Fashion-MNIST not installed (make fashion-mnist)"
 	exit 0
 fi
 fed="$OUT/fm05"
 "$BIN/gendata" fashion-mnist --no-install --alpha 0.5 --sites 10 --seed 1 --out "$fed" >/dev/null
+if [ "$FROM" -le 4 ]; then
+echo
+echo "== 4. deep rows: deep-small on Fashion-MNIST α 0.5, 10 sites, $DEEP_ROUNDS rounds"
 anchor=""
 if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
 	/usr/bin/python3 scripts/anchor-deep.py --federation "$fed" --rounds "$DEEP_ROUNDS" >"$OUT/anchor.txt"
@@ -276,9 +288,10 @@ if anchor and m == "fedavg":
 PY
 done
 
+fi
 echo
 echo "== 5. deep memory at ConvNet-2 size: 10 sites, every component a process, $MEM_ROUNDS rounds"
-# ConvNet-2 (6.6 M parameters at 62 classes; 3.3 M with Fashion-MNIST's 10)
+# ConvNet-2 (6.6 M parameters at 62 classes, 6.5 M with Fashion-MNIST's 10)
 # trained by 10 site workers, each a process of its own, against a
 # devstack and one server worker, every process under /usr/bin/time -v:
 # the peak RSS of each, and the bytes each round wrote to S3 (the round's

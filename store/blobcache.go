@@ -110,6 +110,14 @@ func (c *blobCache) setDecoded(k blobKey, v any) {
 	}
 }
 
+// cached reports whether k has an entry (one too large to cache has none).
+func (c *blobCache) cached(k blobKey) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.items[k]
+	return ok
+}
+
 func (s *Store) blobKey(r artifact.Ref) blobKey {
 	b := r.Bucket
 	if b == "" {
@@ -162,11 +170,15 @@ func (s *Store) PutModelCached(ctx context.Context, key string, rec ModelRecord)
 	if err != nil {
 		return ref, err
 	}
-	params := slices.Clone(rec.Params)
-	if rec.Float32 {
-		params = RoundFloat32(rec.Params)
+	// A model too large to cache (a deep one of millions of parameters)
+	// gets no decoded copy: it would be garbage at once.
+	if k := s.blobKey(ref); s.cache.cached(k) {
+		params := slices.Clone(rec.Params)
+		if rec.Float32 {
+			params = RoundFloat32(rec.Params)
+		}
+		s.cache.setDecoded(k, params)
 	}
-	s.cache.setDecoded(s.blobKey(ref), params)
 	return ref, nil
 }
 
