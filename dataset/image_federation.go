@@ -159,17 +159,11 @@ type ImageFederationOptions struct {
 // site1, …; everything random comes from PCG generators seeded with
 // opt.Seed, so a seed always gives the same federation.
 func PartitionImages(train, test *Images, opt ImageFederationOptions) ([]ImageSite, error) {
-	switch {
-	case opt.Sites < 1:
-		return nil, fmt.Errorf("dataset: %d sites: want at least 1", opt.Sites)
-	case opt.PerSite < 2:
-		return nil, fmt.Errorf("dataset: %d images per site: want at least 2", opt.PerSite)
-	case opt.Sites*opt.PerSite > train.N:
+	if err := checkSplit(train, test, opt.Sites, opt.PerSite, 2, opt.TestFraction); err != nil {
+		return nil, err
+	}
+	if opt.Sites*opt.PerSite > train.N {
 		return nil, fmt.Errorf("dataset: %d sites × %d images need more than the %d training images", opt.Sites, opt.PerSite, train.N)
-	case !(opt.TestFraction > 0) || math.IsInf(opt.TestFraction, 0):
-		return nil, fmt.Errorf("dataset: test fraction %v: want a positive number", opt.TestFraction)
-	case train.H != test.H || train.W != test.W || train.C != test.C:
-		return nil, fmt.Errorf("dataset: test images are %dx%dx%d, training images %dx%dx%d", test.H, test.W, test.C, train.H, train.W, train.C)
 	}
 	classes := max(train.Classes, test.Classes)
 	rng := rand.New(rand.NewPCG(opt.Seed, 0x696d616765666564)) // "imagefed"
@@ -238,6 +232,23 @@ func PartitionImages(train, test *Images, opt ImageFederationOptions) ([]ImageSi
 		sites[k].Train.Classes, sites[k].Test.Classes = classes, classes
 	}
 	return sites, nil
+}
+
+// checkSplit checks what splitting train among sites with test sets from
+// test needs: a site at least, at least minPerSite images per site, a
+// positive test fraction, and the two sets' images of one shape.
+func checkSplit(train, test *Images, sites, perSite, minPerSite int, testFraction float64) error {
+	switch {
+	case sites < 1:
+		return fmt.Errorf("dataset: %d sites: want at least 1", sites)
+	case perSite < minPerSite:
+		return fmt.Errorf("dataset: %d images per site: want at least %d", perSite, minPerSite)
+	case !(testFraction > 0) || math.IsInf(testFraction, 0):
+		return fmt.Errorf("dataset: test fraction %v: want a positive number", testFraction)
+	case train.H != test.H || train.W != test.W || train.C != test.C:
+		return fmt.Errorf("dataset: test images are %dx%dx%d, training images %dx%dx%d", test.H, test.W, test.C, train.H, train.W, train.C)
+	}
+	return nil
 }
 
 // ImageManifest is federation.json of an image federation: its source,

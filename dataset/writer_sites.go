@@ -122,15 +122,8 @@ type WriterLikeOptions struct {
 // Everything random comes from PCG generators seeded with opt.Seed, so a
 // seed always gives the same sites. Sites are named site0, site1, ….
 func WriterLikeSites(train, test *Images, opt WriterLikeOptions) ([]ImageSite, error) {
-	switch {
-	case opt.Sites < 1:
-		return nil, fmt.Errorf("dataset: %d sites: want at least 1", opt.Sites)
-	case opt.PerSite < 8:
-		return nil, fmt.Errorf("dataset: %d images per site: want at least 8", opt.PerSite)
-	case !(opt.TestFraction > 0) || math.IsInf(opt.TestFraction, 0):
-		return nil, fmt.Errorf("dataset: test fraction %v: want a positive number", opt.TestFraction)
-	case train.H != test.H || train.W != test.W || train.C != test.C:
-		return nil, fmt.Errorf("dataset: test images are %dx%dx%d, training images %dx%dx%d", test.H, test.W, test.C, train.H, train.W, train.C)
+	if err := checkSplit(train, test, opt.Sites, opt.PerSite, 8, opt.TestFraction); err != nil {
+		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(opt.Seed, 0x7772697465726c6b)) // "writerlk"
 	sizes := make([]int, opt.Sites)

@@ -19,25 +19,6 @@ import (
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
-// Names of the experiments, in the paper's order.
-const (
-	Table1      = "table1"
-	Adversarial = "adversarial"
-	Stability   = "stability"
-	Privacy     = "privacy"
-	Ablation    = "ablation"
-	Deep        = "deep"
-)
-
-// Names lists every experiment.
-var Names = []string{Table1, Adversarial, Stability, Privacy, Ablation, Deep}
-
-// Scenario names.
-const (
-	Healthcare = "healthcare"
-	Benchmark  = "benchmark"
-)
-
 // Options shape a plan.
 type Options struct {
 	// Seeds is the number of seeds (FirstSeed, FirstSeed+1, ...); each seed
@@ -56,6 +37,25 @@ type Options struct {
 	// Images are the deep experiment's data sets.
 	Images DeepImages
 }
+
+// Names of the experiments, in the paper's order.
+const (
+	Table1      = "table1"
+	Adversarial = "adversarial"
+	Stability   = "stability"
+	Privacy     = "privacy"
+	Ablation    = "ablation"
+	Deep        = "deep"
+)
+
+// Names lists every experiment.
+var Names = []string{Table1, Adversarial, Stability, Privacy, Ablation, Deep}
+
+// Scenario names.
+const (
+	Healthcare = "healthcare"
+	Benchmark  = "benchmark"
+)
 
 // Federation is one generated federation of a plan. Site names are
 // prefixed with the federation's name, so that every site of the sweep has

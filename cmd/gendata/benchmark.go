@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 
@@ -11,10 +10,7 @@ import (
 // runBenchmark writes the paper's pathological label-skew benchmark
 // (eval.Benchmark).
 func runBenchmark(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("benchmark", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var common commonFlags
-	common.register(fs)
+	fs, common := newFlagSet("benchmark", stderr)
 	if err := common.parse(fs, args); err != nil {
 		return err
 	}

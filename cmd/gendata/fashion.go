@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -18,10 +17,7 @@ import (
 // installs the package first (root only; --no-install refuses), saying so
 // on stderr.
 func runFashionMNIST(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("fashion-mnist", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var common commonFlags
-	common.register(fs)
+	fs, common := newFlagSet("fashion-mnist", stderr)
 	alpha := fs.Float64("alpha", 0.5, "Dirichlet concentration α of the label split (0.1: few classes per site)")
 	perSite := fs.Int("per-site", 600, "mean number of training images per site")
 	testFraction := fs.Float64("test-fraction", 0.25, "each site's test images as a fraction of its training images")

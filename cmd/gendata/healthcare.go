@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 
@@ -11,10 +10,7 @@ import (
 
 // runHealthcare writes the paper's healthcare scenario (eval.Healthcare).
 func runHealthcare(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("healthcare", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var common commonFlags
-	common.register(fs)
+	fs, common := newFlagSet("healthcare", stderr)
 	adversarial := fs.String("adversarial", "1,5", "comma-separated indices of the label-flip sites (empty for none)")
 	if err := common.parse(fs, args); err != nil {
 		return err

@@ -91,6 +91,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // commonFlags are the flags every scenario takes.
+// newFlagSet returns the flag set of a sub-command that writes a federation,
+// with the flags every such sub-command has (commonFlags) registered.
+func newFlagSet(name string, stderr io.Writer) (*flag.FlagSet, *commonFlags) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	common := &commonFlags{}
+	common.register(fs)
+	return fs, common
+}
+
 type commonFlags struct {
 	seed  uint64
 	out   string
