@@ -190,11 +190,9 @@ func (s *Site) computeDeepDescriptor(ctx context.Context, in pipeline.ComputeDes
 	}
 	var params []float32
 	if in.Model != nil {
-		m, err := s.store.GetModelParamsCached(ctx, *in.Model)
-		if err != nil {
+		if params, err = s.store.GetModelParams32(ctx, *in.Model); err != nil {
 			return pipeline.ComputeDescriptorOutput{}, wrap(err)
 		}
-		params = method.ToFloat32(m)
 	} else {
 		params = initialParams(net, in.SiteCall)
 	}
@@ -251,11 +249,9 @@ func (s *Site) trainDeep(ctx context.Context, in pipeline.TrainLocalInput, cfg m
 	sin := nn.SiteInput{Method: cfg.Method, Round: in.Round, InitSeed: deepInitSeed(in.SiteCall), Train: p.Train, Config: cfg.DeepSite}
 	sin.Config.Train.Seed = in.Seed
 	if in.StartModel != nil {
-		pushed, err := s.store.GetModelParamsCached(ctx, *in.StartModel)
-		if err != nil {
+		if sin.Pushed, err = s.store.GetModelParams32(ctx, *in.StartModel); err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(err)
 		}
-		sin.Pushed = method.ToFloat32(pushed)
 	}
 	st, err := getSiteState(ctx, s.store, in.SiteState)
 	if err != nil {
@@ -278,10 +274,11 @@ func (s *Site) trainDeep(ctx context.Context, in pipeline.TrainLocalInput, cfg m
 		return pipeline.TrainLocalOutput{}, err
 	}
 	res := pipeline.TrainLocalOutput{NumTrain: out.N, Loss: out.MeanLoss}
-	res.Model, err = s.store.PutModelCached(ctx, artifact.ModelKey(in.Campaign, in.Round, s.name), store.ModelRecord{
+	// Written from the network's float32 slab, without a float64 copy of
+	// a model that may hold millions of parameters.
+	res.Model, err = s.store.PutModel32(ctx, artifact.ModelKey(in.Campaign, in.Round, s.name), store.ModelRecord{
 		Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method), Kind: store.KindModel,
-		Params: method.ToFloat64(out.Params), Float32: true,
-	})
+	}, out.Params)
 	if err != nil {
 		return pipeline.TrainLocalOutput{}, wrap(err)
 	}
@@ -339,7 +336,7 @@ func (s *Site) evaluateDeep(ctx context.Context, in pipeline.EvaluateInput, cfg 
 	if err != nil {
 		return pipeline.EvaluateOutput{}, temporal.NewNonRetryableApplicationError(wrap(err).Error(), pipeline.ErrTypeInvalidSpec, err)
 	}
-	pushed, err := s.store.GetModelParamsCached(ctx, in.Model)
+	pushed, err := s.store.GetModelParams32(ctx, in.Model)
 	if err != nil {
 		return pipeline.EvaluateOutput{}, wrap(err)
 	}
@@ -347,7 +344,7 @@ func (s *Site) evaluateDeep(ctx context.Context, in pipeline.EvaluateInput, cfg 
 	if err != nil {
 		return pipeline.EvaluateOutput{}, wrap(err)
 	}
-	ev, err := scoreDeep(net, cfg, p.Test, method.ToFloat32(pushed), toNNState(st))
+	ev, err := scoreDeep(net, cfg, p.Test, pushed, toNNState(st))
 	if err != nil {
 		return pipeline.EvaluateOutput{}, wrap(err)
 	}

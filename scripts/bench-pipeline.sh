@@ -315,7 +315,8 @@ for k in $(seq 0 9); do
 done
 "$BIN/starter" run --federation "$fed" --method fedavg --preset deep-small --set model=convnet2 \
 	--rounds "$MEM_ROUNDS" --seed 1 --campaign mem-convnet2 --format json "${conn[@]}" >"$mem/run.json"
-for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done
+# /usr/bin/time ignores SIGINT while it waits: signal the workers themselves.
+for p in "${pids[@]}"; do pkill -INT -P "$p" 2>/dev/null || true; done
 wait "${pids[@]}" 2>/dev/null || true
 kill "$stack"; wait "$stack" 2>/dev/null || true
 python3 - "$mem" "$MEM_ROUNDS" <<'PY'

@@ -195,6 +195,53 @@ func (s *Store) GetModelParamsCached(ctx context.Context, ref artifact.Ref) ([]f
 	}, slices.Clone[[]float64])
 }
 
+// GetModelParams32 returns the parameters of the model ref points at as
+// float32 (DecodeModelParams32): what a deep site reads, without the
+// float64 copy GetModelParamsCached makes. A cached decoded copy is used
+// when there is one.
+func (s *Store) GetModelParams32(ctx context.Context, ref artifact.Ref) ([]float32, error) {
+	defer timed(ctx)()
+	if p, ok := s.cache.getDecoded(s.blobKey(ref)).([]float64); ok {
+		out := make([]float32, len(p))
+		for i, v := range p {
+			out[i] = float32(v)
+		}
+		return out, nil
+	}
+	b, err := s.GetCached(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	p, err := DecodeModelParams32(b)
+	if err != nil {
+		return nil, fmt.Errorf("decode %s: %w", ref.Key, err)
+	}
+	return p, nil
+}
+
+// PutModel32 writes a Float32 model record whose parameters are float32
+// (EncodeModel32) at key through the cache, as PutModelCached does for
+// float64 parameters.
+func (s *Store) PutModel32(ctx context.Context, key string, rec ModelRecord, params []float32) (artifact.Ref, error) {
+	defer timed(ctx)()
+	b, err := EncodeModel32(rec, params)
+	if err != nil {
+		return artifact.Ref{}, err
+	}
+	ref, err := s.PutCached(ctx, key, b)
+	if err != nil {
+		return ref, err
+	}
+	if k := s.blobKey(ref); s.cache.cached(k) {
+		p := make([]float64, len(params))
+		for i, v := range params {
+			p[i] = float64(v)
+		}
+		s.cache.setDecoded(k, p)
+	}
+	return ref, nil
+}
+
 // GetVectorsCached returns the vector records ref points at, from the cache
 // or by reading and decoding them. The records are the caller's.
 func (s *Store) GetVectorsCached(ctx context.Context, ref artifact.Ref) ([]VectorRecord, error) {

@@ -94,3 +94,71 @@ func isFloat32File(b []byte) bool {
 	}
 	return false
 }
+
+// EncodeModel32 is EncodeModel for a Float32 record whose parameters are
+// float32 already (a deep site's trained network, nn's slab): they are
+// written as they are, without the float64 copy ModelRecord.Params needs,
+// to the same bytes EncodeModel gives for m.Float32 with those values as
+// Params. m.Params and m.Extra must be empty.
+func EncodeModel32(m ModelRecord, params []float32) ([]byte, error) {
+	switch {
+	case m.Kind != KindModel && m.Kind != KindAggregate:
+		return nil, fmt.Errorf("store: model kind %q, expected %q or %q", m.Kind, KindModel, KindAggregate)
+	case len(params) == 0:
+		return nil, fmt.Errorf("store: model of site %s round %d has no parameters", m.Site, m.Round)
+	case m.Params != nil || m.Extra != nil:
+		return nil, fmt.Errorf("store: EncodeModel32 takes the parameters as float32 only")
+	}
+	for i, x := range params {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return nil, fmt.Errorf("store: model of site %s round %d (%s): %s[%d] is %v; the model diverged or an input is bad", m.Site, m.Round, m.Method, VecParams, i, x)
+		}
+	}
+	rec := VectorRecord{Campaign: m.Campaign, Round: m.Round, Site: m.Site, Method: m.Method, Kind: m.Kind,
+		Vectors: map[string][]float64{VecParams: nil}} // the name; the values come from params
+	return writeParquetWith(vector32Schema, writer32Props(), func(b *array.RecordBuilder) {
+		appendVectorRows(b, []VectorRecord{rec}, func(elems array.Builder, _ []float64) {
+			elems.(*array.Float32Builder).AppendValues(params, nil)
+		})
+	})
+}
+
+// DecodeModelParams32 returns the parameters of the model file b as
+// float32: a Float32 model's values as stored, without the float64 copy
+// DecodeModel makes; a float64 model's rounded to nearest.
+func DecodeModelParams32(b []byte) ([]float32, error) {
+	if !isFloat32File(b) {
+		m, err := DecodeModel(b)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]float32, len(m.Params))
+		for i, v := range m.Params {
+			out[i] = float32(v)
+		}
+		return out, nil
+	}
+	var out []float32
+	err := ReadParquet("model", b, vector32Schema, func(rec arrow.RecordBatch) error {
+		kind, vector := rec.Column(4).(*array.String), rec.Column(5).(*array.String)
+		values := rec.Column(6).(*array.List)
+		f32 := values.ListValues().(*array.Float32).Float32Values()
+		for i := 0; i < int(rec.NumRows()); i++ {
+			if k := kind.Value(i); k != KindModel && k != KindAggregate {
+				return fmt.Errorf("file holds a %q record, expected a model", k)
+			}
+			if vector.Value(i) == VecParams && out == nil {
+				start, end := values.ValueOffsets(i)
+				out = append([]float32{}, f32[start:end]...)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		return nil, fmt.Errorf("store: model file has no %q vector", VecParams)
+	}
+	return out, nil
+}

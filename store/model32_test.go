@@ -1,9 +1,14 @@
 package store
 
 import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -91,5 +96,63 @@ func TestVectorsFloat32RoundTrip(t *testing.T) {
 	bad := []VectorRecord{{Campaign: "c", Site: "a", Kind: "k", Vectors: map[string][]float64{"v": {math.NaN()}}}}
 	if _, err := EncodeVectors32(bad); err == nil {
 		t.Error("NaN encoded without error")
+	}
+}
+
+// TestModel32WithoutFloat64: EncodeModel32 writes the same bytes as
+// EncodeModel of the same values as float64 with Float32 set;
+// DecodeModelParams32 reads them back as stored, and a float64 model
+// rounded to nearest; through S3, PutModel32 and GetModelParams32 agree
+// with PutModelCached and GetModelParamsCached.
+func TestModel32WithoutFloat64(t *testing.T) {
+	params := []float32{1.5, -2.25, 3.0000002, 1e-30, -7}
+	wide := make([]float64, len(params))
+	for i, v := range params {
+		wide[i] = float64(v)
+	}
+	rec := ModelRecord{Campaign: "c", Round: 3, Site: "s1", Method: "fedavg", Kind: KindModel}
+	got, err := EncodeModel32(rec, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := rec
+	old.Params, old.Float32 = wide, true
+	want, err := EncodeModel(old)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("EncodeModel32 differs from EncodeModel with Float32 (%v)", err)
+	}
+	back, err := DecodeModelParams32(got)
+	if err != nil || !slices.Equal(back, params) {
+		t.Errorf("DecodeModelParams32: %v, %v", back, err)
+	}
+	old.Float32, old.Params = false, []float64{0.1, 2}
+	b64, err := EncodeModel(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back, err := DecodeModelParams32(b64); err != nil || !slices.Equal(back, []float32{0.1, 2}) {
+		t.Errorf("a float64 model as float32: %v, %v", back, err)
+	}
+	for i, bad := range [][]float32{nil, {1, float32(math.NaN())}} {
+		if _, err := EncodeModel32(rec, bad); err == nil {
+			t.Errorf("case %d: no error", i)
+		}
+	}
+
+	ctx := context.Background()
+	ref, err := testStore.PutModel32(ctx, "m32/site1.parquet", rec, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(want); ref.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Error("PutModel32 stored other bytes than EncodeModel32's")
+	}
+	p32, err := testStore.GetModelParams32(ctx, ref)
+	if err != nil || !slices.Equal(p32, params) {
+		t.Errorf("GetModelParams32: %v, %v", p32, err)
+	}
+	p64, err := testStore.GetModelParamsCached(ctx, ref)
+	if err != nil || !slices.Equal(p64, wide) {
+		t.Errorf("GetModelParamsCached of a PutModel32 model: %v, %v", p64, err)
 	}
 }
