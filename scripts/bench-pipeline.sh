@@ -93,7 +93,7 @@ PIDS=()
 cleanup() {
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-	[ -n "${PGDIR:-}" ] && rm -rf "$PGDIR"
+	if [ -n "${PGDIR:-}" ]; then rm -rf "$PGDIR"; fi
 }
 trap cleanup EXIT
 if [ "$PG" != 0 ]; then

@@ -75,6 +75,10 @@ echo "per-round audit of a campaign:  $BIN/starter history CAMPAIGN --local --da
 echo "all campaigns:                  $BIN/starter ls --local --data-dir $DATA"
 if [ "$UI" != 0 ] && [ -n "$(stack_pid)" ]; then
 	ui=$(sed -n 's/.*"ui": *"\([^"]*\)".*/\1/p' "$DATA/endpoints.json")
-	echo "Temporal Web UI:                $ui/namespaces/default/workflows"
-	echo "the local stack keeps serving it; stop it with:  kill $(stack_pid)"
+	if [ -n "$ui" ]; then
+		echo "Temporal Web UI:                $ui/namespaces/default/workflows"
+	else
+		echo "Temporal Web UI:                none (the running local stack was started with --ui=false)"
+	fi
+	echo "the local stack keeps serving; stop it with:  kill $(stack_pid)"
 fi

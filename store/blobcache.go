@@ -186,6 +186,9 @@ func (s *Store) PutModelCached(ctx context.Context, key string, rec ModelRecord)
 // from the cache or by reading and decoding it. The slice is the caller's.
 func (s *Store) GetModelParamsCached(ctx context.Context, ref artifact.Ref) ([]float64, error) {
 	defer timed(ctx)()
+	if p, ok := s.cache.getDecoded(s.blobKey(ref)).([]float32); ok {
+		return widen(p), nil // a float32 model's decoding is exactly this
+	}
 	return getDecoded(ctx, s, ref, func(b []byte) ([]float64, error) {
 		m, err := DecodeModel(b)
 		if err != nil {
@@ -198,10 +201,15 @@ func (s *Store) GetModelParamsCached(ctx context.Context, ref artifact.Ref) ([]f
 // GetModelParams32 returns the parameters of the model ref points at as
 // float32 (DecodeModelParams32): what a deep site reads, without the
 // float64 copy GetModelParamsCached makes. A cached decoded copy is used
-// when there is one.
+// when there is one, and a model read from S3 keeps one: a deep site reads
+// each aggregate twice, to score it and to train from it next round.
 func (s *Store) GetModelParams32(ctx context.Context, ref artifact.Ref) ([]float32, error) {
 	defer timed(ctx)()
-	if p, ok := s.cache.getDecoded(s.blobKey(ref)).([]float64); ok {
+	k := s.blobKey(ref)
+	switch p := s.cache.getDecoded(k).(type) {
+	case []float32:
+		return slices.Clone(p), nil
+	case []float64:
 		out := make([]float32, len(p))
 		for i, v := range p {
 			out[i] = float32(v)
@@ -215,6 +223,9 @@ func (s *Store) GetModelParams32(ctx context.Context, ref artifact.Ref) ([]float
 	p, err := DecodeModelParams32(b)
 	if err != nil {
 		return nil, fmt.Errorf("decode %s: %w", ref.Key, err)
+	}
+	if s.cache.cached(k) {
+		s.cache.setDecoded(k, slices.Clone(p))
 	}
 	return p, nil
 }
@@ -233,13 +244,18 @@ func (s *Store) PutModel32(ctx context.Context, key string, rec ModelRecord, par
 		return ref, err
 	}
 	if k := s.blobKey(ref); s.cache.cached(k) {
-		p := make([]float64, len(params))
-		for i, v := range params {
-			p[i] = float64(v)
-		}
-		s.cache.setDecoded(k, p)
+		s.cache.setDecoded(k, slices.Clone(params))
 	}
 	return ref, nil
+}
+
+// widen returns p as float64s.
+func widen(p []float32) []float64 {
+	out := make([]float64, len(p))
+	for i, v := range p {
+		out[i] = float64(v)
+	}
+	return out
 }
 
 // GetVectorsCached returns the vector records ref points at, from the cache

@@ -156,3 +156,40 @@ func TestModel32WithoutFloat64(t *testing.T) {
 		t.Errorf("GetModelParamsCached of a PutModel32 model: %v, %v", p64, err)
 	}
 }
+
+// TestModel32CachedAfterRead: a float32 model read from S3 (written by
+// another Store, as a site reads the server's aggregate) keeps its decoded
+// copy, so the second read decodes nothing; every read is the caller's to
+// change, and GetModelParamsCached widens the same copy exactly.
+func TestModel32CachedAfterRead(t *testing.T) {
+	ctx := context.Background()
+	params := []float32{0.5, -1.25, 3.0000002}
+	rec := ModelRecord{Campaign: "c", Round: 4, Site: "s2", Method: "fedavg", Kind: KindModel}
+	b, err := EncodeModel32(rec, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := testStore.Put(ctx, "m32/read-twice.parquet", b) // uncached write
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := testStore.blobKey(ref)
+	if testStore.cache.getDecoded(k) != nil {
+		t.Fatal("Put cached a decoded copy")
+	}
+	p, err := testStore.GetModelParams32(ctx, ref)
+	if err != nil || !slices.Equal(p, params) {
+		t.Fatalf("first read: %v, %v", p, err)
+	}
+	if d, ok := testStore.cache.getDecoded(k).([]float32); !ok || !slices.Equal(d, params) {
+		t.Fatalf("after the first read the cache holds %v, want the decoded float32 parameters", testStore.cache.getDecoded(k))
+	}
+	p[0] = 99
+	if p2, err := testStore.GetModelParams32(ctx, ref); err != nil || !slices.Equal(p2, params) {
+		t.Errorf("second read: %v, %v (a caller's change reached the cache?)", p2, err)
+	}
+	wide, err := testStore.GetModelParamsCached(ctx, ref)
+	if err != nil || !slices.Equal(wide, []float64{0.5, -1.25, float64(float32(3.0000002))}) {
+		t.Errorf("GetModelParamsCached: %v, %v", wide, err)
+	}
+}
