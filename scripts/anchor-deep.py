@@ -11,9 +11,10 @@ Each round it prints two mean site top-1 accuracies on each site's test split:
            campaigns report as final_acc);
   local  = each site's own model right after its local update, before
            aggregation.
-and the wall time of the round (training + aggregation, evaluation excluded).
-The last line is one JSON object with both curves' final values and the time
-per round. Only a benchmark reference: never part of the product."""
+and the wall time of the round (training + aggregation, evaluation excluded)
+and of its evaluation (both scores on every site's test split: the work our
+durable round does besides training and aggregating). The last line is one
+JSON object with both curves' final values and both times per round. Only a benchmark reference: never part of the product."""
 import argparse
 import json
 import os
@@ -89,9 +90,10 @@ def main():
     glob = make_net(classes)
     net = make_net(classes)
     loss_fn = nn.CrossEntropyLoss()
-    times, g_curve, l_curve = [], [], []
+    times, eval_times, g_curve, l_curve = [], [], [], []
     for r in range(1, a.rounds + 1):
         t0 = time.perf_counter()
+        ev = 0.0
         states, local_acc = [], []
         for k, (x, y) in enumerate(train):
             net.load_state_dict(glob.state_dict())
@@ -105,16 +107,19 @@ def main():
                     opt.step()
             te = time.perf_counter()
             local_acc.append(accuracy(net, *test[k]))
+            ev += time.perf_counter() - te
             t0 += time.perf_counter() - te  # evaluation is not part of the round's time
             states.append({key: v.detach().clone() for key, v in net.state_dict().items()})
         tot = float(sum(n))
         glob.load_state_dict({key: sum(s[key] * (n[k] / tot) for k, s in enumerate(states)) for key in states[0]})
         times.append(time.perf_counter() - t0)
+        te = time.perf_counter()
         g = float(np.mean([accuracy(glob, *t) for t in test]))
+        eval_times.append(ev + time.perf_counter() - te)
         l = float(np.mean(local_acc))
         g_curve.append(g)
         l_curve.append(l)
-        print(f"round {r:3d}  global {g:.4f}  local {l:.4f}  {times[-1]:.2f} s", flush=True)
+        print(f"round {r:3d}  global {g:.4f}  local {l:.4f}  {times[-1]:.2f} s  evaluation {eval_times[-1]:.2f} s", flush=True)
     print(json.dumps({
         "federation": a.federation, "alpha": man.get("alpha"), "sites": len(sites), "seed": a.seed,
         "rounds": a.rounds, "threads": a.threads, "torch": torch.__version__,
@@ -122,6 +127,7 @@ def main():
         "final_acc_global": g_curve[-1], "final_acc_local": l_curve[-1],
         "acc_global": g_curve, "acc_local": l_curve,
         "seconds_per_round": sum(times) / len(times), "seconds_total": sum(times),
+        "eval_seconds_per_round": sum(eval_times) / len(eval_times),
     }))
 
 
