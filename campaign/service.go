@@ -65,11 +65,35 @@ func (s *Service) queryStatus(ctx context.Context, workflowID string) (pipeline.
 	return st, v.Get(&st)
 }
 
-// Status returns the status of a campaign, running or closed. A running
-// campaign answers the status query; a closed one is described from its
-// result, so Status works even when no worker is polling.
+// Status returns the status of a campaign, running or closed, whether
+// `starter run` started it (its workflow is named after it) or a sweep
+// (pipeline.SweepCampaignWorkflowID). A running campaign answers the
+// status query; a closed one is described from its result, so Status
+// works even when no worker is polling.
 func (s *Service) Status(ctx context.Context, campaign string) (pipeline.CampaignStatus, error) {
-	return s.workflowStatus(ctx, campaign, campaign)
+	st, err := s.workflowStatus(ctx, campaign, campaign)
+	if id, ok, serr := s.inSweep(ctx, campaign, err); serr != nil {
+		return st, serr
+	} else if ok {
+		return s.workflowStatus(ctx, campaign, id)
+	}
+	return st, err
+}
+
+// inSweep returns, when err says Temporal has no workflow named campaign,
+// the workflow ID of the sweep's child that ran it (sweepWorkflowID);
+// false when err is another error or no sweep ran it. The error is err
+// joined with the failure to look, if looking failed.
+func (s *Service) inSweep(ctx context.Context, campaign string, err error) (string, bool, error) {
+	var notFound *serviceerror.NotFound
+	if !errors.As(err, &notFound) {
+		return "", false, nil
+	}
+	id, ok, serr := s.sweepWorkflowID(ctx, campaign)
+	if serr != nil {
+		return "", false, fmt.Errorf("%w; looking for a sweep that ran it: %w", err, serr)
+	}
+	return id, ok, nil
 }
 
 // workflowStatus is Status of campaign run by the workflow with ID
@@ -126,12 +150,20 @@ var ErrRejected = errors.New("rejected")
 // it. A refusal is returned as an error wrapping ErrRejected.
 func (s *Service) Control(ctx context.Context, campaign, update, reason string) (pipeline.CampaignStatus, error) {
 	var st pipeline.CampaignStatus
-	h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   campaign,
-		UpdateName:   update,
-		Args:         []any{pipeline.ControlInput{Reason: reason}},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
+	send := func(id string) (client.WorkflowUpdateHandle, error) {
+		return s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+			WorkflowID:   id,
+			UpdateName:   update,
+			Args:         []any{pipeline.ControlInput{Reason: reason}},
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		})
+	}
+	h, err := send(campaign)
+	if id, ok, serr := s.inSweep(ctx, campaign, err); serr != nil {
+		err = serr
+	} else if ok {
+		h, err = send(id) // a campaign a sweep runs, under the sweep's child ID
+	}
 	if err != nil {
 		return st, fmt.Errorf("%s %s: %w", update, campaign, err)
 	}
@@ -181,18 +213,7 @@ func (s *Service) Verify(ctx context.Context, campaign string, parallel int) (Ve
 	if err != nil {
 		return rep, err
 	}
-	st, err := s.Status(ctx, campaign)
-	var notFound *serviceerror.NotFound
-	if errors.As(err, &notFound) {
-		// A sweep's campaign runs under the sweep's workflow ID, not under
-		// its name.
-		switch id, ok, serr := s.sweepWorkflowID(ctx, campaign); {
-		case serr != nil:
-			err = fmt.Errorf("%w; looking for a sweep that ran it: %w", err, serr)
-		case ok:
-			st, err = s.workflowStatus(ctx, campaign, id)
-		}
-	}
+	st, err := s.Status(ctx, campaign) // a sweep's campaign too, under its child's ID
 	CheckTipStatus(&rep, st, err)
 	return rep, nil
 }

@@ -157,6 +157,22 @@ concurrency: 2
 		if err != nil || !rep.OK || !rep.TipChecked || rep.TipSkipped != "" || rep.Tip != r.LastManifestSHA256 {
 			t.Errorf("verify %s: %+v, %v; want ok with the tip %s checked against Temporal", r.Campaign, rep, err, r.LastManifestSHA256)
 		}
+		// status, watch and timings find it the same way; a control
+		// update reaches the child, which Temporal says has completed
+		// (without the child's ID it would say no such workflow).
+		st, err := e.svc.Status(ctx, r.Campaign)
+		if err != nil || st.State != pipeline.StateDone || st.RoundsDone != 3 || st.LastManifest == nil || st.LastManifest.SHA256 != r.LastManifestSHA256 {
+			t.Errorf("status %s: %+v, %v; want done after 3 rounds", r.Campaign, st, err)
+		}
+		if tm, err := e.svc.Timings(ctx, r.Campaign, st.RoundsDone); err != nil || len(tm) != 3 {
+			t.Errorf("timings %s: %d rounds, %v", r.Campaign, len(tm), err)
+		}
+		if _, err := e.svc.Control(ctx, r.Campaign, pipeline.UpdatePause, "test"); err == nil || !strings.Contains(err.Error(), "already completed") {
+			t.Errorf("pause %s (done): %v, want its child workflow's \"already completed\"", r.Campaign, err)
+		}
+	}
+	if _, err := e.svc.Status(ctx, "e2e-sweep-tiny-never-base-s1"); err == nil {
+		t.Error("status of a campaign no sweep ran: no error")
 	}
 }
 
