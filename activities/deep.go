@@ -28,21 +28,43 @@ import (
 // the same as for a tabular site: a model reference, a control-variate
 // reference, a descriptor of 48 numbers.
 
-// deepSlots bounds the deep computations (training, evaluation,
+// deepSlots bounds the deep site activities (training, evaluation,
 // descriptors) that run at once in this process to the number of CPUs,
 // each network on one thread. Ten in-process site workers of `starter run
 // --local`, each training on every CPU, starved the embedded Temporal
 // server in the same process: its internal calls (history to matching)
 // missed their deadlines and activity tasks were lost until a timeout. A
 // queue in front of CPU-bound work loses no throughput, and it shapes no
-// result (nn gives the same bits on any number of threads). A waiting
-// training activity keeps heartbeating (withHeartbeat).
+// result (nn gives the same bits on any number of threads).
+//
+// A slot is held for the whole activity, its S3 reads and writes included,
+// not only for the computation: with the store calls outside, the sites
+// waiting for a slot read and wrote while every CPU trained, and each
+// network round trip waited for the Go scheduler's 10 ms preemption tick
+// (a 2 ms S3 request took 20–45 ms; storage grew to an eighth of a deep
+// round). Inside, a site's request runs on the processor its own network
+// wait frees, at its isolated speed, for about 1 % of the slot's time.
 var deepSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
 
-// inSlot runs f holding one of deepSlots, on net with one thread.
-func inSlot[T any](net *nn.Network, f func() (T, error)) (T, error) {
-	deepSlots <- struct{}{}
-	defer func() { <-deepSlots }()
+// inDeepSlot runs a deep site activity's body f holding one of deepSlots,
+// heartbeating while it waits for the slot and while it runs
+// (withHeartbeat); a cancelled activity stops waiting for a slot.
+func inDeepSlot[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	return withHeartbeat(ctx, func() (T, error) {
+		select {
+		case deepSlots <- struct{}{}:
+		case <-ctx.Done():
+			var zero T
+			return zero, ctx.Err()
+		}
+		defer func() { <-deepSlots }()
+		return f()
+	})
+}
+
+// oneThread runs f with net on one thread: the process's CPUs are shared
+// out by deepSlots, one each.
+func oneThread[T any](net *nn.Network, f func() (T, error)) (T, error) {
 	net.SetWorkers(1)
 	return f()
 }
@@ -200,10 +222,8 @@ func (s *Site) computeDeepDescriptor(ctx context.Context, in pipeline.ComputeDes
 	if len(in.Rows) > 0 {
 		rows = in.Rows
 	}
-	desc, err := withHeartbeat(ctx, func() (tda.Descriptor, error) {
-		return inSlot(net, func() (tda.Descriptor, error) {
-			return method.DeepDescriptor(net, params, p.Train, cfg, descriptorSeed(in.SiteCall), rows)
-		})
+	desc, err := oneThread(net, func() (tda.Descriptor, error) {
+		return method.DeepDescriptor(net, params, p.Train, cfg, descriptorSeed(in.SiteCall), rows)
 	})
 	var rowsErr *method.RowsError
 	if errors.As(err, &rowsErr) {
@@ -264,9 +284,7 @@ func (s *Site) trainDeep(ctx context.Context, in pipeline.TrainLocalInput, cfg m
 	}
 	sin.ServerControl = method.ToFloat32(server.Control)
 
-	out, err := withHeartbeat(ctx, func() (nn.SiteOutput, error) {
-		return inSlot(net, func() (nn.SiteOutput, error) { return nn.UpdateSite(net, sin) })
-	})
+	out, err := oneThread(net, func() (nn.SiteOutput, error) { return nn.UpdateSite(net, sin) })
 	if err != nil {
 		return pipeline.TrainLocalOutput{}, wrap(err)
 	}
@@ -314,7 +332,7 @@ func (s *Site) trainDeep(ctx context.Context, in pipeline.TrainLocalInput, cfg m
 	// The trained model's own score, before aggregation (the anchor's
 	// "local" accuracy): the network still holds out.Params.
 	type scores struct{ auc, acc float64 }
-	sc, err := inSlot(net, func() (scores, error) {
+	sc, err := oneThread(net, func() (scores, error) {
 		auc, acc, err := method.EvaluateDeep(net, out.Params, p.Test)
 		return scores{auc, acc}, err
 	})
@@ -359,7 +377,7 @@ func scoreDeep(net *nn.Network, cfg method.Config, test nn.Data, pushed []float3
 		return pipeline.EvaluateOutput{}, fmt.Errorf("method %s evaluates the site's own state, and the site has none", cfg.Method)
 	}
 	type scores struct{ auc, acc float64 }
-	sc, err := inSlot(net, func() (scores, error) {
+	sc, err := oneThread(net, func() (scores, error) {
 		auc, acc, err := method.EvaluateDeep(net, params, test)
 		return scores{auc, acc}, err
 	})

@@ -159,7 +159,7 @@ func (s *Site) ComputeDescriptor(ctx context.Context, in pipeline.ComputeDescrip
 		return pipeline.ComputeDescriptorOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrTypeInvalidSpec, err)
 	}
 	if cfg.IsDeep() {
-		return s.computeDeepDescriptor(ctx, in, cfg)
+		return inDeepSlot(ctx, func() (pipeline.ComputeDescriptorOutput, error) { return s.computeDeepDescriptor(ctx, in, cfg) })
 	}
 	c, err := s.load(in.SiteCall)
 	if err != nil {
@@ -216,7 +216,7 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, err
 		}
-		return s.trainDeep(ctx, in, cfg)
+		return inDeepSlot(ctx, func() (pipeline.TrainLocalOutput, error) { return s.trainDeep(ctx, in, cfg) })
 	}
 	d, p, cfg, err := s.prepare(in.SiteCall)
 	if err != nil {
@@ -356,7 +356,7 @@ func (s *Site) Evaluate(ctx context.Context, in pipeline.EvaluateInput) (pipelin
 		if err != nil {
 			return pipeline.EvaluateOutput{}, err
 		}
-		return s.evaluateDeep(ctx, in, cfg)
+		return inDeepSlot(ctx, func() (pipeline.EvaluateOutput, error) { return s.evaluateDeep(ctx, in, cfg) })
 	}
 	_, p, cfg, err := s.prepare(in.SiteCall)
 	if err != nil {
