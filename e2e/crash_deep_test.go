@@ -122,7 +122,7 @@ func TestCrashRecoveryDeep(t *testing.T) {
 	tport, s3port := freeRun(t, 4), freeRun(t, 1)
 	stackArgs := []string{"--data", dataDir, "--temporal-port", strconv.Itoa(tport), "--s3-port", strconv.Itoa(s3port)}
 	stack := start(t, logs, "devstack", nil, devstackBin, stackArgs...)
-	waitFor(t, ctx, "devstack endpoints.json", func() bool { _, err := os.Stat(filepath.Join(dataDir, "endpoints.json")); return err == nil })
+	waitForFile(t, ctx, stack, filepath.Join(dataDir, "endpoints.json"))
 	env := readEnvFile(t, filepath.Join(dataDir, "credentials.env"))
 	conn := []string{"--temporal", "127.0.0.1:" + strconv.Itoa(tport), "--namespace", "default",
 		"--s3", "http://127.0.0.1:" + strconv.Itoa(s3port), "--bucket", "ptopofl"}

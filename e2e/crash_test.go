@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ptopofl/ptopofl/artifact"
+	"github.com/ptopofl/ptopofl/internal/devstack"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
@@ -101,31 +101,15 @@ func (p *proc) kill() {
 	<-p.done
 }
 
-// freeRun returns n consecutive free ports on 127.0.0.1.
+// freeRun finds n consecutive free ports on 127.0.0.1 below the
+// ephemeral range (devstack.FreePortRun): the stack must come back on them.
 func freeRun(t *testing.T, n int) int {
 	t.Helper()
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		base := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		ok := base+n < 65535
-		for p := base; p < base+n && ok; p++ {
-			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-			if err != nil {
-				ok = false
-				break
-			}
-			l.Close()
-		}
-		if ok {
-			return base
-		}
+	p, err := devstack.FreePortRun(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no run of free ports")
-	return 0
+	return p
 }
 
 // waitFor polls cond every 100 ms until it holds or the deadline passes.
@@ -138,6 +122,21 @@ func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// waitForFile waits for path to exist, failing at once when p (the process
+// that writes it) exits first: its log says why (a port taken, say).
+func waitForFile(t *testing.T, ctx context.Context, p *proc, path string) {
+	t.Helper()
+	waitFor(t, ctx, filepath.Base(path), func() bool {
+		select {
+		case <-p.done:
+			t.Fatalf("%s exited before writing %s", p.name, path)
+		default:
+		}
+		_, err := os.Stat(path)
+		return err == nil
+	})
 }
 
 func readEnvFile(t *testing.T, path string) []string {
@@ -277,7 +276,7 @@ func TestCrashRecovery(t *testing.T) {
 	stackArgs := []string{"--data", dataDir, "--temporal-port", strconv.Itoa(tport), "--s3-port", strconv.Itoa(s3port)}
 	stack := start(t, logs, "devstack", nil, devstackBin, stackArgs...)
 	endpoints := filepath.Join(dataDir, "endpoints.json")
-	waitFor(t, ctx, "devstack endpoints.json", func() bool { _, err := os.Stat(endpoints); return err == nil })
+	waitForFile(t, ctx, stack, endpoints)
 	env := readEnvFile(t, filepath.Join(dataDir, "credentials.env"))
 	hostPort := "127.0.0.1:" + strconv.Itoa(tport)
 	s3URL := "http://127.0.0.1:" + strconv.Itoa(s3port)

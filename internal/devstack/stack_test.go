@@ -112,3 +112,25 @@ func TestStackResumes(t *testing.T) {
 		t.Error("second Start on a running data dir succeeded")
 	}
 }
+
+// TestFreePortRunBelowEphemeral: a run of four ports is free, lies below
+// the kernel's ephemeral range (so no outgoing connection can take one of
+// them before the stack binds it or comes back on it), and is refused for
+// n < 1.
+func TestFreePortRunBelowEphemeral(t *testing.T) {
+	for i := range 20 {
+		p, err := FreePortRun(4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p < 10000 || p+4 > ephemeralLow() {
+			t.Fatalf("%d: run %d-%d, want within [10000, %d)", i, p, p+3, ephemeralLow())
+		}
+		if !runFree(p, 4) {
+			t.Errorf("%d: run at %d is not free", i, p)
+		}
+	}
+	if _, err := FreePortRun(0); err == nil {
+		t.Error("n = 0: no error")
+	}
+}
