@@ -166,18 +166,25 @@ func (s *Store) PutModelCached(ctx context.Context, key string, rec ModelRecord)
 	if err != nil {
 		return artifact.Ref{}, err
 	}
+	return s.putModelBytes(ctx, key, b, func() any {
+		if rec.Float32 {
+			return RoundFloat32(rec.Params)
+		}
+		return slices.Clone(rec.Params)
+	})
+}
+
+// putModelBytes writes an encoded model at key like PutCached and attaches
+// decoded() to its cache entry. A model too large to cache (a deep one of
+// millions of parameters) gets no decoded copy: it would be garbage at
+// once, so decoded is not even called.
+func (s *Store) putModelBytes(ctx context.Context, key string, b []byte, decoded func() any) (artifact.Ref, error) {
 	ref, err := s.PutCached(ctx, key, b)
 	if err != nil {
 		return ref, err
 	}
-	// A model too large to cache (a deep one of millions of parameters)
-	// gets no decoded copy: it would be garbage at once.
 	if k := s.blobKey(ref); s.cache.cached(k) {
-		params := slices.Clone(rec.Params)
-		if rec.Float32 {
-			params = RoundFloat32(rec.Params)
-		}
-		s.cache.setDecoded(k, params)
+		s.cache.setDecoded(k, decoded())
 	}
 	return ref, nil
 }
@@ -239,14 +246,7 @@ func (s *Store) PutModel32(ctx context.Context, key string, rec ModelRecord, par
 	if err != nil {
 		return artifact.Ref{}, err
 	}
-	ref, err := s.PutCached(ctx, key, b)
-	if err != nil {
-		return ref, err
-	}
-	if k := s.blobKey(ref); s.cache.cached(k) {
-		s.cache.setDecoded(k, slices.Clone(params))
-	}
-	return ref, nil
+	return s.putModelBytes(ctx, key, b, func() any { return slices.Clone(params) })
 }
 
 // widen returns p as float64s.
