@@ -2,10 +2,12 @@ package experiments
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ptopofl/ptopofl/dataset"
+	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 )
 
@@ -104,5 +106,23 @@ func TestBuildDeep(t *testing.T) {
 		if _, err := Build(Deep, Options{Seeds: 1, Tiny: true, Preset: c.preset, Images: c.images}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("case %d: error %v, want %q", i, err, c.want)
 		}
+	}
+}
+
+// TestKeepMethods: --methods keeps the named methods in the plan's order,
+// refuses one the experiment does not run, and leaves the package's method
+// list as it was.
+func TestKeepMethods(t *testing.T) {
+	before := slices.Clone(deepMethods)
+	p := Plan{Methods: deepMethods}
+	if err := p.KeepMethods("local, ptopofl"); err != nil || !slices.Equal(p.Methods, []learn.Method{learn.PTopoFL, learn.LocalOnly}) {
+		t.Errorf("KeepMethods(local, ptopofl) = %v, %v; want [ptopofl local]", p.Methods, err)
+	}
+	q := Plan{Methods: deepMethods}
+	if err := q.KeepMethods("fedavg,krum"); err == nil || !strings.Contains(err.Error(), `"krum"`) {
+		t.Errorf("krum: err %v, want one naming it", err)
+	}
+	if !slices.Equal(deepMethods, before) {
+		t.Errorf("deepMethods changed to %v", deepMethods)
 	}
 }

@@ -11,6 +11,8 @@ package experiments
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/eval"
@@ -351,4 +353,26 @@ func adversarialSites(sites int, fraction float64) []int {
 		}
 	}
 	return out
+}
+
+// KeepMethods keeps the plan's methods named in list (comma-separated), in
+// the plan's order; a name the plan does not run is an error naming the
+// ones it does.
+func (p *Plan) KeepMethods(list string) error {
+	want := map[learn.Method]bool{}
+	for _, m := range strings.Split(list, ",") {
+		m = strings.TrimSpace(m)
+		if !slices.Contains(p.Methods, learn.Method(m)) {
+			return fmt.Errorf("%q is not a method of this experiment; want some of %v", m, p.Methods)
+		}
+		want[learn.Method(m)] = true
+	}
+	var keep []learn.Method // a new slice: Methods may be a package's list
+	for _, m := range p.Methods {
+		if want[m] {
+			keep = append(keep, m)
+		}
+	}
+	p.Methods = keep
+	return nil
 }

@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/ptopofl/ptopofl/campaign"
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/experiments"
 	"github.com/ptopofl/ptopofl/internal/debian"
-	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"
@@ -81,8 +79,8 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return inputErrorf("%v", err)
 	}
 	if *methods != "" {
-		if plan.Methods, err = pickMethods(plan.Methods, *methods); err != nil {
-			return err
+		if err := plan.KeepMethods(*methods); err != nil {
+			return inputErrorf("--methods: %v", err)
 		}
 	}
 	if *concurrency > 0 {
@@ -147,25 +145,4 @@ func deepImages(ctx context.Context, fashion, cifar, femnist string, noInstall b
 		}
 	}
 	return campaign.LoadDeepImages(campaign.DeepSources{FashionMNIST: fashion, CIFAR10: cifar, FEMNIST: femnist})
-}
-
-// pickMethods keeps the methods of list (comma-separated) that the
-// experiment runs, in the experiment's order; one it does not run is an
-// error naming the ones it does.
-func pickMethods(all []learn.Method, list string) ([]learn.Method, error) {
-	want := map[learn.Method]bool{}
-	for _, m := range strings.Split(list, ",") {
-		m = strings.TrimSpace(m)
-		if !slices.Contains(all, learn.Method(m)) {
-			return nil, inputErrorf("--methods: %q is not a method of this experiment; want some of %v", m, all)
-		}
-		want[learn.Method(m)] = true
-	}
-	var out []learn.Method
-	for _, m := range all {
-		if want[m] {
-			out = append(out, m)
-		}
-	}
-	return out, nil
 }
