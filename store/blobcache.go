@@ -217,11 +217,7 @@ func (s *Store) GetModelParams32(ctx context.Context, ref artifact.Ref) ([]float
 	case []float32:
 		return slices.Clone(p), nil
 	case []float64:
-		out := make([]float32, len(p))
-		for i, v := range p {
-			out[i] = float32(v)
-		}
-		return out, nil
+		return narrow(p), nil
 	}
 	b, err := s.GetCached(ctx, ref)
 	if err != nil {
@@ -247,6 +243,15 @@ func (s *Store) PutModel32(ctx context.Context, key string, rec ModelRecord, par
 		return artifact.Ref{}, err
 	}
 	return s.putModelBytes(ctx, key, b, func() any { return slices.Clone(params) })
+}
+
+// narrow returns p rounded to float32s.
+func narrow(p []float64) []float32 {
+	out := make([]float32, len(p))
+	for i, v := range p {
+		out[i] = float32(v)
+	}
+	return out
 }
 
 // widen returns p as float64s.

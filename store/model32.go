@@ -132,11 +132,7 @@ func DecodeModelParams32(b []byte) ([]float32, error) {
 		if err != nil {
 			return nil, err
 		}
-		out := make([]float32, len(m.Params))
-		for i, v := range m.Params {
-			out[i] = float32(v)
-		}
-		return out, nil
+		return narrow(m.Params), nil
 	}
 	var out []float32
 	err := ReadParquet("model", b, vector32Schema, func(rec arrow.RecordBatch) error {
