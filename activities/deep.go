@@ -11,7 +11,6 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
@@ -218,6 +217,32 @@ func (s *Site) computeDeepDescriptor(ctx context.Context, in pipeline.ComputeDes
 	} else {
 		params = initialParams(net, in.SiteCall)
 	}
+	if cfg.DP.On {
+		if err := s.checkRecords(in.SiteCall, p.Train.N, p.Test.N, trainFile); err != nil {
+			return pipeline.ComputeDescriptorOutput{}, err
+		}
+		// Every training image's activations under the model the site
+		// holds (itself post-processing of released models): one point
+		// per record, which is what the DP descriptor's proof needs.
+		all := make([]int, p.Train.N)
+		for i := range all {
+			all[i] = i
+		}
+		acts, err := oneThread(net, func() ([][]float64, error) { return method.DeepActivations(net, params, p.Train, all) })
+		if err != nil {
+			return pipeline.ComputeDescriptorOutput{}, wrap(err)
+		}
+		desc, label, err := s.dpDescriptor(in, cfg, acts, nil)
+		if err != nil {
+			return pipeline.ComputeDescriptorOutput{}, dpDescriptorError(s.name, trainFile, err)
+		}
+		out, err := s.putDescriptor(ctx, in, cfg, desc, label)
+		if err != nil {
+			return out, wrap(err)
+		}
+		out.NumTrain = p.Train.N
+		return out, nil
+	}
 	var rows []int
 	if len(in.Rows) > 0 {
 		rows = in.Rows
@@ -235,19 +260,12 @@ func (s *Site) computeDeepDescriptor(ctx context.Context, in pipeline.ComputeDes
 	if err != nil {
 		return pipeline.ComputeDescriptorOutput{}, wrap(err)
 	}
-	rec := store.DescriptorRecord{
-		Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method),
-		Descriptor: desc.Vector, H0: pairs(desc.H0), H1: pairs(desc.H1),
-	}
-	b, err := store.EncodeDescriptor(rec)
+	out, err := s.putDescriptor(ctx, in, cfg, desc, 0)
 	if err != nil {
-		return pipeline.ComputeDescriptorOutput{}, wrap(err)
+		return out, wrap(err)
 	}
-	ref, err := s.store.PutCached(ctx, artifact.DescriptorKey(in.Campaign, in.Round, s.name), b)
-	if err != nil {
-		return pipeline.ComputeDescriptorOutput{}, wrap(err)
-	}
-	return pipeline.ComputeDescriptorOutput{Descriptor: ref, NumTrain: p.Train.N}, nil
+	out.NumTrain = p.Train.N
+	return out, nil
 }
 
 // trainDeep is TrainLocal for a deep model: nn.UpdateSite under the
@@ -257,9 +275,19 @@ func (s *Site) computeDeepDescriptor(ctx context.Context, in pipeline.ComputeDes
 // (learn.TopologySampleWeights), and its deep variant acts through the
 // server's clustering, trust and blending alone.
 func (s *Site) trainDeep(ctx context.Context, in pipeline.TrainLocalInput, cfg method.Config) (pipeline.TrainLocalOutput, error) {
-	p, err := s.deepSite(in.SiteCall, cfg)
+	p, trainFile, err := s.deepSiteFiles(in.SiteCall, cfg)
 	if err != nil {
 		return pipeline.TrainLocalOutput{}, err
+	}
+	if cfg.DP.On {
+		if err := s.checkRecords(in.SiteCall, p.Train.N, p.Test.N, trainFile); err != nil {
+			return pipeline.TrainLocalOutput{}, err
+		}
+		st, err := s.dpStream(in.SiteCall, purposeTrain, in)
+		if err != nil {
+			return pipeline.TrainLocalOutput{}, err
+		}
+		cfg.DeepSite.Train.DP.Random = st
 	}
 	wrap := func(err error) error { return fmt.Errorf("site %s round %d: %w", s.name, in.Round, err) }
 	net, err := cfg.NewNetwork(p.Shape)
@@ -292,41 +320,49 @@ func (s *Site) trainDeep(ctx context.Context, in pipeline.TrainLocalInput, cfg m
 		return pipeline.TrainLocalOutput{}, err
 	}
 	res := pipeline.TrainLocalOutput{NumTrain: out.N, Loss: out.MeanLoss}
+	if cfg.DP.On {
+		res.Loss = 0 // computed from the records without noise: not released under dp record
+	}
 	// Written from the network's float32 slab, without a float64 copy of
 	// a model that may hold millions of parameters.
-	res.Model, err = s.store.PutModel32(ctx, artifact.ModelKey(in.Campaign, in.Round, s.name), store.ModelRecord{
+	res.Model, err = s.store.PutModel32(ctx, in.Keys().Model(s.name), store.ModelRecord{
 		Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method), Kind: store.KindModel,
 	}, out.Params)
 	if err != nil {
 		return pipeline.TrainLocalOutput{}, wrap(err)
 	}
+	res.Add(pipeline.ReleaseModel, len(out.Params))
 	if out.Control != nil {
 		rec := store.VectorRecord{Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method),
 			Kind: kindControl, Vectors: map[string][]float64{vecControl: method.ToFloat64(out.Control)}}
-		ref, err := putVectors32(ctx, s.store, artifact.ControlKey(in.Campaign, in.Round, s.name), []store.VectorRecord{rec})
+		ref, err := putVectors32(ctx, s.store, in.Keys().Control(s.name), []store.VectorRecord{rec})
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(err)
 		}
 		res.Control = &ref
+		res.Add(pipeline.ReleaseControl, len(out.Control))
 	}
 	state := toLearnState(out.State)
 	if state.Control != nil || state.Personal != nil || state.Local != nil {
-		ref, err := putVectors32(ctx, s.store, artifact.SiteStateKey(in.Campaign, in.Round, s.name),
+		ref, err := putVectors32(ctx, s.store, in.Keys().SiteState(s.name),
 			[]store.VectorRecord{siteStateRecord(in.SiteCall, state)})
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(err)
 		}
 		res.SiteState = &ref
+		res.Add(pipeline.ReleaseSiteState, stateNumbers(state))
 	}
 	if in.Evaluate {
 		if !method.EvaluatesOwnUpdate(in.Method) {
 			return pipeline.TrainLocalOutput{}, temporal.NewNonRetryableApplicationError(
 				wrap(fmt.Errorf("asked to evaluate in training, but %s scores the aggregated model", in.Method)).Error(), "BadRequest", nil)
 		}
-		ev, err := scoreDeep(net, cfg, p.Test, nil, out.State)
+		ev, err := s.scoreDeep(in.SiteCall, in, purposeMetrics, net, cfg, p.Test, nil, out.State)
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(fmt.Errorf("evaluate: %w", err))
 		}
+		res.Released.Released = append(res.Released.Released, ev.Released.Released...)
+		ev.Released = pipeline.Released{}
 		res.Evaluation = &ev
 	}
 	// The trained model's own score, before aggregation (the anchor's
@@ -339,15 +375,32 @@ func (s *Site) trainDeep(ctx context.Context, in pipeline.TrainLocalInput, cfg m
 	if err != nil {
 		return pipeline.TrainLocalOutput{}, wrap(fmt.Errorf("evaluate the update: %w", err))
 	}
-	res.UpdateEvaluation = &pipeline.EvaluateOutput{AUC: sc.auc, Accuracy: sc.acc, NumTest: p.Test.N}
+	upd := pipeline.EvaluateOutput{AUC: sc.auc, Accuracy: sc.acc, NumTest: p.Test.N}
+	updNumbers := 2 // its AUC and accuracy
+	if cfg.DP.On {
+		updNumbers = 1 // its noised accuracy
+		st, err := s.dpStream(in.SiteCall, purposeUpdateMetrics, in)
+		if err != nil {
+			return pipeline.TrainLocalOutput{}, err
+		}
+		upd = dpTop1(cfg, sc.acc, p.Test.N, st)
+		upd.Released = pipeline.Released{}
+	}
+	res.Add(pipeline.ReleaseMetrics, updNumbers)
+	res.UpdateEvaluation = &upd
 	return res, nil
 }
 
 // evaluateDeep is Evaluate for a deep model.
 func (s *Site) evaluateDeep(ctx context.Context, in pipeline.EvaluateInput, cfg method.Config) (pipeline.EvaluateOutput, error) {
-	p, err := s.deepSite(in.SiteCall, cfg)
+	p, trainFile, err := s.deepSiteFiles(in.SiteCall, cfg)
 	if err != nil {
 		return pipeline.EvaluateOutput{}, err
+	}
+	if cfg.DP.On {
+		if err := s.checkRecords(in.SiteCall, p.Train.N, p.Test.N, trainFile); err != nil {
+			return pipeline.EvaluateOutput{}, err
+		}
 	}
 	wrap := func(err error) error { return fmt.Errorf("site %s round %d: evaluate: %w", s.name, in.Round, err) }
 	net, err := cfg.NewNetwork(p.Shape)
@@ -362,7 +415,7 @@ func (s *Site) evaluateDeep(ctx context.Context, in pipeline.EvaluateInput, cfg 
 	if err != nil {
 		return pipeline.EvaluateOutput{}, wrap(err)
 	}
-	ev, err := scoreDeep(net, cfg, p.Test, pushed, toNNState(st))
+	ev, err := s.scoreDeep(in.SiteCall, in, purposeMetrics, net, cfg, p.Test, pushed, toNNState(st))
 	if err != nil {
 		return pipeline.EvaluateOutput{}, wrap(err)
 	}
@@ -370,8 +423,24 @@ func (s *Site) evaluateDeep(ctx context.Context, in pipeline.EvaluateInput, cfg 
 }
 
 // scoreDeep evaluates the model the method scores the site with
-// (nn.EvaluationParams) on its test images.
-func scoreDeep(net *nn.Network, cfg method.Config, test nn.Data, pushed []float32, state nn.SiteState) (pipeline.EvaluateOutput, error) {
+// (nn.EvaluationParams) on its test images: its top-1 accuracy and macro
+// AUC, or under dp record its noised top-1 accuracy alone (dpTop1, drawn
+// from the stream of the activity's input in and purpose).
+func (s *Site) scoreDeep(call pipeline.SiteCall, in any, purpose string, net *nn.Network, cfg method.Config, test nn.Data, pushed []float32, state nn.SiteState) (pipeline.EvaluateOutput, error) {
+	ev, err := plainScoreDeep(net, cfg, test, pushed, state)
+	if err != nil || !cfg.DP.On {
+		ev.Add(pipeline.ReleaseMetrics, 2)
+		return ev, err
+	}
+	st, err := s.dpStream(call, purpose, in)
+	if err != nil {
+		return pipeline.EvaluateOutput{}, err
+	}
+	return dpTop1(cfg, ev.Accuracy, test.N, st), nil
+}
+
+// plainScoreDeep is scoreDeep without privacy.
+func plainScoreDeep(net *nn.Network, cfg method.Config, test nn.Data, pushed []float32, state nn.SiteState) (pipeline.EvaluateOutput, error) {
 	params := nn.EvaluationParams(cfg.Method, pushed, state)
 	if params == nil {
 		return pipeline.EvaluateOutput{}, fmt.Errorf("method %s evaluates the site's own state, and the site has none", cfg.Method)

@@ -46,6 +46,7 @@ func (s *Server) Register(r interface {
 	r.RegisterActivityWithOptions(timedActivity(s.Aggregate), activity.RegisterOptions{Name: pipeline.ActivityAggregate})
 	r.RegisterActivityWithOptions(timedActivity(s.CommitRound), activity.RegisterOptions{Name: pipeline.ActivityCommitRound})
 	r.RegisterActivityWithOptions(s.PruneRound, activity.RegisterOptions{Name: pipeline.ActivityPruneRound})
+	r.RegisterActivityWithOptions(s.ChargePrivacy, activity.RegisterOptions{Name: pipeline.ActivityChargePrivacy})
 	r.RegisterActivityWithOptions(s.RecordSweep, activity.RegisterOptions{Name: pipeline.ActivityRecordSweep})
 	r.RegisterActivityWithOptions(s.BuildSweepResults, activity.RegisterOptions{Name: pipeline.ActivityBuildSweepResults})
 }

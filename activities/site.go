@@ -10,10 +10,12 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ptopofl/ptopofl/aggregation"
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/privacy/noise"
 	"github.com/ptopofl/ptopofl/store"
 	"github.com/ptopofl/ptopofl/tda"
 )
@@ -31,6 +33,9 @@ type Site struct {
 	files *dataset.SiteCache[method.PreparedSite]
 	// images is the site's image data, for campaigns with a deep model.
 	images *imageCache
+	// secret keys the site's noise and secret subsamples under dp record
+	// (WithSecret); the zero Secret refuses such campaigns.
+	secret noise.Secret
 }
 
 // NewSite returns the activities of site, whose data is in dataDir (a
@@ -166,6 +171,21 @@ func (s *Site) ComputeDescriptor(ctx context.Context, in pipeline.ComputeDescrip
 		return pipeline.ComputeDescriptorOutput{}, err
 	}
 	d := c.Data
+	if cfg.DP.On {
+		if err := s.checkRecords(in.SiteCall, len(d.Train.X), len(d.Test.X), d.TrainFile); err != nil {
+			return pipeline.ComputeDescriptorOutput{}, err
+		}
+		desc, label, err := s.dpDescriptor(in, cfg, d.Train.X, d.Train.Y)
+		if err != nil {
+			return pipeline.ComputeDescriptorOutput{}, dpDescriptorError(s.name, d.TrainFile, err)
+		}
+		out, err := s.putDescriptor(ctx, in, cfg, desc, label)
+		if err != nil {
+			return out, fmt.Errorf("site %s: %w", s.name, err)
+		}
+		out.NumTrain = len(d.Train.X)
+		return out, nil
+	}
 	opt := tda.DescriptorOptions{Variant: cfg.Descriptor, NSub: cfg.NSub, Seed: descriptorSeed(in.SiteCall)}
 	if len(in.Rows) > 0 {
 		opt.Rows = in.Rows
@@ -184,19 +204,41 @@ func (s *Site) ComputeDescriptor(ctx context.Context, in pipeline.ComputeDescrip
 		}
 		desc.Vector = append(desc.Vector, label...)
 	}
+	out, err := s.putDescriptor(ctx, in, cfg, desc, len(desc.Vector)-tda.DescriptorLen)
+	if err != nil {
+		return out, fmt.Errorf("site %s: %w", s.name, err)
+	}
+	out.NumTrain = len(d.Train.X)
+	return out, nil
+}
+
+// putDescriptor writes a site's descriptor artifact: its vector, whose
+// last label numbers are the label-aware summary, and its persistence
+// pairs only when the campaign's site distance reads them (Wasserstein,
+// Eq. 3): a site releases only what the method reads. It lists what it
+// wrote in the output's Released.
+func (s *Site) putDescriptor(ctx context.Context, in pipeline.ComputeDescriptorInput, cfg method.Config, desc tda.Descriptor, label int) (pipeline.ComputeDescriptorOutput, error) {
 	rec := store.DescriptorRecord{
 		Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method),
-		Descriptor: desc.Vector, H0: pairs(desc.H0), H1: pairs(desc.H1),
+		Descriptor: desc.Vector,
+	}
+	var out pipeline.ComputeDescriptorOutput
+	out.Add(pipeline.ReleaseDescriptor, len(desc.Vector)-label)
+	if label > 0 {
+		out.Add(pipeline.ReleaseLabelSummary, label)
+	}
+	if cfg.Server.Distance == aggregation.WassersteinDistance {
+		rec.H0, rec.H1 = pairs(desc.H0), pairs(desc.H1)
+		out.Add(pipeline.ReleaseDiagrams, 2*(len(rec.H0)+len(rec.H1)))
 	}
 	b, err := store.EncodeDescriptor(rec)
 	if err != nil {
-		return pipeline.ComputeDescriptorOutput{}, fmt.Errorf("site %s: %w", s.name, err)
+		return out, err
 	}
-	ref, err := s.store.PutCached(ctx, in.Keys().Descriptor(s.name), b)
-	if err != nil {
-		return pipeline.ComputeDescriptorOutput{}, fmt.Errorf("site %s: %w", s.name, err)
+	if out.Descriptor, err = s.store.PutCached(ctx, in.Keys().Descriptor(s.name), b); err != nil {
+		return out, err
 	}
-	return pipeline.ComputeDescriptorOutput{Descriptor: ref, NumTrain: len(d.Train.X)}, nil
+	return out, nil
 }
 
 func pairs(ps []tda.Pair) []store.Pair {
@@ -223,9 +265,20 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 		return pipeline.TrainLocalOutput{}, err
 	}
 	wrap := func(err error) error { return fmt.Errorf("site %s round %d: %w", s.name, in.Round, err) }
+	train, test := p.Splits(cfg.DP.On)
+	if cfg.DP.On {
+		if err := s.checkRecords(in.SiteCall, len(train.X), len(test.X), d.TrainFile); err != nil {
+			return pipeline.TrainLocalOutput{}, err
+		}
+		st, err := s.dpStream(in.SiteCall, purposeTrain, in)
+		if err != nil {
+			return pipeline.TrainLocalOutput{}, err
+		}
+		cfg.Site.DP.Random = st
+	}
 	sin := learn.SiteInput{
 		Method: cfg.Method, Round: in.Round, Seed: method.TrainSeed(in.Preset, in.CampaignSeed, in.SiteIndex, in.Seed),
-		Train: p.Train, TopologyX: d.Train.X, Config: cfg.Site,
+		Train: train, TopologyX: d.Train.X, Config: cfg.Site,
 	}
 	if in.StartModel != nil {
 		if sin.Pushed, err = s.store.GetModelParamsCached(ctx, *in.StartModel); err != nil {
@@ -268,6 +321,7 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 		return pipeline.TrainLocalOutput{}, wrap(err)
 	}
 	res.Model = ref
+	res.Add(pipeline.ReleaseModel, len(out.Params))
 	if out.Control != nil {
 		rec := store.VectorRecord{Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method),
 			Kind: kindControl, Vectors: map[string][]float64{vecControl: out.Control}}
@@ -276,6 +330,7 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 			return pipeline.TrainLocalOutput{}, wrap(err)
 		}
 		res.Control = &ref
+		res.Add(pipeline.ReleaseControl, len(out.Control))
 	}
 	// A method that keeps nothing between rounds (FedAvg, FedProx,
 	// pTopoFL, the robust baselines) writes no state object: the round
@@ -287,9 +342,14 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 			return pipeline.TrainLocalOutput{}, wrap(err)
 		}
 		res.SiteState = &stateRef
+		res.Add(pipeline.ReleaseSiteState, stateNumbers(st))
 	}
-	m := cfg.Site.Model(p.Train.NumFeatures())
-	res.Loss = m.Objective(out.Params, p.Train, nil)
+	if !cfg.DP.On {
+		// The training loss is a number computed from every training
+		// record with no noise: under dp record it is not released.
+		m := cfg.Site.Model(train.NumFeatures())
+		res.Loss = m.Objective(out.Params, train, nil)
+	}
 	if in.Evaluate {
 		if !method.EvaluatesOwnUpdate(in.Method) {
 			return pipeline.TrainLocalOutput{}, temporal.NewNonRetryableApplicationError(
@@ -297,11 +357,13 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 		}
 		// The model to score is the site's own update (nothing the
 		// aggregation sends back changes it), so no pushed model.
-		ev, err := score(cfg, p.Test, nil, out.State)
+		ev, err := s.score(in.SiteCall, in, cfg, test, nil, out.State)
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(fmt.Errorf("evaluate: %w", err))
 		}
 		res.Evaluation = &ev
+		res.Released.Released = append(res.Released.Released, ev.Released.Released...)
+		res.Evaluation.Released = pipeline.Released{}
 	}
 	return res, nil
 }
@@ -358,11 +420,17 @@ func (s *Site) Evaluate(ctx context.Context, in pipeline.EvaluateInput) (pipelin
 		}
 		return inDeepSlot(ctx, func() (pipeline.EvaluateOutput, error) { return s.evaluateDeep(ctx, in, cfg) })
 	}
-	_, p, cfg, err := s.prepare(in.SiteCall)
+	d, p, cfg, err := s.prepare(in.SiteCall)
 	if err != nil {
 		return pipeline.EvaluateOutput{}, err
 	}
 	wrap := func(err error) error { return fmt.Errorf("site %s round %d: evaluate: %w", s.name, in.Round, err) }
+	train, test := p.Splits(cfg.DP.On)
+	if cfg.DP.On {
+		if err := s.checkRecords(in.SiteCall, len(train.X), len(test.X), d.TrainFile); err != nil {
+			return pipeline.EvaluateOutput{}, err
+		}
+	}
 	pushed, err := s.store.GetModelParamsCached(ctx, in.Model)
 	if err != nil {
 		return pipeline.EvaluateOutput{}, wrap(err)
@@ -371,7 +439,7 @@ func (s *Site) Evaluate(ctx context.Context, in pipeline.EvaluateInput) (pipelin
 	if err != nil {
 		return pipeline.EvaluateOutput{}, wrap(err)
 	}
-	ev, err := score(cfg, p.Test, pushed, state)
+	ev, err := s.score(in.SiteCall, in, cfg, test, pushed, state)
 	if err != nil {
 		return pipeline.EvaluateOutput{}, wrap(err)
 	}
@@ -380,8 +448,24 @@ func (s *Site) Evaluate(ctx context.Context, in pipeline.EvaluateInput) (pipelin
 
 // score evaluates, on the site's test split, the model the method scores
 // the site with (learn.EvaluationParams) given the pushed model and the
-// site's state after the round.
-func score(cfg method.Config, test learn.Data, pushed []float64, state learn.SiteState) (pipeline.EvaluateOutput, error) {
+// site's state after the round: exactly (plainScore), or under dp record
+// through the noised score counts of dpScore, drawn from the stream of
+// the activity's input in.
+func (s *Site) score(call pipeline.SiteCall, in any, cfg method.Config, test learn.Data, pushed []float64, state learn.SiteState) (pipeline.EvaluateOutput, error) {
+	if !cfg.DP.On {
+		ev, err := plainScore(cfg, test, pushed, state)
+		ev.Add(pipeline.ReleaseMetrics, 2)
+		return ev, err
+	}
+	st, err := s.dpStream(call, purposeMetrics, in)
+	if err != nil {
+		return pipeline.EvaluateOutput{}, err
+	}
+	return dpScore(cfg, test, pushed, state, st)
+}
+
+// plainScore is score without privacy: the exact AUC and accuracy.
+func plainScore(cfg method.Config, test learn.Data, pushed []float64, state learn.SiteState) (pipeline.EvaluateOutput, error) {
 	params := learn.EvaluationParams(cfg.Method, pushed, state)
 	if params == nil {
 		return pipeline.EvaluateOutput{}, fmt.Errorf("method %s evaluates the site's own state, and the site has none", cfg.Method)

@@ -3,6 +3,7 @@ package campaign
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"
@@ -36,6 +37,15 @@ func ExportRows(manifests []StoredManifest) ([]store.ExportRow, error) {
 				x := m.Metrics[i]
 				r.AUC, r.Acc, r.NumTrain, r.NumTest = &x.AUC, &x.Accuracy, &x.NumTrain, &x.NumTest
 			}
+			if i := slices.IndexFunc(m.Released, func(x pipeline.SiteReleases) bool { return x.Site == site }); i >= 0 {
+				r.Released, r.ReleasedNumbers = ReleasedText(m.Released[i].Items)
+			}
+			if m.Privacy != nil {
+				if i := slices.IndexFunc(m.Privacy.Sites, func(x pipeline.SitePrivacy) bool { return x.Site == site }); i >= 0 {
+					p := m.Privacy.Sites[i]
+					r.EpsilonRound, r.Epsilon = &p.EpsilonRound, &p.Epsilon
+				}
+			}
 			r.ModelSHA256 = siteArtifactSHA(m.Outputs, pipeline.RoleLocalModel, site)
 			r.SiteModelSHA256 = siteArtifactSHA(m.Outputs, pipeline.RoleSiteModel, site)
 			// A descriptor is an output of the round that computed it and an
@@ -48,6 +58,18 @@ func ExportRows(manifests []StoredManifest) ([]store.ExportRow, error) {
 		}
 	}
 	return rows, nil
+}
+
+// ReleasedText is what a site released as "kind:numbers" separated by
+// spaces, in the manifest's order, and the total count of numbers.
+func ReleasedText(items []pipeline.Release) (string, int) {
+	parts := make([]string, len(items))
+	total := 0
+	for i, it := range items {
+		parts[i] = fmt.Sprintf("%s:%d", it.Kind, it.Numbers)
+		total += it.Numbers
+	}
+	return strings.Join(parts, " "), total
 }
 
 func siteArtifactSHA(recs []pipeline.ArtifactRecord, role, site string) *string {

@@ -30,6 +30,10 @@ type HistoryRow struct {
 	// round that this one replaced.
 	Attempt    int      `json:"attempt,omitempty"`
 	Superseded []string `json:"superseded,omitempty"`
+	// Released is what each site released in the round (the manifest's
+	// record), Privacy the ε each site spent under dp record.
+	Released []pipeline.SiteReleases `json:"released,omitempty"`
+	Privacy  *pipeline.RoundPrivacy  `json:"privacy,omitempty"`
 }
 
 // HistoryArtifact is one artifact a round read or wrote, with its full sha256.
@@ -68,7 +72,7 @@ func History(ctx context.Context, st *store.Store, campaign string) ([]HistoryRo
 			Clusters: map[string]int{}, Trust: map[string]float64{}, Drift: map[string]float64{},
 			Flagged: m.Flagged, MeanAUC: m.Mean.AUC, MeanAcc: m.Mean.Accuracy,
 			Manifest: "s3://" + st.Bucket() + "/" + k, SHA256: sm.SHA256, PrevSHA256: m.PrevManifestSHA256,
-			Attempt: m.Attempt,
+			Attempt: m.Attempt, Released: m.Released, Privacy: m.Privacy,
 		}
 		for _, o := range superseded {
 			if o.Round == sm.Round {

@@ -55,6 +55,30 @@ type Result struct {
 	// aggregation (the manifests' mean accuracy); absent for tabular ones.
 	FinalAccAggregate *float64  `json:"final_acc_aggregate,omitempty"`
 	AccCurveAggregate []float64 `json:"acc_curve_aggregate,omitempty"`
+	// Privacy is what a dp record campaign spent: the largest ε of any
+	// site, the δ, and every site's ε (absent without dp record).
+	Privacy *PrivacyResult `json:"privacy,omitempty"`
+	// StopReason says why a campaign stopped early (a stop, or a spent
+	// privacy budget).
+	StopReason string `json:"stop_reason,omitempty"`
+}
+
+// PrivacyResult is Result.Privacy: epsilon is the largest cumulative ε of
+// any site, per_site every site's (pipeline.SitePrivacy), budget the
+// campaign's dp_epsilon (0: none).
+type PrivacyResult struct {
+	Epsilon float64                `json:"epsilon"`
+	Delta   float64                `json:"delta"`
+	Budget  float64                `json:"budget,omitempty"`
+	PerSite []pipeline.SitePrivacy `json:"per_site"`
+}
+
+// privacyResult is PrivacyResult of a round's privacy record (nil: none).
+func privacyResult(p *pipeline.RoundPrivacy) *PrivacyResult {
+	if p == nil {
+		return nil
+	}
+	return &PrivacyResult{Epsilon: p.Epsilon(), Delta: p.Delta, Budget: p.Budget, PerSite: p.Sites}
 }
 
 func ResultFromOutput(spec pipeline.CampaignSpec, bucket string, out pipeline.CampaignWorkflowOutput, wall time.Duration) Result {
@@ -94,6 +118,8 @@ func ResultFromOutput(spec pipeline.CampaignSpec, bucket string, out pipeline.Ca
 	if out.LastManifest != nil {
 		r.LastManifest = out.LastManifest.String()
 	}
+	r.Privacy = privacyResult(out.Privacy)
+	r.StopReason = out.StopReason
 	return r
 }
 

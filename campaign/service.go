@@ -36,6 +36,10 @@ type Service struct {
 	// which may touch only that site's artifacts; nil means they share
 	// Store.
 	SiteStores func(ctx context.Context, sites []string) (map[string]*store.Store, error)
+	// SecretDir, when set, is where the site workers started in this
+	// process keep their secrets (<site>.secret, created on first use),
+	// which dp record campaigns need; "" starts them without one.
+	SecretDir string
 	// Converter reads payloads from histories (Timings); nil is the SDK's
 	// default. A client sealing payloads (internal/payloadcodec) needs its
 	// own converter here.

@@ -43,6 +43,7 @@ import (
 //	descriptor_rows: {site0: [3, 17, 42]}
 //	hyperparameters: {beta: 0.3, clusters: 2}   # JSON names of method.Hyperparameters
 //	keep_site_models: 3           # retention: keep the site models of the last 3 rounds only; 0 or absent: all
+//	site_records: {site0: {n_train: 150, n_test: 37}}   # dp record without a federation directory: each site's record counts
 type File struct {
 	Campaign            string           `yaml:"campaign"`
 	Method              string           `yaml:"method"`
@@ -64,6 +65,11 @@ type File struct {
 	// sites' files; with a federation directory they are read from it.
 	Features       []string `yaml:"features"`
 	KeepSiteModels int      `yaml:"keep_site_models"`
+	// SiteRecords gives each site's numbers of training and test records,
+	// which a dp record campaign's privacy plan needs, for a starter that
+	// cannot see the sites' files (with a federation directory they are
+	// counted from it).
+	SiteRecords map[string]SiteRecordCounts `yaml:"site_records"`
 }
 
 // ReadFile decodes the campaign file at path strictly; errors wrap
@@ -321,6 +327,14 @@ func BuildSpec(cf *File, o SpecOptions, fed *Federation) (pipeline.CampaignSpec,
 		s.Schema = &schema
 	}
 	s = s.WithDefaults()
+	var given map[string]SiteRecordCounts
+	if cf != nil {
+		given = cf.SiteRecords
+	}
+	s, _, err = PlanPrivacy(s, fed, given)
+	if err != nil {
+		return s, err
+	}
 	if err := s.Validate(); err != nil {
 		if cf != nil {
 			return s, inputErrorf("campaign file: %v", err)

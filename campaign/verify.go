@@ -88,6 +88,44 @@ func ReadManifests(ctx context.Context, st *store.Store, campaign string) (Objec
 	return objs, nil
 }
 
+// checkPrivacy holds the privacy records of a campaign's manifests to what
+// the ledger guarantees: in the order rounds were charged (attempt, then
+// round), each site's cumulative ε never decreases, never falls below the
+// round's own ε, and never exceeds the budget (dp_epsilon), since a round
+// that would exceed it is never dispatched.
+func checkPrivacy(manifests []StoredManifest) []Problem {
+	ordered := slices.Clone(manifests)
+	slices.SortStableFunc(ordered, func(a, b StoredManifest) int {
+		if a.Attempt != b.Attempt {
+			return a.Attempt - b.Attempt
+		}
+		return a.Round - b.Round
+	})
+	var out []Problem
+	last := map[string]float64{}
+	for _, sm := range ordered {
+		p := sm.Manifest.Privacy
+		if sm.Err != nil || p == nil {
+			continue
+		}
+		for _, s := range p.Sites {
+			switch {
+			case p.Budget > 0 && s.Epsilon > p.Budget*(1+1e-9):
+				out = append(out, Problem{Round: sm.Round, Kind: ProblemPrivacy, Key: sm.Key, Site: s.Site,
+					Detail: fmt.Sprintf("site %s's ε %.6g exceeds the budget %g", s.Site, s.Epsilon, p.Budget)})
+			case s.Epsilon < last[s.Site]*(1-1e-12):
+				out = append(out, Problem{Round: sm.Round, Kind: ProblemPrivacy, Key: sm.Key, Site: s.Site,
+					Detail: fmt.Sprintf("site %s's ε %.6g is below the %.6g an earlier manifest recorded: the ledger lost releases", s.Site, s.Epsilon, last[s.Site])})
+			case s.Epsilon < s.EpsilonRound*(1-1e-12) || s.Epsilon < s.EpsilonTrain*(1-1e-12) || s.Epsilon < s.EpsilonTest*(1-1e-12):
+				out = append(out, Problem{Round: sm.Round, Kind: ProblemPrivacy, Key: sm.Key, Site: s.Site,
+					Detail: fmt.Sprintf("site %s's ε %.6g is below a part of it (round %.6g, training %.6g, test %.6g)", s.Site, s.Epsilon, s.EpsilonRound, s.EpsilonTrain, s.EpsilonTest)})
+			}
+			last[s.Site] = max(last[s.Site], s.Epsilon)
+		}
+	}
+	return out
+}
+
 // Kinds of verify problems.
 const (
 	ProblemMissingArtifact  = "missing_artifact"  // listed in a manifest, not in S3
@@ -100,6 +138,7 @@ const (
 	ProblemTipMismatch      = "tip_mismatch"      // the last manifest differs from the one Temporal recorded
 	ProblemUnreadableObject = "unreadable_object" // S3 answered with an error other than not found
 	ProblemNotSuperseded    = "not_superseded"    // an earlier attempt's manifest no later attempt names as superseded
+	ProblemPrivacy          = "privacy"           // a site's ε beyond the budget, or lower than an earlier manifest's
 )
 
 // Problem is one thing wrong with a campaign's audit record.
@@ -158,6 +197,10 @@ type VerifyReport struct {
 	// deleted (recorded in the manifests), which are not problems; they
 	// are not counted in Artifacts.
 	Pruned []PrunedArtifacts `json:"pruned,omitempty"`
+	// Privacy is the privacy record of the last manifest of a dp record
+	// campaign (every site's ε so far); checkPrivacy holds every manifest's
+	// record to the budget and to the ones before it.
+	Privacy *pipeline.RoundPrivacy `json:"privacy,omitempty"`
 }
 
 // Summary counts what was verified and says whether the last manifest was
@@ -365,6 +408,10 @@ func VerifyRecord(ctx context.Context, st *store.Store, campaign string, paralle
 	}
 	if n := len(effective); n > 0 {
 		rep.Tip, rep.LastRound = effective[n-1].SHA256, effective[n-1].Round
+		rep.Privacy = effective[n-1].Manifest.Privacy
+	}
+	for _, p := range checkPrivacy(objs.Manifests) {
+		add(p)
 	}
 
 	// Re-hash every distinct key once, a few at a time.

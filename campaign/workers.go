@@ -39,7 +39,7 @@ func (s *Service) StartLocalWorkers(fed *Federation, sites []pipeline.Site, prog
 	}
 	started = append(started, w)
 	for _, site := range sites {
-		w, err := workers.StartSite(s.Client, stores[site.Name], site.Name, fed.Dir, workers.Options{})
+		w, err := workers.StartSite(s.Client, stores[site.Name], site.Name, fed.Dir, workers.Options{SecretDir: s.SecretDir})
 		if err != nil {
 			stop()
 			return nil, err
@@ -87,7 +87,7 @@ func (s *Service) StartSweepWorkers(plan SweepPlan, progress io.Writer) (stop fu
 			seen[site.Name] = true
 			// One poller: a sweep can have a hundred sites in one process.
 			sw, err := workers.NewSite(s.Client, stores[site.Name], site.Name, plan.FedDirs[f.Name],
-				workers.Options{Worker: worker.Options{MaxConcurrentActivityTaskPollers: 1}})
+				workers.Options{Worker: worker.Options{MaxConcurrentActivityTaskPollers: 1}, SecretDir: s.SecretDir})
 			if err != nil {
 				stop()
 				return nil, err

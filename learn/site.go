@@ -106,6 +106,12 @@ type SiteConfig struct {
 	SCAFFOLD        SCAFFOLDConfig
 	PFedMe          PFedMeConfig
 	TopologyWeights TopologyWeightConfig
+	// DP, when set, makes every local step differentially private
+	// (DPGradientDescent): the gradient-descent methods and local solver
+	// "gd" run DP-GD, L-BFGS is refused (ErrLBFGSUnderDP), and pTopoFL's
+	// topology sample weights, which every row's neighbours shape, are
+	// not used (every row weighs 1).
+	DP *DPConfig
 }
 
 // DefaultSiteConfig returns the paper's and the reference's site-side
@@ -216,11 +222,11 @@ func UpdateSite(in SiteInput) (SiteOutput, error) {
 	case FedAvg, Median, TrimmedMean, Krum, FoolsGold, NormClip:
 		out, err = updateFedAvg(m, in)
 	case FedProx:
-		out = updateFedProx(m, in)
+		out, err = updateFedProx(m, in)
 	case SCAFFOLD:
-		out = updateSCAFFOLD(m, in)
+		out, err = updateSCAFFOLD(m, in)
 	case PFedMe:
-		out = updatePFedMe(m, in)
+		out, err = updatePFedMe(m, in)
 	case PTopoFL:
 		out, err = updatePTopoFL(m, in)
 	default:
@@ -253,6 +259,9 @@ func EvaluationParams(method Method, pushed []float64, state SiteState) []float6
 func fitLocal(m Model, d Data, init []float64, c SiteConfig) ([]float64, error) {
 	switch c.LocalSolver {
 	case SolverLBFGS, "":
+		if c.DP != nil {
+			return nil, ErrLBFGSUnderDP
+		}
 		return FitLBFGS(m, d, init, c.LBFGS)
 	case SolverGD:
 		if err := d.Validate(); err != nil {
@@ -261,7 +270,7 @@ func fitLocal(m Model, d Data, init []float64, c SiteConfig) ([]float64, error) 
 		if !(c.LocalGD.LR > 0) || c.LocalGD.Steps < 1 {
 			return nil, fmt.Errorf("local gradient descent: lr %v and steps %d, want lr > 0 and steps >= 1", c.LocalGD.LR, c.LocalGD.Steps)
 		}
-		return GradientDescent(m, d, init, c.LocalGD.LR, c.LocalGD.Steps, nil), nil
+		return c.descend(m, d, init, c.LocalGD.LR, c.LocalGD.Steps, nil)
 	}
 	return nil, fmt.Errorf("unknown local solver %q; want %q or %q", c.LocalSolver, SolverLBFGS, SolverGD)
 }
@@ -320,22 +329,22 @@ func updateFedAvg(m Model, in SiteInput) (SiteOutput, error) {
 // (Li et al. 2020, Eq. 2) by Steps full-batch steps from the global model
 // θ_g, adding μ(θ − θ_g) to the gradient of weights and intercept. In round
 // 1 θ_g is the site's own initial model.
-func updateFedProx(m Model, in SiteInput) SiteOutput {
+func updateFedProx(m Model, in SiteInput) (SiteOutput, error) {
 	c := in.Config.FedProx
 	anchor := in.start(m)
-	p := GradientDescent(m, in.Train, anchor, c.LR, c.Steps, func(theta, grad []float64) {
+	p, err := in.Config.descend(m, in.Train, anchor, c.LR, c.Steps, func(theta, grad []float64) {
 		for j := range grad {
 			grad[j] += c.Mu * (theta[j] - anchor[j])
 		}
 	})
-	return SiteOutput{Params: p}
+	return SiteOutput{Params: p}, err
 }
 
 // updateSCAFFOLD runs SCAFFOLD's local steps θ ← θ − η_l(g(θ) − c_i + c)
 // from the global model and then option II of Karimireddy et al. (2020,
 // Eq. 4): c_i⁺ = c_i − c + (θ_start − θ)/(K·η_l). It sends Δc_i = c_i⁺ − c_i,
 // or c_i⁺ itself under ReferenceBug.
-func updateSCAFFOLD(m Model, in SiteInput) SiteOutput {
+func updateSCAFFOLD(m Model, in SiteInput) (SiteOutput, error) {
 	c := in.Config.SCAFFOLD
 	np := m.NumParams()
 	server := in.ServerControl
@@ -347,11 +356,14 @@ func updateSCAFFOLD(m Model, in SiteInput) SiteOutput {
 		ci = make([]float64, np)
 	}
 	start := in.start(m)
-	p := GradientDescent(m, in.Train, start, c.LR, c.Steps, func(_, grad []float64) {
+	p, err := in.Config.descend(m, in.Train, start, c.LR, c.Steps, func(_, grad []float64) {
 		for j := range grad {
 			grad[j] += server[j] - ci[j]
 		}
 	})
+	if err != nil {
+		return SiteOutput{}, err
+	}
 	next := make([]float64, np)
 	delta := make([]float64, np)
 	kEta := float64(c.Steps) * c.LR
@@ -363,7 +375,7 @@ func updateSCAFFOLD(m Model, in SiteInput) SiteOutput {
 	if c.ReferenceBug {
 		sent = append([]float64(nil), next...)
 	}
-	return SiteOutput{Params: p, Control: sent, State: SiteState{Control: next}}
+	return SiteOutput{Params: p, Control: sent, State: SiteState{Control: next}}, nil
 }
 
 // updatePFedMe runs pFedMe's local round (T. Dinh et al. 2020, Algorithm 1
@@ -372,22 +384,25 @@ func updateSCAFFOLD(m Model, in SiteInput) SiteOutput {
 // initial model), with w the pushed global model (round 1: the initial
 // model); then the local model moves toward it, w ← w − η·λ(w − θ_i). The
 // site sends w and keeps θ_i, which is what it is evaluated with.
-func updatePFedMe(m Model, in SiteInput) SiteOutput {
+func updatePFedMe(m Model, in SiteInput) (SiteOutput, error) {
 	c := in.Config.PFedMe
 	w := in.start(m)
 	theta := in.State.Personal
 	if theta == nil {
 		theta = in.initial(m)
 	}
-	theta = GradientDescent(m, in.Train, theta, c.LRPersonal, c.Steps, func(th, grad []float64) {
+	theta, err := in.Config.descend(m, in.Train, theta, c.LRPersonal, c.Steps, func(th, grad []float64) {
 		for j := range grad {
 			grad[j] += c.Lambda * (th[j] - w[j])
 		}
 	})
+	if err != nil {
+		return SiteOutput{}, err
+	}
 	for j := range w {
 		w[j] -= c.LROuter * c.Lambda * (w[j] - theta[j])
 	}
-	return SiteOutput{Params: w, State: SiteState{Personal: theta}}
+	return SiteOutput{Params: w, State: SiteState{Personal: theta}}, nil
 }
 
 // updatePTopoFL fits pTopoFL's local model (paper §3.2 and Algorithm 1,
@@ -395,6 +410,13 @@ func updatePFedMe(m Model, in SiteInput) SiteOutput {
 // weights, L-BFGS warm-started from the site's cluster model (cold in round
 // 1).
 func updatePTopoFL(m Model, in SiteInput) (SiteOutput, error) {
+	if in.Config.DP != nil {
+		// Each row's weight depends on every row (the scaler, the centroid,
+		// the mean weight), so one row would move every other row's clipped
+		// gradient: under DP pTopoFL's site update is FedAvg's, and the
+		// method acts through the server's clustering, trust and blending.
+		return updateFedAvg(m, in)
+	}
 	x := in.TopologyX
 	if x == nil {
 		x = in.Train.X

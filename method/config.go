@@ -92,6 +92,10 @@ type Config struct {
 	Model    string
 	Network  nn.Config
 	DeepSite nn.SiteConfig
+	// DP is the privacy configuration. Under dp record Resolve also sets
+	// Site.DP and DeepSite.Train.DP (clip and noise multiplier); their
+	// Random, the site's secret stream, is the caller's to set.
+	DP DPSettings
 }
 
 // Resolve returns the core configuration of method m under preset with
@@ -123,8 +127,14 @@ func Resolve(m learn.Method, preset string, h Hyperparameters) (Config, error) {
 			p.core(p.Get(h), &c)
 		}
 	}
+	if !c.DP.On {
+		c.DP = DPSettings{} // off: no privacy setting applies
+	}
 	if !h.IsDeep() {
 		c.Model, c.Network, c.DeepSite = ModelLogistic, nn.Config{}, nn.SiteConfig{}
+		if c.DP.On {
+			c.Site.DP = &learn.DPConfig{Clip: c.DP.Clip, NoiseMultiplier: c.DP.Noise}
+		}
 		return c, nil
 	}
 	switch c.Model {
@@ -151,6 +161,9 @@ func Resolve(m learn.Method, preset string, h Hyperparameters) (Config, error) {
 	}
 	if err := c.DeepSite.Train.Validate(); err != nil {
 		return Config{}, fmt.Errorf("hyperparameters: %w", err)
+	}
+	if c.DP.On {
+		c.DeepSite.Train.DP = &nn.DPConfig{Clip: c.DP.Clip, NoiseMultiplier: c.DP.Noise}
 	}
 	return c, nil
 }

@@ -147,6 +147,24 @@ func DeepDescriptor(net *nn.Network, params []float32, train nn.Data, cfg Config
 	} else if err := checkRows(rows, train.N); err != nil {
 		return tda.Descriptor{}, fmt.Errorf("descriptor: %w", err)
 	}
+	x, err := DeepActivations(net, params, train, rows)
+	if err != nil {
+		return tda.Descriptor{}, fmt.Errorf("descriptor: %w", err)
+	}
+	d, err := tda.ComputeDescriptor(x, tda.DescriptorOptions{Variant: cfg.Descriptor, NSub: len(x)})
+	if err != nil {
+		return tda.Descriptor{}, fmt.Errorf("descriptor of the penultimate activations: %w", err)
+	}
+	return d, nil
+}
+
+// DeepActivations returns the flattened penultimate-layer activations, under
+// params, of the training images listed in rows (which must be in range),
+// one row each, in the order of rows. net's parameters are overwritten.
+func DeepActivations(net *nn.Network, params []float32, train nn.Data, rows []int) ([][]float64, error) {
+	if len(params) != net.NumParams() {
+		return nil, fmt.Errorf("model has %d parameters, network %d", len(params), net.NumParams())
+	}
 	size := net.InputSize()
 	sub := nn.Data{N: len(rows), X: make([]float32, len(rows)*size)}
 	for k, i := range rows {
@@ -155,18 +173,14 @@ func DeepDescriptor(net *nn.Network, params []float32, train nn.Data, cfg Config
 	copy(net.Params(), params)
 	emb, err := net.Embed(sub)
 	if err != nil {
-		return tda.Descriptor{}, fmt.Errorf("descriptor: %w", err)
+		return nil, err
 	}
 	dim := net.PenultimateSize()
 	x := make([][]float64, sub.N)
 	for i := range x {
 		x[i] = ToFloat64(emb[i*dim : (i+1)*dim])
 	}
-	d, err := tda.ComputeDescriptor(x, tda.DescriptorOptions{Variant: cfg.Descriptor, NSub: sub.N})
-	if err != nil {
-		return tda.Descriptor{}, fmt.Errorf("descriptor of the penultimate activations: %w", err)
-	}
-	return d, nil
+	return x, nil
 }
 
 // EvaluateDeep returns a deep site's test scores for params: top-1

@@ -57,6 +57,18 @@ type Hyperparameters struct {
 	LocalEpochs      int     `json:"local_epochs"`
 	BatchSize        int     `json:"batch_size"`
 	Momentum         float64 `json:"momentum"`
+	// The parameters below are Quiet (Param.Quiet): a field at its default
+	// holds its zero value and is left out of the spec's JSON, so that a
+	// spec written before they existed encodes, and hashes, as it did.
+	SiteDistance      string  `json:"site_distance,omitempty"`
+	DP                string  `json:"dp,omitempty"`
+	DPEpsilon         float64 `json:"dp_epsilon,omitempty"`
+	DPDelta           float64 `json:"dp_delta,omitempty"`
+	DPNoise           float64 `json:"dp_noise,omitempty"`
+	DPClip            float64 `json:"dp_clip,omitempty"`
+	DPDescriptorNoise float64 `json:"dp_descriptor_noise,omitempty"`
+	DPMetricsNoise    float64 `json:"dp_metrics_noise,omitempty"`
+	DPDescriptorShare float64 `json:"dp_descriptor_share,omitempty"`
 }
 
 // Kind is the type of a hyper-parameter's value.
@@ -119,6 +131,13 @@ type Param struct {
 	Absent *Value
 	// Check returns what is wrong with a value ("must be > 0"), or "".
 	Check func(v Value) string
+	// Quiet reports that the field stores its Default as the zero value
+	// (Set writes zero for the Default, Get reads zero as the Default)
+	// and is omitted from the spec's JSON when zero: parameters added
+	// after campaigns were stored keep those specs' encoding and hashes,
+	// which every manifest names. A Quiet parameter's default is the same
+	// under every preset.
+	Quiet bool
 
 	field func(h *Hyperparameters) any // *int, *float64 or *string
 	// core writes the value into the resolved configuration.
@@ -421,6 +440,74 @@ var Params = []Param{
 		},
 		field: func(h *Hyperparameters) any { return &h.Momentum },
 		core:  func(v Value, c *Config) { c.DeepSite.Train.Momentum = v.Num }},
+	// Data minimisation and differential privacy. Every one is Quiet: a
+	// campaign that uses none of them has the spec (and spec hash) it had
+	// before they existed.
+	{Name: "site_distance", Doc: `how pTopoFL compares sites: "euclidean", the distance of the l2-normalised descriptors (§3.3, Step 1), or "wasserstein", the 2-Wasserstein distance of the sites' H0 and H1 persistence diagrams (Eq. 3), which clusters by diagrams and makes every site release its diagrams; under "euclidean" no site releases a persistence pair`, Kind: Text,
+		Methods: []learn.Method{learn.PTopoFL}, Quiet: true, Default: text(SiteEuclidean),
+		Check: func(v Value) string {
+			if v.Text != SiteEuclidean && v.Text != SiteWasserstein {
+				return `must be "euclidean" or "wasserstein"`
+			}
+			return ""
+		},
+		field: func(h *Hyperparameters) any { return &h.SiteDistance },
+		core: func(v Value, c *Config) {
+			c.Server.Distance = aggregation.DescriptorDistance
+			if v.Text == SiteWasserstein {
+				c.Server.Distance = aggregation.WassersteinDistance
+			}
+		}},
+	{Name: "dp", Doc: `record-level differential privacy at every site: "off", or "record": every release of a site (model, control variate, descriptor, label summary, metrics) is (ε, δ)-DP for any one of its records, against the server, the other sites and anyone who later reads them (DP-GD or DP-SGD training, noised descriptors and metrics; see dp_epsilon)`, Kind: Text,
+		Quiet: true, Default: text(DPOff),
+		Check: func(v Value) string {
+			if v.Text != DPOff && v.Text != DPRecord {
+				return `must be "off" or "record"`
+			}
+			return ""
+		},
+		field: func(h *Hyperparameters) any { return &h.DP },
+		core:  func(v Value, c *Config) { c.DP.On = v.Text == DPRecord }},
+	{Name: "dp_epsilon", Doc: "ε, each site's privacy budget for the whole campaign under dp record; before the campaign starts, the noise that keeps every planned release within it is computed and recorded (dp_noise, dp_descriptor_noise, dp_metrics_noise); 0: no budget (set dp_noise)", Kind: Float,
+		Quiet: true, ZeroIsSetting: true, Check: atLeast(0),
+		field: func(h *Hyperparameters) any { return &h.DPEpsilon },
+		core:  func(v Value, c *Config) { c.DP.Epsilon = v.Num }},
+	{Name: "dp_delta", Doc: "δ of the (ε, δ) guarantee under dp record; at most 1/n for the smallest site's n training records", Kind: Float,
+		Quiet: true, Default: num(1e-5),
+		Check: func(v Value) string {
+			if !(v.Num > 0 && v.Num < 1) {
+				return "must be in (0, 1)"
+			}
+			return ""
+		},
+		field: func(h *Hyperparameters) any { return &h.DPDelta },
+		core:  func(v Value, c *Config) { c.DP.Delta = v.Num }},
+	{Name: "dp_noise", Doc: "z, the noise multiplier of every local gradient step under dp record: each step adds N(0, (z·dp_clip)²) to the sum of the records' clipped gradients; 0: computed from dp_epsilon before the campaign starts", Kind: Float,
+		Quiet: true, ZeroIsSetting: true, Check: atLeast(0),
+		field: func(h *Hyperparameters) any { return &h.DPNoise },
+		core:  func(v Value, c *Config) { c.DP.Noise = v.Num }},
+	{Name: "dp_clip", Doc: "C, the L2 norm each record's gradient is clipped to under dp record (the sensitivity of every gradient sum)", Kind: Float,
+		Quiet: true, Default: num(DefaultDPClip), Check: positive,
+		field: func(h *Hyperparameters) any { return &h.DPClip },
+		core:  func(v Value, c *Config) { c.DP.Clip = v.Num }},
+	{Name: "dp_descriptor_noise", Doc: "the noise multiplier of each descriptor and label-summary release under dp record (σ = z·Δ, Δ the release's proven L2 sensitivity); 0: computed before the campaign starts, from dp_epsilon and dp_descriptor_share, or dp_noise without a budget", Kind: Float,
+		Methods: []learn.Method{learn.PTopoFL}, Quiet: true, ZeroIsSetting: true, Check: atLeast(0),
+		field: func(h *Hyperparameters) any { return &h.DPDescriptorNoise },
+		core:  func(v Value, c *Config) { c.DP.DescriptorNoise = v.Num }},
+	{Name: "dp_metrics_noise", Doc: "the noise multiplier of each metrics release (the score counts of a site's test split, sensitivity 1) under dp record; 0: computed before the campaign starts from dp_epsilon, or dp_noise without a budget", Kind: Float,
+		Quiet: true, ZeroIsSetting: true, Check: atLeast(0),
+		field: func(h *Hyperparameters) any { return &h.DPMetricsNoise },
+		core:  func(v Value, c *Config) { c.DP.MetricsNoise = v.Num }},
+	{Name: "dp_descriptor_share", Doc: "the share of the training records' budget (of μ² in Gaussian DP) that descriptor and label-summary releases get when dp_epsilon sets the noise, in (0, 1)", Kind: Float,
+		Methods: []learn.Method{learn.PTopoFL}, Quiet: true, Default: num(DefaultDPDescriptorShare),
+		Check: func(v Value) string {
+			if !(v.Num > 0 && v.Num < 1) {
+				return "must be in (0, 1)"
+			}
+			return ""
+		},
+		field: func(h *Hyperparameters) any { return &h.DPDescriptorShare },
+		core:  func(v Value, c *Config) { c.DP.DescriptorShare = v.Num }},
 }
 
 // Lookup returns the Param called name.
@@ -468,21 +555,30 @@ func (p Param) DefaultFor(preset string) Value {
 
 // Get returns the parameter's value in h.
 func (p Param) Get(h Hyperparameters) Value {
+	var v Value
 	switch f := p.field(&h).(type) {
 	case *int:
-		return Value{Num: float64(*f)}
+		v = Value{Num: float64(*f)}
 	case *float64:
-		return Value{Num: *f}
+		v = Value{Num: *f}
 	case *string:
-		return Value{Text: *f}
+		v = Value{Text: *f}
+	default:
+		panic("method: parameter " + p.Name + " has no field")
 	}
-	panic("method: parameter " + p.Name + " has no field")
+	if p.Quiet && v == (Value{}) {
+		return p.Default
+	}
+	return v
 }
 
 // Set writes v into h, checking that v has the parameter's kind (a text
 // for Text, an integer for Int). It does not check the range: Validate
 // does, for the methods that read the parameter.
 func (p Param) Set(h *Hyperparameters, v Value) error {
+	if p.Quiet && v == p.Default {
+		v = Value{}
+	}
 	switch f := p.field(h).(type) {
 	case *int:
 		if v.Text != "" || v.Num != math.Trunc(v.Num) || math.Abs(v.Num) > 1<<31 {
@@ -495,7 +591,10 @@ func (p Param) Set(h *Hyperparameters, v Value) error {
 		}
 		*f = v.Num
 	case *string:
-		if v.Text == "" {
+		if v.Text == "" && !p.Quiet {
+			return fmt.Errorf("hyperparameter %s = %v: want a name, e.g. %q", p.Name, v.Num, p.Default.Text)
+		}
+		if v.Text == "" && v.Num != 0 {
 			return fmt.Errorf("hyperparameter %s = %v: want a name, e.g. %q", p.Name, v.Num, p.Default.Text)
 		}
 		*f = v.Text
@@ -561,7 +660,7 @@ func (h Hyperparameters) Validate(m learn.Method) error {
 			return fmt.Errorf("hyperparameters.%s = %s: %s", p.Name, quoteText(v), msg)
 		}
 	}
-	return nil
+	return h.validatePrivacy(m)
 }
 
 // ValidateFederation reports a hyper-parameter of method m that cannot work

@@ -122,6 +122,10 @@ func (c *conv) chunks(e env, x []float32, batch int, fn func(ch, s0, n int, cols
 // in chunk order, and reuses the columns' buffer for the gradient with
 // respect to them.
 func (c *conv) backward(e env, x, _, dy, dx []float32, batch int) {
+	if e.dp != nil {
+		c.backwardDP(e, x, dy, dx, batch)
+		return
+	}
 	rows := batch * c.out.H * c.out.W
 	kk := c.k * c.k * c.in.C
 	if c.bias {

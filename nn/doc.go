@@ -28,6 +28,14 @@
 // differently (no fused multiply-add), so a campaign that must replay bit
 // for bit should run its sites on one kind.
 //
+// With TrainConfig.DP set, training is DP-SGD (Abadi et al. 2016): Poisson
+// samples, every example's gradient clipped to a norm, Gaussian noise on
+// the sum from the caller's secret stream (DPRandom), for every method's
+// site update; DPUse gives a round's releases to the caller's privacy
+// accountant. Per-example clipping costs one forward and one backward pass
+// (dpclip.go), so a DP step costs little more than a plain one. The
+// accountant, the noise mechanism and the secret stream are not here.
+//
 // The package is pure computation: no files, no servers, no global state.
 // Package dataset reads image files; a pipeline passes their pixels here.
 package nn

@@ -162,6 +162,10 @@ func (g *groupNorm) backward(e env, x, _, dy, dx []float32, batch int) {
 			}
 		}
 	})
+	if e.dp != nil {
+		g.clipDP(e, batch) // keeps the per-sample gradients for the clipped sum
+		return
+	}
 	// Sum the per-sample parameter gradients in sample order.
 	for c := range in.C {
 		var sg, sb float64

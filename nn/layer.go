@@ -19,6 +19,10 @@ func (s Shape) Size() int { return s.H * s.W * s.C }
 // env is what a layer needs to know about the call beyond its data.
 type env struct {
 	workers int // goroutines for matrix products and per-sample loops
+	// dp, if not nil, makes backward a DP-SGD pass: layers with parameters
+	// record per-example gradient norms and what the clipped sum needs
+	// (dpclip.go) instead of writing their gradient views.
+	dp *dpClip
 }
 
 // layer is one differentiable step of a network. Its parameters and their
@@ -89,8 +93,18 @@ func (d *dense) forward(e env, x, y []float32, batch int) {
 }
 
 func (d *dense) backward(e env, x, _, dy, dx []float32, batch int) {
+	if e.dp != nil {
+		d.backwardDP(e, x, dy, dx, batch)
+		return
+	}
 	columnSums(d.gb, dy, batch)
 	sgemm.Gemm(e.workers, true, false, d.in, d.out, batch, x, d.in, dy, d.out, d.gw, d.out, false)
+	d.inputGrad(e, dy, dx, batch)
+}
+
+// inputGrad writes the gradient with respect to the input into dx, if dx
+// is not nil.
+func (d *dense) inputGrad(e env, dy, dx []float32, batch int) {
 	if dx == nil {
 		return
 	}

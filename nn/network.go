@@ -296,6 +296,12 @@ func (n *Network) Forward(x []float32, batch int) []float32 {
 // Backward writes into Grad the gradient of a loss whose gradient with
 // respect to the last Forward's logits is dLogits (batch × Classes).
 func (n *Network) Backward(dLogits []float32) {
+	n.backward(env{workers: n.workers}, dLogits)
+}
+
+// backward is Backward in the environment e (a DP-SGD pass when e.dp is
+// set).
+func (n *Network) backward(e env, dLogits []float32) {
 	if n.x == nil {
 		panic("nn: Backward before Forward")
 	}
@@ -303,7 +309,6 @@ func (n *Network) Backward(dLogits []float32) {
 	if len(dLogits) < batch*n.cfg.Classes {
 		panic("nn: Backward gradient shorter than the batch's logits")
 	}
-	e := env{workers: n.workers}
 	maxSize := 0
 	for _, s := range n.shapes[1:] {
 		maxSize = max(maxSize, s.Size())

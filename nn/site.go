@@ -96,8 +96,20 @@ type SiteOutput struct {
 //     previous value, w the pushed model, then moves the local model
 //     w ← w − ηλ(w − θ_i), sends w and keeps θ_i.
 //
-// In round 1 the pushed model is the seeded initial model. It returns an
-// error for invalid data, a vector of the wrong length or an unknown method.
+// In round 1 the pushed model is the seeded initial model.
+//
+// With Config.Train.DP set, every method trains by DP-SGD (see DPConfig):
+// each optimiser step (each of pFedMe's personal steps) uses the noisy sum
+// of clipped per-example gradients of a Poisson sample, and the methods'
+// own terms, μ(θ − θ_g), c − c_i and λ(θ − w), are added after the noise,
+// since they do not depend on the data. What the site sends is then
+// post-processing of the noisy trajectory: SCAFFOLD's control variate is a
+// function of the start, the end and the public c, c_i; pFedMe's local
+// model moves toward the personal model, itself noisy. DPUse gives the
+// round's releases for the accountant.
+//
+// It returns an error for invalid data, a vector of the wrong length or an
+// unknown method.
 func UpdateSite(net *Network, in SiteInput) (SiteOutput, error) {
 	out, err := updateSite(net, in)
 	if err != nil {
@@ -211,15 +223,20 @@ func updateSite(net *Network, in SiteInput) (SiteOutput, error) {
 // steps at PFedMePersonalLR on the personal problem f_i(θ; batch) +
 // λ/2‖θ − w‖², then the local model moves toward θ, w ← w − ηλ(w − θ). w
 // is updated in place; net ends holding θ_i. Steps counts the minibatches.
+// Under DP-SGD the minibatches are Poisson samples and each of the K steps
+// takes the noisy clipped sum of the same sample (K releases of one
+// sample: L2 sensitivity √K·C together, so one subsampled Gaussian
+// mechanism of noise multiplier z/√K per batch, as DPUse reports).
 func trainPFedMe(net *Network, d Data, w []float32, cfg SiteConfig) (TrainResult, error) {
 	if cfg.PFedMeSteps < 1 || !(cfg.PFedMePersonalLR > 0) {
 		return TrainResult{}, fmt.Errorf("nn: pFedMe needs K ≥ 1 personal steps at a positive rate, got %d at %v", cfg.PFedMeSteps, cfg.PFedMePersonalLR)
 	}
-	inner := TrainConfig{Optimizer: SGD, LR: cfg.PFedMePersonalLR, Epochs: 1, BatchSize: cfg.Train.BatchSize}
+	inner := TrainConfig{Optimizer: SGD, LR: cfg.PFedMePersonalLR, Epochs: 1, BatchSize: cfg.Train.BatchSize, DP: cfg.Train.DP}
 	tr, err := NewTrainer(net, inner, Terms{ProxMu: cfg.PFedMeLambda, ProxCenter: w})
 	if err != nil {
 		return TrainResult{}, err
 	}
+	tr.t.expectBatch(cfg.Train.BatchSize, d.N)
 	step := float32(cfg.PFedMeLR * cfg.PFedMeLambda)
 	return eachBatch(net, d, cfg.Train, func(x []float32, labels []int, weights []float32) float64 {
 		var loss float64

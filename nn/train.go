@@ -38,8 +38,15 @@ type TrainConfig struct {
 	// the remainder.
 	BatchSize int
 	// Seed seeds the minibatch order (a PCG generator, reshuffled every
-	// epoch). Derive it from the campaign seed, round and site.
+	// epoch). Derive it from the campaign seed, round and site. DP-SGD
+	// does not use it: its batches are Poisson samples drawn from
+	// DP.Random.
 	Seed uint64
+	// DP, if not nil, trains by DP-SGD (Abadi et al. 2016) with Poisson
+	// sampling, per-example clipping and Gaussian noise (see DPConfig);
+	// nil is the plain minibatch trainer. It holds the site's live secret
+	// random stream, so it is never serialised: a site builds it.
+	DP *DPConfig `json:"-"`
 }
 
 // DefaultTrainConfig returns SGD with momentum 0.9, learning rate 0.01,
@@ -81,6 +88,9 @@ func (c TrainConfig) Validate() error {
 		return fmt.Errorf("nn: %d epochs: want at least 1", c.Epochs)
 	case c.BatchSize < 1:
 		return fmt.Errorf("nn: batch size %d: want at least 1", c.BatchSize)
+	}
+	if c.DP != nil {
+		return c.DP.Validate()
 	}
 	return nil
 }
@@ -134,7 +144,9 @@ func Train(net *Network, d Data, cfg TrainConfig, terms Terms) (TrainResult, err
 	if err := terms.check(net.NumParams()); err != nil {
 		return TrainResult{}, err
 	}
-	return eachBatch(net, d, cfg, newTrainer(net, cfg.withDefaults(), terms).step)
+	t := newTrainer(net, cfg.withDefaults(), terms)
+	t.expectBatch(cfg.BatchSize, d.N)
+	return eachBatch(net, d, cfg, t.step)
 }
 
 // eachBatch calls step on every minibatch of cfg.Epochs epochs of d, the
@@ -152,6 +164,9 @@ func eachBatch(net *Network, d Data, cfg TrainConfig, step func(x []float32, lab
 	}
 	if d.Labels == nil {
 		return TrainResult{}, errors.New("nn: training data has no labels")
+	}
+	if cfg.DP != nil {
+		return eachPoissonBatch(net, d, cfg, step)
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6e6e2d73687566)) // "nn-shuf"
 	order := make([]int, d.N)
@@ -215,7 +230,9 @@ func NewTrainer(net *Network, cfg TrainConfig, terms Terms) (*Trainer, error) {
 // Step runs forward and backward on one minibatch (len(labels) samples of
 // x, optional loss weights) and takes one optimiser step. It returns the
 // minibatch loss. Labels must lie in [0, Classes): Data.Validate checks
-// them.
+// them. Under DP the minibatch is taken as the step's Poisson sample (it
+// may be empty) and the noisy clipped sum is divided by BatchSize, the
+// expected sample size; drawing the sample is the caller's business.
 func (t *Trainer) Step(x []float32, labels []int, weights []float32) float64 {
 	return t.t.step(x, labels, weights)
 }
@@ -228,6 +245,7 @@ type trainer struct {
 	m, v    []float32 // SGD velocity or Adam's first moment; Adam's second moment
 	t       int       // steps taken
 	dLogits []float32
+	dp      *dpStep // DP-SGD's state; nil for the plain trainer
 }
 
 func newTrainer(net *Network, cfg TrainConfig, terms Terms) *trainer {
@@ -237,6 +255,9 @@ func newTrainer(net *Network, cfg TrainConfig, terms Terms) *trainer {
 	}
 	if cfg.Optimizer == Adam {
 		t.v = make([]float32, net.NumParams())
+	}
+	if cfg.DP != nil {
+		t.dp = newDPStep(*cfg.DP, cfg.BatchSize)
 	}
 	return t
 }
@@ -248,6 +269,9 @@ const stepChunk = 1 << 16
 // step computes the minibatch gradient, adds the terms and takes one
 // optimiser step; it returns the minibatch loss.
 func (t *trainer) step(x []float32, labels []int, weights []float32) float64 {
+	if t.dp != nil {
+		return t.stepDP(x, labels, weights)
+	}
 	b, k := len(labels), t.net.cfg.Classes
 	t.dLogits = grow(t.dLogits, b*k)
 	logits := t.net.Forward(x, b)

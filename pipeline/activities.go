@@ -32,6 +32,11 @@ type SiteCall struct {
 	// Schema is the campaign's DataSchema, which the site holds its data
 	// against; nil checks nothing.
 	Schema *DataSchema `json:"schema,omitempty"`
+	// NTrain and NTest are the record counts the campaign's privacy plan
+	// was made for (dp record only): a site whose data have other counts
+	// refuses the call.
+	NTrain int `json:"n_train,omitempty"`
+	NTest  int `json:"n_test,omitempty"`
 }
 
 // Keys builds the keys of the call's round and attempt.
@@ -81,6 +86,7 @@ type ComputeDescriptorOutput struct {
 	Descriptor ArtifactRef `json:"descriptor"`
 	NumTrain   int         `json:"n_train"`
 	Spent
+	Released
 }
 
 // Spent is the wall time an activity spent in the store (S3 requests and
@@ -137,6 +143,7 @@ type TrainLocalOutput struct {
 	// (issue 13's anchor). Deep sites fill it; tabular sites leave it nil.
 	UpdateEvaluation *EvaluateOutput `json:"update_evaluation,omitempty"`
 	Spent
+	Released
 }
 
 // EvaluateInput asks a site to score the model it holds after this round's
@@ -154,6 +161,7 @@ type EvaluateOutput struct {
 	Accuracy float64 `json:"accuracy"`
 	NumTest  int     `json:"n_test"`
 	Spent
+	Released
 }
 
 // ClusterSitesInput asks the server to cluster sites by descriptor, score

@@ -56,6 +56,12 @@ type CampaignState struct {
 	// UpdateAccCurve is the curve of RoundMetrics.UpdateAccuracy (deep
 	// campaigns; empty otherwise).
 	UpdateAccCurve []float64 `json:"update_acc_curve,omitempty"`
+	// Privacy is the privacy ledger of a dp record campaign: every round's
+	// releases, charged before the round is dispatched, so that a round
+	// that ran in an earlier run or attempt stays paid for; nil otherwise.
+	Privacy *PrivacyLedger `json:"privacy,omitempty"`
+	// LastPrivacy is the last charged round's record (the ε spent so far).
+	LastPrivacy *RoundPrivacy `json:"last_privacy,omitempty"`
 }
 
 // RoundCarry is what one round hands to the next: references to the state
@@ -87,6 +93,9 @@ type CampaignWorkflowOutput struct {
 	StopReason   string        `json:"stop_reason,omitempty"`
 	// UpdateAccCurve is CampaignState.UpdateAccCurve.
 	UpdateAccCurve []float64 `json:"update_acc_curve,omitempty"`
+	// Privacy is the ε spent so far under dp record (the last charged
+	// round's record); nil otherwise.
+	Privacy *RoundPrivacy `json:"privacy,omitempty"`
 }
 
 // CampaignStatus answers the status query and acknowledges every update.
@@ -102,6 +111,8 @@ type CampaignStatus struct {
 	PauseReason   string        `json:"pause_reason,omitempty"`
 	StopReason    string        `json:"stop_reason,omitempty"`
 	FailureReason string        `json:"failure_reason,omitempty"`
+	// Privacy is the ε spent so far under dp record; nil otherwise.
+	Privacy *RoundPrivacy `json:"privacy,omitempty"`
 }
 
 // ControlInput is the argument of the pause, resume and stop updates.
@@ -117,6 +128,9 @@ type RoundWorkflowInput struct {
 	// Attempt and Supersedes: see CampaignWorkflowInput.
 	Attempt    int          `json:"attempt,omitempty"`
 	Supersedes *ArtifactRef `json:"supersedes,omitempty"`
+	// Privacy is what the campaign charged for the round before
+	// dispatching it (dp record), which the manifest records.
+	Privacy *RoundPrivacy `json:"privacy,omitempty"`
 	// Protocol is the version of the round's steps the CampaignWorkflow
 	// asked for: RoundProtocolLegacy (zero, what rounds started by an older
 	// CampaignWorkflow carry, so their histories still replay) or

@@ -127,6 +127,12 @@ type RoundManifest struct {
 	// that this one replaces (a round that failed below quorum, say), so
 	// the chain protects that record too; absent when none.
 	Supersedes *ArtifactRef `json:"supersedes,omitempty"`
+	// Released lists, per site in spec order, what each site released in
+	// the round (the sites that released nothing are left out).
+	Released []SiteReleases `json:"released"`
+	// Privacy is the round's privacy record under dp record: the ε each
+	// site spent in the round and in all; absent otherwise.
+	Privacy *RoundPrivacy `json:"privacy,omitempty"`
 	// Pruned says which earlier round's site uploads the retention policy
 	// deletes once this manifest is committed (PruningAt); absent when the
 	// policy deletes nothing. The manifest that listed them keeps their

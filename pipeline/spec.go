@@ -18,12 +18,21 @@ import (
 // the campaign's.
 type Site struct {
 	Name string `json:"name"`
+	// NTrain and NTest are the site's numbers of training and test
+	// records, which a dp record campaign's privacy plan needs (they are
+	// public under its guarantee); 0 (and absent) otherwise. The site
+	// refuses a round when its data no longer have these counts.
+	NTrain int `json:"n_train,omitempty"`
+	NTest  int `json:"n_test,omitempty"`
 }
 
 // Validate reports what is wrong with the site, naming the field.
 func (s Site) Validate() error {
 	if err := artifact.ValidateName(s.Name); err != nil {
 		return fmt.Errorf("name %w", err)
+	}
+	if s.NTrain < 0 || s.NTest < 0 {
+		return fmt.Errorf("n_train = %d, n_test = %d: must not be negative", s.NTrain, s.NTest)
 	}
 	return nil
 }
@@ -142,7 +151,10 @@ func (s CampaignSpec) Validate() error {
 			return fmt.Errorf("sites[%d].name %w", i, err)
 		}
 	}
-	return validateDistinctRows(s.DescriptorRows)
+	if err := validateDistinctRows(s.DescriptorRows); err != nil {
+		return err
+	}
+	return s.validatePrivacy()
 }
 
 // ValidateBeforeNameChecks is Validate without the checks added last (site

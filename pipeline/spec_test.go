@@ -14,7 +14,7 @@ import (
 func validSpec() CampaignSpec {
 	return CampaignSpec{
 		Campaign: "hc-42", Method: learn.PTopoFL, Rounds: 15, Seed: 42, Bucket: "ptopofl",
-		Sites: []Site{{"client0"}, {"client1"}, {"client2"}},
+		Sites: []Site{{Name: "client0"}, {Name: "client1"}, {Name: "client2"}},
 	}.WithDefaults()
 }
 
@@ -153,7 +153,7 @@ func TestValidateChecksTheQuorumSize(t *testing.T) {
 }
 
 func TestWithDefaults(t *testing.T) {
-	s := CampaignSpec{Preset: method.Paper, Sites: []Site{{"a"}, {"b"}}}.WithDefaults()
+	s := CampaignSpec{Preset: method.Paper, Sites: []Site{{Name: "a"}, {Name: "b"}}}.WithDefaults()
 	if s.MinSites != 2 || s.RoundDeadline != DefaultRoundDeadline || s.ContinueAsNewEvery != DefaultContinueAsNewEvery {
 		t.Errorf("defaults not applied: %+v", s)
 	}

@@ -17,8 +17,8 @@ func TestSweepValidateChecksEachFederation(t *testing.T) {
 		Sweep: "krum", Methods: []SweepMethod{{Method: learn.Krum, Hyperparameters: h}},
 		Seeds: []uint64{1}, Rounds: 2, Bucket: "ptopofl",
 		Federations: []SweepFederation{
-			{Name: "big", Sites: []Site{{"a"}, {"b"}, {"c"}, {"d"}, {"e"}}},
-			{Name: "small", Sites: []Site{{"a"}, {"b"}, {"c"}, {"d"}}},
+			{Name: "big", Sites: []Site{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}, {Name: "e"}}},
+			{Name: "small", Sites: []Site{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}}},
 		},
 	}
 	err := s.WithDefaults().Validate()
@@ -42,8 +42,8 @@ func TestSweepCampaignsCarrySchema(t *testing.T) {
 		Sweep: "schema", Methods: []SweepMethod{{Method: learn.FedAvg, Hyperparameters: method.Defaults(method.Default)}},
 		Seeds: []uint64{1}, Rounds: 2, Bucket: "ptopofl",
 		Federations: []SweepFederation{
-			{Name: "with", Sites: []Site{{"a"}, {"b"}}, Schema: schema},
-			{Name: "without", Sites: []Site{{"a"}, {"b"}}},
+			{Name: "with", Sites: []Site{{Name: "a"}, {Name: "b"}}, Schema: schema},
+			{Name: "without", Sites: []Site{{Name: "a"}, {Name: "b"}}},
 		},
 	}
 	cs, err := s.WithDefaults().Campaigns()
@@ -66,8 +66,8 @@ func TestSweepFederationOverrides(t *testing.T) {
 		Methods:  []SweepMethod{{Method: learn.FedAvg, Hyperparameters: base}},
 		Settings: []SweepSetting{{Label: "base"}, {Label: "lr0.1", Set: []method.ParamValue{{Name: "lr", Value: 0.1}}}},
 		Federations: []SweepFederation{
-			{Name: "c", Sites: []Site{{"c0"}, {"c1"}}},
-			{Name: "d", Sites: []Site{{"d0"}, {"d1"}}, Preset: method.DeepDSmall, Rounds: 5,
+			{Name: "c", Sites: []Site{{Name: "c0"}, {Name: "c1"}}},
+			{Name: "d", Sites: []Site{{Name: "d0"}, {Name: "d1"}}, Preset: method.DeepDSmall, Rounds: 5,
 				Set: []method.ParamValue{{Name: "local_epochs", Value: 3}, {Name: "lr", Value: 0.2}}},
 		},
 	}.WithDefaults()

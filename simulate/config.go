@@ -17,6 +17,12 @@ type Config struct {
 	// Seed + k (the reference used 242 for FedProx, 342 for SCAFFOLD and 442
 	// for pFedMe; its L-BFGS methods use no randomness).
 	Seed uint32
+	// Noise gives, under dp record (Config.DP.On), the noise of site's
+	// local training in round r (the pipeline's sites draw it from their
+	// secret streams). Run scores every site exactly (no metrics noise):
+	// it measures what the private training costs, not what a site
+	// releases.
+	Noise func(site string, round int) learn.DPRandom
 }
 
 // Preset returns the configuration of method m under the named preset,
@@ -45,6 +51,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("config Server.Beta = %v, want a value in [0, 1]", c.Server.Beta)
 	case c.Server.TrustMin > c.Server.TrustMax:
 		return fmt.Errorf("config Server.TrustMin = %v exceeds TrustMax = %v", c.Server.TrustMin, c.Server.TrustMax)
+	case c.DP.On && c.Noise == nil:
+		return fmt.Errorf("config Noise: nil under dp record")
 	}
 	return nil
 }

@@ -79,11 +79,18 @@ func Run(sites []Site, cfg Config) (Result, error) {
 	for r := 1; r <= cfg.Rounds; r++ {
 		results := make([]aggregation.SiteResult, k)
 		for i, s := range sites {
+			train, _ := prep[i].Splits(cfg.DP.On)
+			site := cfg.Site
+			if cfg.DP.On {
+				dp := *site.DP
+				dp.Random = cfg.Noise(s.Name, r)
+				site.DP = &dp
+			}
 			out, err := learn.UpdateSite(learn.SiteInput{
 				Method: cfg.Method, Round: r, Seed: cfg.Seed + uint32(i), Init: s.Init,
-				Train: prep[i].Train, TopologyX: s.TrainX, Descriptor: s.Descriptor,
+				Train: train, TopologyX: s.TrainX, Descriptor: s.Descriptor,
 				Pushed: pushed[i], ServerControl: control,
-				State: states[i], Config: cfg.Site,
+				State: states[i], Config: site,
 			})
 			if err != nil {
 				return Result{}, fmt.Errorf("simulate: site %s: %w", s.Name, err)
@@ -109,7 +116,8 @@ func Run(sites []Site, cfg Config) (Result, error) {
 		rec := RoundRecord{Round: r, SiteAUC: make([]float64, k), SiteAcc: make([]float64, k),
 			Labels: agg.Labels, Trust: agg.Trust, Flagged: agg.Flagged, Drift: agg.Drift}
 		for i, s := range sites {
-			auc, acc, err := method.EvaluateSite(cfg.Site, learn.EvaluationParams(cfg.Method, pushed[i], states[i]), prep[i].Test)
+			_, test := prep[i].Splits(cfg.DP.On)
+			auc, acc, err := method.EvaluateSite(cfg.Site, learn.EvaluationParams(cfg.Method, pushed[i], states[i]), test)
 			if err != nil {
 				return Result{}, fmt.Errorf("simulate: site %s round %d: %w", s.Name, r, err)
 			}

@@ -35,6 +35,15 @@ type ExportRow struct {
 	DescriptorSHA256 *string // the descriptor the round used for the site
 	SiteModelSHA256  *string // the model the site holds after aggregation
 	ManifestSHA256   string  // sha256 of the round's manifest.json bytes
+	// Released is what the site released in the round, "kind:numbers"
+	// separated by spaces in the manifest's order ("descriptor:48
+	// model:21 metrics:2"); ReleasedNumbers adds up the numbers.
+	Released        string
+	ReleasedNumbers int
+	// EpsilonRound and Epsilon are the site's ε for the round's releases
+	// alone and in all (dp record; null otherwise).
+	EpsilonRound *float64
+	Epsilon      *float64
 }
 
 func nullable(name string, t arrow.DataType) arrow.Field {
@@ -61,6 +70,10 @@ var exportSchema = arrow.NewSchema([]arrow.Field{
 	nullable("descriptor_sha256", arrow.BinaryTypes.String), // 16
 	nullable("site_model_sha256", arrow.BinaryTypes.String), // 17
 	nonNull("manifest_sha256", arrow.BinaryTypes.String),    // 18
+	nonNull("released", arrow.BinaryTypes.String),           // 19
+	nonNull("released_numbers", arrow.PrimitiveTypes.Int64), // 20
+	nullable("epsilon_round", arrow.PrimitiveTypes.Float64), // 21
+	nullable("epsilon", arrow.PrimitiveTypes.Float64),       // 22
 }, nil)
 
 // EncodeExport encodes export rows in the order given (round, then spec
@@ -123,6 +136,10 @@ func EncodeExport(rows []ExportRow) ([]byte, error) {
 			str(16, r.DescriptorSHA256)
 			str(17, r.SiteModelSHA256)
 			b.Field(18).(*array.StringBuilder).Append(r.ManifestSHA256)
+			b.Field(19).(*array.StringBuilder).Append(r.Released)
+			b.Field(20).(*array.Int64Builder).Append(int64(r.ReleasedNumbers))
+			f64(21, r.EpsilonRound)
+			f64(22, r.Epsilon)
 		}
 	})
 }
@@ -175,6 +192,10 @@ func DecodeExport(b []byte) ([]ExportRow, error) {
 				DescriptorSHA256: str(16, i),
 				SiteModelSHA256:  str(17, i),
 				ManifestSHA256:   rec.Column(18).(*array.String).Value(i),
+				Released:         rec.Column(19).(*array.String).Value(i),
+				ReleasedNumbers:  int(rec.Column(20).(*array.Int64).Value(i)),
+				EpsilonRound:     f64(21, i),
+				Epsilon:          f64(22, i),
 			}
 			if c := rec.Column(7).(*array.Int32); !c.IsNull(i) {
 				v := int(c.Value(i))

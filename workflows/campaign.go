@@ -118,6 +118,7 @@ func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (
 		LastManifest:   c.st.LastManifest,
 		StopReason:     c.st.StopReason,
 		UpdateAccCurve: c.st.UpdateAccCurve,
+		Privacy:        c.st.LastPrivacy,
 	}
 	for _, cl := range c.st.Carry.Clusters {
 		if cl.Flagged {
@@ -149,6 +150,20 @@ type campaign struct {
 
 func (c *campaign) runRound(ctx workflow.Context) error {
 	n := c.st.NextRound
+	var privacy *pipeline.RoundPrivacy
+	if c.spec.Hyperparameters.IsDP() {
+		p, exceeded, err := c.chargePrivacy(ctx, n)
+		if err != nil {
+			return c.fail(n, err)
+		}
+		if exceeded != "" {
+			// The budget is spent: the campaign ends here, stopped, with
+			// the reason; no site is asked for anything more.
+			c.st.Stopping, c.st.StopReason = true, exceeded
+			return nil
+		}
+		privacy = p
+	}
 	c.currentRound = n
 	defer func() { c.currentRound = 0 }()
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
@@ -163,7 +178,7 @@ func (c *campaign) runRound(ctx workflow.Context) error {
 	var out pipeline.RoundWorkflowOutput
 	err := workflow.ExecuteChildWorkflow(cctx, RoundWorkflow, pipeline.RoundWorkflowInput{
 		Spec: c.spec, Round: n, Carry: c.st.Carry, Protocol: pipeline.RoundProtocolCurrent,
-		Attempt: c.attempt, Supersedes: c.supersedes,
+		Attempt: c.attempt, Supersedes: c.supersedes, Privacy: privacy,
 	}).Get(ctx, &out)
 	if err != nil {
 		return c.fail(n, err)
@@ -222,6 +237,7 @@ func (c *campaign) status() pipeline.CampaignStatus {
 		PauseReason:   c.st.PauseReason,
 		StopReason:    c.st.StopReason,
 		FailureReason: c.failureReason,
+		Privacy:       c.st.LastPrivacy,
 	}
 	if c.failedManifest != nil {
 		s.LastManifest = c.failedManifest

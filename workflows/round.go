@@ -89,6 +89,9 @@ type round struct {
 	// updateScored holds each deep site's score of its trained model before
 	// the aggregation (TrainLocalOutput.UpdateEvaluation).
 	updateScored map[string]*pipeline.EvaluateOutput
+	// released holds what each site's activities reported releasing, in
+	// the order of the round's phases (RoundManifest.Released).
+	released map[string][]pipeline.Release
 }
 
 // evaluatesInTraining reports whether this round's sites score their model
@@ -111,6 +114,7 @@ func newRound(ctx workflow.Context, in pipeline.RoundWorkflowInput) *round {
 		scored:   make(map[string]*pipeline.EvaluateOutput, len(spec.Sites)),
 
 		updateScored: make(map[string]*pipeline.EvaluateOutput, len(spec.Sites)),
+		released:     make(map[string][]pipeline.Release, len(spec.Sites)),
 		active:       spec.SiteNames(),
 		m: pipeline.RoundManifest{
 			Schema:             pipeline.ManifestSchema,
@@ -140,11 +144,12 @@ func newRound(ctx workflow.Context, in pipeline.RoundWorkflowInput) *round {
 		r.m.Attempt = in.Attempt
 	}
 	r.m.Supersedes = in.Supersedes
+	r.m.Privacy = in.Privacy
 	return r
 }
 
 func (r *round) siteCall(site, purpose string) pipeline.SiteCall {
-	return pipeline.SiteCall{
+	c := pipeline.SiteCall{
 		Campaign: r.spec.Campaign, Round: r.n, Site: site, SiteIndex: r.index[site],
 		Method: r.spec.Method, Preset: r.spec.Preset, Hyperparameters: r.spec.Hyperparameters,
 		Bucket: r.spec.Bucket, CampaignSeed: r.spec.Seed,
@@ -152,6 +157,17 @@ func (r *round) siteCall(site, purpose string) pipeline.SiteCall {
 		Attempt: r.attempt,
 		Schema:  r.spec.Schema,
 	}
+	if r.spec.Hyperparameters.IsDP() {
+		// The counts the privacy plan was made for, which the site holds
+		// its data against.
+		c.NTrain, c.NTest = r.spec.Sites[r.index[site]].NTrain, r.spec.Sites[r.index[site]].NTest
+	}
+	return c
+}
+
+// release records what a site's activity reported releasing.
+func (r *round) release(site string, rel pipeline.Released) {
+	r.released[site] = append(r.released[site], rel.Released...)
 }
 
 func (r *round) serverCall(purpose string) pipeline.ServerCall {
@@ -228,9 +244,7 @@ func (r *round) quorum(ctx workflow.Context, phase string) error {
 func (r *round) descriptors(ctx workflow.Context) error {
 	h := r.spec.Hyperparameters
 	have := siteRefs(r.carry.Descriptors)
-	recompute := r.n == 1 || r.carry.RecheckDescriptors ||
-		(h.DriftCheckEvery > 0 && (r.n-1)%h.DriftCheckEvery == 0)
-	need := filter(r.active, func(s string) bool { return recompute || have[s] == nil })
+	need := descriptorSites(r.spec, r.n, r.carry, r.active)
 	if len(need) == 0 {
 		// Nothing new: the round uses the previous clustering, and no site
 		// was re-assigned in this round.
@@ -273,6 +287,7 @@ func (r *round) descriptors(ctx workflow.Context) error {
 			have[site] = &ref
 			fresh = append(fresh, site)
 			r.output(pipeline.RoleDescriptor, site, &ref)
+			r.release(site, out.Released)
 		}
 	}
 	if err := r.quorum(ctx, pipeline.PhaseDescriptor); err != nil {
@@ -340,6 +355,7 @@ func (r *round) train(ctx workflow.Context) ([]pipeline.SiteUpdate, error) {
 	var updates []pipeline.SiteUpdate
 	for _, site := range r.active {
 		out := res.OK[site]
+		r.release(site, out.Released)
 		r.output(pipeline.RoleLocalModel, site, &out.Model)
 		r.output(pipeline.RoleControl, site, out.Control)
 		r.output(pipeline.RoleSiteState, site, out.SiteState)
@@ -417,6 +433,10 @@ func (r *round) evaluate(ctx workflow.Context) error {
 	nUpdate := 0
 	for _, site := range r.active {
 		out := res.OK[site]
+		if !r.evaluatesInTraining() {
+			// Scores computed in training were recorded with its releases.
+			r.release(site, out.Released)
+		}
 		sm := pipeline.SiteMetrics{
 			Site: site, AUC: out.AUC, Accuracy: out.Accuracy, NumTrain: r.nTrain[site], NumTest: out.NumTest,
 		}
@@ -502,6 +522,12 @@ func (r *round) commit(ctx workflow.Context) (pipeline.ArtifactRef, error) {
 	for _, c := range r.m.Clusters {
 		if c.Flagged {
 			r.m.Flagged = append(r.m.Flagged, c.Site)
+		}
+	}
+	r.m.Released = []pipeline.SiteReleases{}
+	for _, s := range r.spec.Sites {
+		if items := r.released[s.Name]; len(items) > 0 {
+			r.m.Released = append(r.m.Released, pipeline.SiteReleases{Site: s.Name, Items: items})
 		}
 	}
 	var out pipeline.CommitRoundOutput

@@ -1,7 +1,7 @@
 // Command nn benchmarks, trains and evaluates the deep networks of package
 // nn:
 //
-//	nn bench --model convnet2|mlp|resnet [--classes K] [--batch 64] [--steps 10] [--format json|text]
+//	nn bench --model convnet2|cnn|mlp|resnet [--classes K] [--batch 64] [--steps 10] [--dp [--clip C] [--noise Z]] [--format json|text]
 //	nn train --model M --train FILE [--labels FILE] --out MODEL [flags]
 //	nn eval --model M --params MODEL --test FILE [--labels FILE]
 //
@@ -20,7 +20,7 @@ import (
 )
 
 const usage = `usage:
-  nn bench --model convnet2|mlp|resnet [--classes K] [--batch 64] [--steps 10] [--format json|text]
+  nn bench --model convnet2|cnn|mlp|resnet [--classes K] [--batch 64] [--steps 10] [--dp [--clip C] [--noise Z]] [--format json|text]
   nn train --model M --format idx|cifar10|femnist --train FILE [--labels FILE] --out PARAMS [flags]
   nn eval  --model M --format idx|cifar10|femnist --params PARAMS --test FILE [--labels FILE]
 

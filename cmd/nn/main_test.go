@@ -42,18 +42,41 @@ func TestBenchJSON(t *testing.T) {
 	}
 }
 
+// TestBenchDP times DP-SGD steps of the deep-small CNN: the JSON object
+// says so, with the clipping norm and noise multiplier, and the parameter
+// count is the CNN's (5·5·16+16 + 5·5·16·32+32 + 7·7·32·10+10 = 28,938).
+func TestBenchDP(t *testing.T) {
+	code, out, stderr := runCmd("bench", "--model", "cnn", "--classes", "10", "--batch", "4", "--steps", "2", "--warmup", "0",
+		"--dp", "--clip", "0.5", "--noise", "1.1")
+	if code != subcommand.ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r["model"] != "cnn" || r["params"] != float64(28938) || r["dp"] != true || r["clip"] != 0.5 || r["noise"] != 1.1 {
+		t.Errorf("got %v", r)
+	}
+	if md, ok := r["step_ms_median"].(float64); !ok || !(md > 0) {
+		t.Errorf("step median %v", r["step_ms_median"])
+	}
+}
+
 func TestBadFlags(t *testing.T) {
 	for i, args := range [][]string{
 		{},                          // 0
 		{"frobnicate"},              // 1
 		{"bench"},                   // 2: no model
 		{"bench", "--model", "vgg"}, // 3
-		{"bench", "--model", "mlp", "--steps", "0"},    // 4
-		{"bench", "--model", "mlp", "--format", "xml"}, // 5
-		{"bench", "--model", "mlp", "--batch", "x"},    // 6
-		{"bench", "--model", "mlp", "extra"},           // 7
-		{"train", "--model", "mlp", "--format", "idx"}, // 8: no files
-		{"eval", "--model", "mlp"},                     // 9: no params
+		{"bench", "--model", "mlp", "--steps", "0"},          // 4
+		{"bench", "--model", "mlp", "--format", "xml"},       // 5
+		{"bench", "--model", "mlp", "--batch", "x"},          // 6
+		{"bench", "--model", "mlp", "extra"},                 // 7
+		{"train", "--model", "mlp", "--format", "idx"},       // 8: no files
+		{"eval", "--model", "mlp"},                           // 9: no params
+		{"bench", "--model", "cnn", "--dp", "--clip", "0"},   // 10: DP clip not positive
+		{"bench", "--model", "cnn", "--dp", "--noise", "-1"}, // 11: negative noise
 	} {
 		code, out, stderr := runCmd(args...)
 		if code != subcommand.ExitInput || out != "" || stderr == "" {

@@ -159,6 +159,9 @@ func (c *connFlags) connectLocal(ctx context.Context, stderr io.Writer) (*env, e
 	e.svc.Converter = opts.DataConverter
 	// Site workers started here get their own S3 identities, as they
 	// would at their premises.
+	// The in-process site workers' secrets live beside the stack's data,
+	// so a re-run (crash-resume included) finds the same ones.
+	e.svc.SecretDir = filepath.Join(dir, "site-secrets")
 	e.svc.SiteStores = func(ctx context.Context, sites []string) (map[string]*store.Store, error) {
 		return devstack.SiteStores(ctx, ep, o.AccessKey, o.SecretKey, sites)
 	}

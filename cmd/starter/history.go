@@ -53,9 +53,40 @@ func printHistory(stdout io.Writer, h historyOutput) {
 			}
 			fmt.Fprintln(stdout)
 		}
+		printReleased(stdout, r)
 		printArtifactHashes(stdout, r.Artifacts)
 	}
 	fmt.Fprintf(stdout, "manifests  %s\n", h.Manifests)
+}
+
+// printReleased prints what each site released in the round, grouped by
+// what they released alike ("released  site0..site7: descriptor:48
+// model:21 metrics:2"), and each site's ε under dp record.
+func printReleased(w io.Writer, r campaign.HistoryRow) {
+	var order []string
+	sites := map[string][]string{}
+	for _, sr := range r.Released {
+		text, n := campaign.ReleasedText(sr.Items)
+		text = fmt.Sprintf("%s (%d numbers)", text, n)
+		if _, ok := sites[text]; !ok {
+			order = append(order, text)
+		}
+		sites[text] = append(sites[text], sr.Site)
+	}
+	for _, text := range order {
+		fmt.Fprintf(w, "       released  %s: %s\n", strings.Join(sites[text], ","), text)
+	}
+	if p := r.Privacy; p != nil {
+		var eps []string
+		for _, s := range p.Sites {
+			eps = append(eps, fmt.Sprintf("%s:%.3f(+%.3f)", s.Site, s.Epsilon, s.EpsilonRound))
+		}
+		budget := "no budget"
+		if p.Budget > 0 {
+			budget = fmt.Sprintf("budget %g", p.Budget)
+		}
+		fmt.Fprintf(w, "       ε (δ %g, %s)  %s\n", p.Delta, budget, strings.Join(eps, " "))
+	}
 }
 
 func dash(s string) string {

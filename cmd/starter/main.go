@@ -68,6 +68,7 @@ commands:
   ls       list campaigns
   sweep    run a grid of campaigns (methods × hyper-parameters × seeds × federations) and print the results table
   experiment  run one of the paper's experiments (table1|adversarial|stability|privacy|ablation|deep) as a sweep; write its report
+  privacy  compute ε for a DP-SGD/DP-GD plan, or the noise for a target ε (epsilon|noise)
 
 Run "starter COMMAND -h" for the flags of a command.
 `
@@ -112,6 +113,7 @@ var commands = map[string]command{
 	"ls":         runLs,
 	"sweep":      runSweep,
 	"experiment": runExperiment,
+	"privacy":    runPrivacy,
 }
 
 // run executes the command line args (without the program name) and returns

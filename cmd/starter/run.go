@@ -12,6 +12,7 @@ import (
 	"github.com/ptopofl/ptopofl/campaign"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
+	"github.com/ptopofl/ptopofl/pipeline"
 )
 
 // stringList is a repeatable string flag.
@@ -103,6 +104,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if !quiet {
 		progressOut = stderr
 	}
+	if progressOut != nil {
+		printPrivacyPlan(progressOut, spec)
+	}
 
 	e, err := f.conn.connect(ctx, stderr)
 	if err != nil {
@@ -157,7 +161,44 @@ func printResult(w io.Writer, r campaign.Result, e *env) {
 	if len(r.Flagged) > 0 {
 		fmt.Fprintf(w, "flagged    %s\n", strings.Join(r.Flagged, ", "))
 	}
+	if p := r.Privacy; p != nil {
+		budget := ""
+		if p.Budget > 0 {
+			budget = fmt.Sprintf(" of budget %g", p.Budget)
+		}
+		fmt.Fprintf(w, "privacy    ε %.3f%s at δ %g (largest of any site; per site in starter history)\n", p.Epsilon, budget, p.Delta)
+	}
+	if r.StopReason != "" {
+		fmt.Fprintf(w, "stopped    %s\n", r.StopReason)
+	}
 	printWhere(w, e, artifact.CampaignPrefix(r.Campaign), r.Campaign, r.LastManifest)
+}
+
+// printPrivacyPlan says, before a dp record campaign starts, the noise its
+// plan set and what each site will spend if every planned round runs.
+func printPrivacyPlan(w io.Writer, spec pipeline.CampaignSpec) {
+	h := spec.Hyperparameters
+	if !h.IsDP() {
+		return
+	}
+	recs := make([]method.SiteRecords, len(spec.Sites))
+	for i, s := range spec.Sites {
+		recs[i] = method.SiteRecords{Site: s.Name, Train: s.NTrain, Test: s.NTest}
+	}
+	budgets, err := method.SpendPlan(spec.Method, spec.Preset, h, spec.Rounds, recs)
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(w, "privacy: dp record, noise multipliers %g (training steps), %g (descriptors), %g (metrics), clip %g\n",
+		h.DPNoise, h.DPDescriptorNoise, h.DPMetricsNoise, dpClip(h))
+	for _, line := range campaign.PrivacySummary(budgets) {
+		fmt.Fprintf(w, "  planned over %d rounds  %s\n", spec.Rounds, line)
+	}
+}
+
+func dpClip(h method.Hyperparameters) float64 {
+	p, _ := method.Lookup("dp_clip")
+	return p.Get(h).Num
 }
 
 func fmtTrust(t map[string]float64) string {

@@ -4,6 +4,7 @@
 //	tda diagram [--dim 1] FILE.csv
 //	tda descriptor [--variant exact|triangle] [--rows 3,17,42 | --n-sub 80 --seed S] FILE.csv
 //	tda distance [--p 2|inf] [--dim 1] A.diag B.diag
+//	tda dp-measure [--seeds 20] [--z 0,0.6,2,3.7] [--format table|json]
 //
 // Output goes to stdout only when the whole command succeeds. Bad input or
 // flags print one message on stderr, naming the file, line and column where
@@ -24,6 +25,7 @@ const usage = `usage:
   tda diagram [--dim 1] FILE.csv
   tda descriptor [--variant exact|triangle] [--rows 3,17,42 | --n-sub 80 --seed S] FILE.csv
   tda distance [--p 2|inf] [--dim 1] A.diag B.diag
+  tda dp-measure [--seeds 20] [--z 0,0.6,2,3.7] [--format table|json]
 
 Run "tda COMMAND -h" for the flags of a command.
 `
@@ -39,6 +41,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"diagram":    runDiagram,
 		"descriptor": runDescriptor,
 		"distance":   runDistance,
+		"dp-measure": runDPMeasure,
 	}, args, stdout, stderr)
 }
 

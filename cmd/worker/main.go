@@ -5,6 +5,12 @@
 //	worker --role server --temporal HOST:PORT --namespace NS --s3 URL --bucket B
 //	worker --role site --site NAME --data PATH --temporal HOST:PORT --s3 URL --bucket B
 //
+// A site worker keeps a secret, <site>.secret in --secret-dir (default
+// PTOPOFL_SECRET_DIR, else ptopofl/site-secrets in the user's configuration
+// directory), created with mode 0600 on its first start: it keys the
+// site's differential-privacy noise and secret subsamples under dp record,
+// and never leaves the site.
+//
 // --site takes a comma-separated list to host several sites in one process
 // (one Temporal worker per site, each on its own queue, sharing the
 // connection), for tests and benchmarks of many sites on one machine; --data
@@ -35,6 +41,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -46,10 +53,12 @@ import (
 	"github.com/ptopofl/ptopofl/internal/connect"
 	"github.com/ptopofl/ptopofl/internal/payloadcodec"
 	"github.com/ptopofl/ptopofl/internal/workers"
+	"github.com/ptopofl/ptopofl/privacy/noise"
 )
 
 type config struct {
 	role, site, data, label string
+	secretDir               string
 	conn                    connect.Flags
 	s3Insecure              bool
 	faults                  workers.Faults
@@ -67,6 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.site, "site", "", "site name (role site)")
 	fs.StringVar(&c.data, "data", "", "the site's data directory: <site>_train.csv|parquet and <site>_test.* , or train.* and test.* (role site)")
 	fs.StringVar(&c.label, "label", dataset.DefaultLabelColumn, "name of the label column in the site's data")
+	fs.StringVar(&c.secretDir, "secret-dir", defaultSecretDir(), "directory of the site's secret <site>.secret (created with mode 0600 on first start; it keys the site's differential-privacy noise and must never leave the site; back it up: a campaign resumed without it cannot repeat its releases) (role site; env PTOPOFL_SECRET_DIR)")
 	c.conn.Register(fs, "127.0.0.1:7233")
 	fs.BoolVar(&c.s3Insecure, "s3-tls-insecure", false, "do not verify the S3 endpoint's certificate (testing only)")
 	fs.Float64Var(&c.faults.Rate, "fault-rate", 0, "fault tests only: fail this fraction of site activity attempts with a retryable error")
@@ -145,6 +155,24 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	defer cl.Close()
 
 	opts := workers.Options{Site: dataset.SiteOptions{LabelColumn: c.label}}
+	if c.role == "site" {
+		if c.secretDir == "" {
+			return errors.New("--secret-dir: no directory for the site's secret (set it, or PTOPOFL_SECRET_DIR)")
+		}
+		opts.SecretDir = c.secretDir
+		for _, site := range c.sites() {
+			// Created here, before polling, so the operator sees where it is.
+			_, created, err := noise.LoadOrCreateSecret(workers.SecretFile(c.secretDir, site))
+			if err != nil {
+				return err
+			}
+			verb := "using"
+			if created {
+				verb = "created"
+			}
+			fmt.Fprintf(stderr, "worker: site %s: %s secret %s (keep it at this site)\n", site, verb, workers.SecretFile(c.secretDir, site))
+		}
+	}
 	if c.faults.Enabled() {
 		c.faults.Log = stderr
 		fmt.Fprintf(stderr, "worker: FAULT INJECTION on: rate %v seed %d, delay %v in rounds %v\n", c.faults.Rate, c.faults.Seed, c.faults.Delay, c.faults.Rounds)
@@ -188,6 +216,18 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		w.Stop()
 	}
 	return err
+}
+
+// defaultSecretDir is PTOPOFL_SECRET_DIR, else ptopofl/site-secrets in the
+// user's configuration directory, else "" (the flag is then required).
+func defaultSecretDir() string {
+	if d := os.Getenv("PTOPOFL_SECRET_DIR"); d != "" {
+		return d
+	}
+	if d, err := os.UserConfigDir(); err == nil {
+		return filepath.Join(d, "ptopofl", "site-secrets")
+	}
+	return ""
 }
 
 // keysNote says whether payloads are encrypted, naming key IDs only.

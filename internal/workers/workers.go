@@ -7,6 +7,7 @@ package workers
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 
 	"go.temporal.io/sdk/client"
@@ -15,6 +16,7 @@ import (
 	"github.com/ptopofl/ptopofl/activities"
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/privacy/noise"
 	"github.com/ptopofl/ptopofl/store"
 	"github.com/ptopofl/ptopofl/workflows"
 )
@@ -30,7 +32,16 @@ type Options struct {
 	// for fault tests only; the zero value injects nothing. Ignored by the
 	// server worker.
 	Faults Faults
+	// SecretDir is where a site worker keeps its secret, <site>.secret
+	// (noise.LoadOrCreateSecret: created on first start with mode 0600 and
+	// reused after), which keys its noise and secret subsamples under dp
+	// record. "" starts the site without one: it refuses dp record
+	// campaigns. Ignored by the server worker.
+	SecretDir string
 }
+
+// SecretFile is the file of site's secret in dir.
+func SecretFile(dir, site string) string { return filepath.Join(dir, site+".secret") }
 
 // NewServer returns, not started, the server worker: CampaignWorkflow,
 // RoundWorkflow and SweepWorkflow under their pipeline names, and the
@@ -72,8 +83,16 @@ func NewSite(c client.Client, st *store.Store, site, dataDir string, opts Option
 		// A new slice: the caller's Options may be shared by other sites.
 		wo.Interceptors = append(slices.Clone(wo.Interceptors), newFaultInterceptor(site, opts.Faults))
 	}
+	a := activities.NewSite(site, dataDir, st, opts.Site)
+	if opts.SecretDir != "" {
+		secret, _, err := noise.LoadOrCreateSecret(SecretFile(opts.SecretDir, site))
+		if err != nil {
+			return nil, fmt.Errorf("site worker %s: %w", site, err)
+		}
+		a.WithSecret(secret)
+	}
 	w := worker.New(c, pipeline.SiteTaskQueue(site), wo)
-	activities.NewSite(site, dataDir, st, opts.Site).Register(w)
+	a.Register(w)
 	return w, nil
 }
 
