@@ -117,10 +117,16 @@ func dpTop1(cfg method.Config, acc float64, n int, st *noise.Stream) pipeline.Ev
 // stateNumbers counts the numbers of a site state checkpoint.
 func stateNumbers(st learn.SiteState) int { return len(st.Control) + len(st.Personal) + len(st.Local) }
 
+// dpDescriptorRows bounds the rows a DP descriptor reads: its sensitivity
+// is √48/m for m rows (tda.DPDescriptorSensitivity), so it reads as many as
+// it affordably can (the density on the grid costs O(G²·m)), not n_sub.
+const dpDescriptorRows = 10000
+
 // dpDescriptor is ComputeDescriptor under dp record for a site whose
 // training rows (raw features, or a deep site's penultimate activations)
 // are x with labels y: the rows come from the site's secret subsample
-// (the first min(n, n_sub) of a secret shuffle, the same in every round),
+// (the first min(n, 10,000) of a secret shuffle, the same in every round:
+// every row at sites of up to 10,000),
 // the descriptor is tda.DPDescriptor's, released through the Gaussian
 // mechanism with its proven sensitivity and dp_descriptor_noise, then
 // tidied by tda.DPDescriptorVector (post-processing); under a label-aware
@@ -134,7 +140,7 @@ func (s *Site) dpDescriptor(in pipeline.ComputeDescriptorInput, cfg method.Confi
 		return tda.Descriptor{}, 0, err
 	}
 	n := len(x)
-	rows := sub.Sample(n, min(n, cfg.NSub))
+	rows := sub.Sample(n, min(n, dpDescriptorRows))
 	opt := tda.DPDescriptorOptions{M: len(rows)}
 	raw, sens, err := tda.DPDescriptor(x, rows, opt)
 	if err != nil {

@@ -116,7 +116,7 @@ func (s *Server) campaignRows(ctx context.Context, sweep string, c pipeline.Swee
 		Preset: c.Spec.Preset, Rounds: c.Spec.Rounds, State: o.State, Error: o.Error,
 		NumSites: len(c.Spec.Sites), MinSites: c.Spec.MinSites,
 		Hyperparameters: c.Spec.Hyperparameters,
-		FinalAUC:        math.NaN(), FinalAcc: math.NaN(), FinalUpdateAcc: math.NaN(), BestAUC: math.NaN(),
+		FinalAUC:        math.NaN(), FinalAcc: math.NaN(), FinalUpdateAcc: math.NaN(), BestAUC: math.NaN(), Epsilon: math.NaN(),
 		SpecHash: c.Spec.SpecHash(), SpecKey: artifact.SpecKey(c.Spec.Campaign),
 		ArtifactsPrefix: artifact.CampaignPrefix(c.Spec.Campaign),
 	}
@@ -140,7 +140,10 @@ func (s *Server) campaignRows(ctx context.Context, sweep string, c pipeline.Swee
 			Participants: len(m.Participants), Dropped: len(m.Dropped), NumClusters: numClusters(m.Clusters),
 			NumFlagged: len(m.Flagged), Flagged: strings.Join(m.Flagged, ","),
 			DescriptorsRecomputed: m.DescriptorsRecomputed, ManifestKey: ref.Key, ManifestSHA256: ref.SHA256,
-			UpdateAcc: math.NaN(),
+			UpdateAcc: math.NaN(), Epsilon: math.NaN(),
+		}
+		if m.Privacy != nil {
+			cr.Epsilon = m.Privacy.Epsilon()
 		}
 		if m.Mean.UpdateAccuracy != nil {
 			cr.UpdateAcc = *m.Mean.UpdateAccuracy
@@ -153,7 +156,7 @@ func (s *Server) campaignRows(ctx context.Context, sweep string, c pipeline.Swee
 		}
 		row.RoundsDone = r
 		auc = append(auc, m.Mean.AUC)
-		row.FinalAUC, row.FinalAcc, row.FinalUpdateAcc = m.Mean.AUC, m.Mean.Accuracy, cr.UpdateAcc
+		row.FinalAUC, row.FinalAcc, row.FinalUpdateAcc, row.Epsilon = m.Mean.AUC, m.Mean.Accuracy, cr.UpdateAcc, cr.Epsilon
 		if math.IsNaN(row.BestAUC) || m.Mean.AUC > row.BestAUC {
 			row.BestAUC = m.Mean.AUC
 		}

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ptopofl/ptopofl/artifact"
+	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"
 )
@@ -163,6 +164,18 @@ func specFields(s pipeline.CampaignSpec) []specField {
 	}
 	if err != nil {
 		return append(fields, specField{name: "hyperparameters", value: fmt.Sprintf("%+v", s.Hyperparameters)})
+	}
+	// A Quiet parameter at its default is left out of the JSON: it is
+	// compared by its value, as the JSON would write it.
+	for _, p := range method.Params {
+		if _, ok := h[p.Name]; !ok && p.Quiet {
+			v := p.Get(s.Hyperparameters)
+			if p.Kind == method.Text {
+				h[p.Name] = v.Text
+			} else {
+				h[p.Name] = v.Num
+			}
+		}
 	}
 	names := make([]string, 0, len(h))
 	for k := range h {

@@ -34,7 +34,11 @@ func PrepareExperiment(plan experiments.Plan, outDir, preset, bucket string, tin
 	if err != nil {
 		return sp, err
 	}
-	sp.Spec, err = ExperimentSweepSpec(plan, preset, bucket, tiny)
+	if sp.Spec, err = ExperimentSweepSpec(plan, preset, bucket, tiny); err != nil {
+		return sp, err
+	}
+	// Campaigns under dp record get their sites' counts and planned noise.
+	sp.Spec, err = PlanSweepPrivacy(sp.Spec, sp.FedDirs)
 	return sp, err
 }
 

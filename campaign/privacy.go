@@ -91,3 +91,76 @@ func PrivacySummary(budgets []method.SiteBudget) []string {
 	}
 	return out
 }
+
+// PlanSweepPrivacy plans the noise of every campaign of s that runs under
+// dp record, as PlanPrivacy does for one campaign: each federation that
+// has such a campaign gets its sites' record counts (read from
+// fedDirs[federation]), and each federation, method and setting gets the
+// planned noise as a pipeline.SweepPrivacy entry (seeds share it: the plan
+// does not depend on the seed). A sweep without dp record is returned as it
+// is.
+func PlanSweepPrivacy(s pipeline.SweepSpec, fedDirs map[string]string) (pipeline.SweepSpec, error) {
+	s = s.WithDefaults()
+	s.Privacy = nil
+	campaigns, err := s.Campaigns()
+	if err != nil {
+		return s, inputErrorf("%v", err)
+	}
+	counted := map[string]bool{}
+	for _, c := range campaigns {
+		if !c.Spec.Hyperparameters.IsDP() || counted[c.Federation] {
+			continue
+		}
+		counted[c.Federation] = true
+		for i := range s.Federations {
+			f := &s.Federations[i]
+			if f.Name != c.Federation {
+				continue
+			}
+			dir, ok := fedDirs[f.Name]
+			if !ok {
+				return s, inputErrorf("federation %s: dp record needs its sites' record counts, and its directory is unknown", f.Name)
+			}
+			fed, err := DiscoverFederation(dir)
+			if err != nil {
+				return s, err
+			}
+			sites := make([]pipeline.Site, len(f.Sites))
+			for j, site := range f.Sites {
+				n, t, err := countRecords(fed, site.Name, c.Spec.Hyperparameters)
+				if err != nil {
+					return s, inputErrorf("federation %s site %s: %v", f.Name, site.Name, err)
+				}
+				sites[j] = pipeline.Site{Name: site.Name, NTrain: n, NTest: t}
+			}
+			f.Sites = sites
+		}
+	}
+	if len(counted) == 0 {
+		return s, nil
+	}
+	if campaigns, err = s.Campaigns(); err != nil { // again, with the counts
+		return s, inputErrorf("%v", err)
+	}
+	planned := map[string]bool{}
+	for _, c := range campaigns {
+		key := c.Federation + "\x00" + string(c.Method) + "\x00" + c.Setting
+		if !c.Spec.Hyperparameters.IsDP() || planned[key] {
+			continue
+		}
+		planned[key] = true
+		recs := make([]method.SiteRecords, len(c.Spec.Sites))
+		for i, site := range c.Spec.Sites {
+			recs[i] = method.SiteRecords{Site: site.Name, Train: site.NTrain, Test: site.NTest}
+		}
+		h, _, err := method.PlanPrivacy(c.Method, c.Spec.Preset, c.Spec.Hyperparameters, c.Spec.Rounds, recs)
+		if err != nil {
+			return s, inputErrorf("federation %s, method %s, setting %s: %v", c.Federation, c.Method, c.Setting, err)
+		}
+		s.Privacy = append(s.Privacy, pipeline.SweepPrivacy{
+			Federation: c.Federation, Method: c.Method, Setting: c.Setting,
+			Set: method.Changes(c.Spec.Hyperparameters, h),
+		})
+	}
+	return s, nil
+}

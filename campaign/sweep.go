@@ -205,7 +205,10 @@ func BuildSweepPlan(sf SweepFile, file, bucket string, bucketGiven bool) (SweepP
 		s.Federations = append(s.Federations, sf)
 		plan.FedDirs[name] = fed.Dir
 	}
-	s = s.WithDefaults()
+	s, err = PlanSweepPrivacy(s.WithDefaults(), plan.FedDirs)
+	if err != nil {
+		return plan, err
+	}
 	if err := s.Validate(); err != nil {
 		return plan, inputErrorf("sweep file: %v", err)
 	}

@@ -115,6 +115,32 @@ type SweepSpec struct {
 	CampaignContinueAsNewEvery int           `json:"campaign_continue_as_new_every,omitempty"`
 	Bucket                     string        `json:"bucket"`
 	CodeVersion                string        `json:"code_version,omitempty"`
+	// Privacy holds the noise the starter planned for the campaigns that
+	// run under dp record (method.PlanPrivacy needs float arithmetic, which
+	// the workflow does not do): one entry per federation, method and
+	// setting, whose Set applies after the setting's.
+	Privacy []SweepPrivacy `json:"privacy,omitempty"`
+}
+
+// SweepPrivacy is the planned noise of the dp record campaigns of one
+// federation, method and setting (every seed alike): the overrides that
+// turn their hyper-parameters into planned ones.
+type SweepPrivacy struct {
+	Federation string              `json:"federation"`
+	Method     learn.Method        `json:"method"`
+	Setting    string              `json:"setting"`
+	Set        []method.ParamValue `json:"set"`
+}
+
+// privacyFor returns the planned overrides of one federation, method and
+// setting (nil when none).
+func (s SweepSpec) privacyFor(fed string, m learn.Method, setting string) []method.ParamValue {
+	for _, p := range s.Privacy {
+		if p.Federation == fed && p.Method == m && p.Setting == setting {
+			return p.Set
+		}
+	}
+	return nil
 }
 
 // WithDefaults fills the zero concurrency, continue-as-new period, preset
@@ -166,6 +192,9 @@ func (s SweepSpec) Campaigns() ([]SweepCampaign, error) {
 				}
 				if h, err = h.Apply(set.Set); err != nil {
 					return nil, fmt.Errorf("settings[%s]: %w", set.Label, err)
+				}
+				if h, err = h.Apply(s.privacyFor(fed.Name, m.Method, set.Label)); err != nil {
+					return nil, fmt.Errorf("privacy[%s/%s/%s]: %w", fed.Name, m.Method, set.Label, err)
 				}
 				preset, rounds := s.Preset, s.Rounds
 				if fed.Preset != "" {

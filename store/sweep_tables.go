@@ -53,7 +53,11 @@ type SweepResultRow struct {
 	// manifest's mean update_accuracy; `starter run`'s final_acc for a
 	// deep campaign); NaN for tabular campaigns, which do not record it.
 	FinalUpdateAcc float64 `json:"final_update_acc"`
-	BestAUC        float64 `json:"best_auc"`
+	// Epsilon is, under dp record, the largest ε any site has spent by
+	// the last committed round (its manifest's privacy record); NaN
+	// otherwise.
+	Epsilon float64 `json:"epsilon"`
+	BestAUC float64 `json:"best_auc"`
 	ConvRound      int     `json:"conv_round"`
 	NumClusters    int     `json:"n_clusters"`
 	NumFlagged     int     `json:"n_flagged"`
@@ -84,6 +88,7 @@ type SweepCurveRow struct {
 	AUC                   float64 `json:"auc"`
 	Acc                   float64 `json:"acc"`
 	UpdateAcc             float64 `json:"update_acc"` // deep campaigns; NaN otherwise
+	Epsilon               float64 `json:"epsilon"`    // the largest ε of any site so far (dp record); NaN otherwise
 	SitesEvaluated        int     `json:"sites_evaluated"`
 	Participants          int     `json:"participants"`
 	Dropped               int     `json:"dropped"`

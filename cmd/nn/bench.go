@@ -2,19 +2,17 @@ package main
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ptopofl/ptopofl/nn"
 	"github.com/ptopofl/ptopofl/nn/sgemm"
+	"github.com/ptopofl/ptopofl/privacy/noise"
 )
 
 const benchUsage = `usage: nn bench --model convnet2|cnn|mlp|resnet [--classes K] [--batch 64] [--steps 10] [--dp [--clip C] [--noise Z]] [--format json|text]
@@ -30,8 +28,9 @@ minimum and median step time in milliseconds over --steps timed steps (after
 With --dp each step is a DP-SGD step (package nn's DPConfig): the batch is
 taken as the step's Poisson sample, every example's gradient is clipped to
 norm --clip and Gaussian noise of --noise times --clip is added to the sum,
-drawn by a fast stand-in (ChaCha8 streams on all workers, not a secure
-mechanism) so that the time is the training's.
+drawn by the sites' own mechanism (package privacy/noise: a ChaCha8 stream
+keyed by a fixed bench secret, the Gaussian snapped to a power-of-two grid,
+on one thread as a site draws it), so that the time is a site's.
 
 flags:
 `
@@ -120,7 +119,7 @@ func runBench(args []string, out *bytes.Buffer, stderr io.Writer) error {
 	}
 	tc := nn.TrainConfig{Optimizer: nn.SGD, LR: 0.01, Momentum: 0.9, Epochs: 1, BatchSize: *batch}
 	if *dp {
-		tc.DP = &nn.DPConfig{Clip: *clip, NoiseMultiplier: *noise, Random: newStandInRandom(w)}
+		tc.DP = &nn.DPConfig{Clip: *clip, NoiseMultiplier: *noise, Random: benchStream()}
 	}
 	tr, err := nn.NewTrainer(net, tc, nn.Terms{})
 	if err != nil {
@@ -163,43 +162,12 @@ func runBench(args []string, out *bytes.Buffer, stderr io.Writer) error {
 	return nil
 }
 
-// standInRandom is bench's nn.DPRandom: uniforms from one ChaCha8 stream
-// and the noise from a ChaCha8 stream per chunk of the vector (keyed by the
-// call count and the chunk) on all workers. It is a stand-in to time the
-// training with, not a secure mechanism: no snapping, a fixed key.
-type standInRandom struct {
-	r       *rand.Rand
-	workers int
-	calls   uint64
-}
-
-func newStandInRandom(workers int) *standInRandom {
-	return &standInRandom{r: rand.New(rand.NewChaCha8([32]byte{'b', 'e', 'n', 'c', 'h'})), workers: workers}
-}
-
-func (s *standInRandom) Float64() float64 { return s.r.Float64() }
-
-func (s *standInRandom) Perturb32(v []float32, sensitivity, z float64) {
-	s.calls++
-	const chunk = 1 << 16
-	sd := sensitivity * z
-	chunks := (len(v) + chunk - 1) / chunk
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(s.workers, chunks) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c := int(next.Add(1)) - 1; c < chunks; c = int(next.Add(1)) - 1 {
-				var seed [32]byte
-				binary.LittleEndian.PutUint64(seed[:], s.calls)
-				binary.LittleEndian.PutUint64(seed[8:], uint64(c))
-				r := rand.New(rand.NewChaCha8(seed))
-				for j := c * chunk; j < min((c+1)*chunk, len(v)); j++ {
-					v[j] += float32(r.NormFloat64() * sd)
-				}
-			}
-		}()
+// benchStream is the noise stream of a DP bench step: the mechanism a site
+// uses (privacy/noise), keyed by a fixed secret, which is fine for timing.
+func benchStream() *noise.Stream {
+	secret, err := noise.SecretFromBytes([]byte("ptopofl bench secret, not a key!"))
+	if err != nil {
+		panic(err)
 	}
-	wg.Wait()
+	return secret.Stream(noise.Key{Campaign: "bench", Purpose: "train"})
 }

@@ -88,8 +88,12 @@ func printSweep(w io.Writer, out campaign.SweepOutput) {
 		if flagged == "" {
 			flagged = "-"
 		}
-		fmt.Fprintf(w, "%-10s %-9s %-12s %6d %-8s %6d %9.4f %9.4f %5d  %-12s %s\n",
+		fmt.Fprintf(w, "%-10s %-9s %-12s %6d %-8s %6d %9.4f %9.4f %5d  %-12s %s",
 			r.Federation, r.Method, r.Setting, r.Seed, r.State, r.RoundsDone, r.FinalAUC, r.FinalAcc, r.ConvRound, flagged, r.Campaign)
+		if r.Epsilon > 0 {
+			fmt.Fprintf(w, "  ε %.3f", r.Epsilon) // dp record: the largest ε of any site
+		}
+		fmt.Fprintln(w)
 	}
 	// Mean ± std over seeds per grid point.
 	fmt.Fprintf(w, "\n%-10s %-9s %-12s %5s %17s\n", "federation", "method", "setting", "seeds", "final AUC")

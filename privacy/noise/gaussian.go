@@ -58,9 +58,10 @@ func Sigma(sensitivity, z float64) float64 { return z * sensitivity * (1 + GridS
 // than the spacing of doubles near the values (a 2⁻¹⁰ share of the
 // sensitivity divided by √d), and far finer than σ, so the noise keeps its
 // Gaussian shape: round(σN/γ) is the continuous Gaussian rounded to the
-// grid. What remains of the sampler's own imperfection is that Normal never
-// draws beyond 8.57σ (probability ~1e-17 per coordinate) and uses 53-bit
-// uniforms; this package does not add it to δ.
+// grid. What remains of the sampler's own imperfection is the resolution
+// of Normal's values (about 2⁻²⁹σ, at least 2⁸ times finer than the grid
+// for the noise multipliers and dimensions a campaign uses: σ/γ ≥
+// z·2¹⁰·√d); this package does not add it to δ.
 //
 // z = 0 adds no noise (the value is only rounded to the grid); a negative
 // z or a non-positive Δ is a programmer error and panics.
@@ -69,8 +70,9 @@ func (s *Stream) Gaussian(v []float64, sensitivity, z float64) {
 		return
 	}
 	g, sigma := mechanism(sensitivity, z, len(v))
+	inv, scale := 1/g, sigma/g // exact: g is a power of two
 	for i, x := range v {
-		v[i] = g * (math.Round(x/g) + s.noiseUnits(sigma, g))
+		v[i] = g * (math.RoundToEven(x*inv) + s.noiseUnits(scale))
 	}
 }
 
@@ -82,8 +84,9 @@ func (s *Stream) Gaussian32(v []float32, sensitivity, z float64) {
 		return
 	}
 	g, sigma := mechanism(sensitivity, z, len(v))
+	inv, scale := 1/g, sigma/g
 	for i, x := range v {
-		v[i] = float32(g * (math.Round(float64(x)/g) + s.noiseUnits(sigma, g)))
+		v[i] = float32(g * (math.RoundToEven(float64(x)*inv) + s.noiseUnits(scale)))
 	}
 }
 
@@ -94,12 +97,12 @@ func mechanism(sensitivity, z float64, d int) (grid, sigma float64) {
 	return Grid(sensitivity, d), Sigma(sensitivity, z)
 }
 
-// noiseUnits draws round(σN/γ), the noise in grid units.
-func (s *Stream) noiseUnits(sigma, grid float64) float64 {
-	if sigma == 0 {
+// noiseUnits draws round(σN/γ), the noise in grid units, given σ/γ.
+func (s *Stream) noiseUnits(scale float64) float64 {
+	if scale == 0 {
 		return 0
 	}
-	return math.Round(sigma * s.Normal() / grid)
+	return math.RoundToEven(scale * s.rng.NormFloat64())
 }
 
 // Perturb32 is Gaussian32 under the name package nn's DP-SGD asks its
