@@ -56,12 +56,12 @@ type SweepResultRow struct {
 	// Epsilon is, under dp record, the largest ε any site has spent by
 	// the last committed round (its manifest's privacy record); NaN
 	// otherwise.
-	Epsilon float64 `json:"epsilon"`
-	BestAUC float64 `json:"best_auc"`
-	ConvRound      int     `json:"conv_round"`
-	NumClusters    int     `json:"n_clusters"`
-	NumFlagged     int     `json:"n_flagged"`
-	Flagged        string  `json:"flagged"` // comma-separated site names
+	Epsilon     float64 `json:"epsilon"`
+	BestAUC     float64 `json:"best_auc"`
+	ConvRound   int     `json:"conv_round"`
+	NumClusters int     `json:"n_clusters"`
+	NumFlagged  int     `json:"n_flagged"`
+	Flagged     string  `json:"flagged"` // comma-separated site names
 	// Excluded lists, comma-separated, the sites the last round's robust
 	// aggregation gave weight 0 (Krum's unselected, FoolsGold's distrusted).
 	Excluded     string `json:"excluded"`
