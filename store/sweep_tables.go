@@ -329,6 +329,7 @@ func (r SweepResultRow) MarshalJSON() ([]byte, error) {
 		FinalAUC       *float64 `json:"final_auc"`
 		FinalAcc       *float64 `json:"final_acc"`
 		FinalUpdateAcc *float64 `json:"final_update_acc"`
+		Epsilon        *float64 `json:"epsilon"`
 		BestAUC        *float64 `json:"best_auc"`
-	}{plain(r), nullable(r.FinalAUC), nullable(r.FinalAcc), nullable(r.FinalUpdateAcc), nullable(r.BestAUC)})
+	}{plain(r), nullable(r.FinalAUC), nullable(r.FinalAcc), nullable(r.FinalUpdateAcc), nullable(r.Epsilon), nullable(r.BestAUC)})
 }
