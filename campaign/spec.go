@@ -311,7 +311,11 @@ func BuildSpec(cf *File, o SpecOptions, fed *Federation) (pipeline.CampaignSpec,
 	if err := applyHyperparameters(&h, flagSet, "--set"); err != nil {
 		return s, err
 	}
-	s.Hyperparameters = h
+	s.Hyperparameters = method.DPDefaults(h, func(name string) bool {
+		_, inFile := overrides[name]
+		_, inFlags := flagSet[name]
+		return inFile || inFlags
+	})
 	if s.Campaign == "" {
 		s.Campaign = defaultCampaignName(s, fed)
 	}

@@ -162,6 +162,7 @@ func BuildSweepPlan(sf SweepFile, file, bucket string, bucketGiven bool) (SweepP
 		if err != nil {
 			return plan, inputErrorf("sweep file: hyperparameters: %v", err)
 		}
+		h = method.DPDefaults(h, func(name string) bool { _, ok := sf.Hyperparameters[name]; return ok })
 		s.Methods = append(s.Methods, pipeline.SweepMethod{Method: learn.Method(m), Hyperparameters: h})
 	}
 	if s.Settings, err = GridSettings(sf.Grid); err != nil {

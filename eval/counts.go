@@ -6,12 +6,18 @@ import (
 )
 
 // ScoreBins is the number of equal-width score bins of ScoreCounts. It is
-// even, so that 0.5, the decision threshold of Accuracy, is a bin edge.
-const ScoreBins = 10
+// even, so that 0.5, the decision threshold of Accuracy, is a bin edge, and
+// small, because every count carries its own noise: on a 40-record test
+// split with 8 positives and count noise of standard deviation 2.3 (15
+// releases at ε = 8), CountsAUC of 4 bins misses the true AUC (0.81) by
+// 0.13 root-mean-square, of 6 bins by 0.15 and of 10 bins by 0.17, while
+// binning alone costs 4 bins about 0.02 of AUC against 10 (simulated,
+// 20,000 draws of logistic scores).
+const ScoreBins = 4
 
 // ScoreCounts returns the histogram of binary scores in [0, 1] by class:
 // 2·ScoreBins counts, first the negatives' (labels 0) in bins
-// [0, 0.1), [0.1, 0.2), …, [0.9, 1], then the positives'. A score s falls
+// [0, 0.25), [0.25, 0.5), [0.5, 0.75), [0.75, 1], then the positives'. A score s falls
 // in bin ⌊s·ScoreBins⌋ (the last bin also holds s = 1). It is what a site
 // releases about its test scores under differential privacy: removing (or
 // zeroing) one test record lowers exactly one count by one, so the

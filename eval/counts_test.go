@@ -45,8 +45,8 @@ func TestScoreCountsSensitivity(t *testing.T) {
 		scores, labels []float64
 		want           []float64 // by hand
 	}{
-		{[]float64{0, 0.05, 0.5, 1}, []float64{0, 1, 1, 0}, []float64{1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0}}, // 0: edges 0, 0.5 and 1
-		{[]float64{0.49999, 0.99}, []float64{1, 0}, []float64{0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0}},         // 1
+		{[]float64{0, 0.05, 0.5, 1}, []float64{0, 1, 1, 0}, []float64{1, 0, 0, 1, 1, 0, 1, 0}}, // 0: edges 0, 0.5 and 1
+		{[]float64{0.49999, 0.99}, []float64{1, 0}, []float64{0, 0, 0, 1, 0, 1, 0, 0}},         // 1
 	} {
 		got, err := ScoreCounts(c.scores, c.labels)
 		if err != nil {

@@ -375,3 +375,20 @@ func contains(ms []learn.Method, m learn.Method) bool {
 	}
 	return false
 }
+
+// DPDefaults returns h with the defaults that dp record changes, for the
+// parameters the user did not set (given reports whether they set a
+// parameter, by name): drift_check_every becomes 0, so that a pTopoFL
+// site releases its descriptor once, in round 1, instead of every round.
+// Every descriptor round is paid from the budget's descriptor share
+// (dp_descriptor_share): fifteen of them would each get a fifteenth of it.
+// h is returned unchanged without dp record.
+func DPDefaults(h Hyperparameters, given func(name string) bool) Hyperparameters {
+	if !h.IsDP() {
+		return h
+	}
+	if !given("drift_check_every") {
+		h.DriftCheckEvery = 0
+	}
+	return h
+}

@@ -228,3 +228,20 @@ func TestRoundUp(t *testing.T) {
 		}
 	}
 }
+
+// TestDPDefaults: under dp record drift_check_every defaults to 0 (one
+// descriptor release), unless the user set it; without dp nothing changes.
+func TestDPDefaults(t *testing.T) {
+	none := func(string) bool { return false }
+	h := Defaults(Default)
+	if got := DPDefaults(h, none); got != h {
+		t.Errorf("without dp: %+v changed", got)
+	}
+	h.DP = DPRecord
+	if got := DPDefaults(h, none); got.DriftCheckEvery != 0 {
+		t.Errorf("dp record: drift_check_every %d, want 0", got.DriftCheckEvery)
+	}
+	if got := DPDefaults(h, func(n string) bool { return n == "drift_check_every" }); got.DriftCheckEvery != 1 {
+		t.Errorf("dp record with drift_check_every given: %d, want the given 1", got.DriftCheckEvery)
+	}
+}
