@@ -17,7 +17,7 @@
 #
 # A second table gives DP-SGD's cost (ours only: Opacus is not available
 # offline): `bin/nn bench --dp` (per-example clipping to norm 1, noise
-# multiplier 1 from a fast ChaCha8 stand-in, the batch of 64 taken as the
+# multiplier 1 drawn by the sites' own mechanism (privacy/noise), the batch of 64 taken as the
 # Poisson sample) beside the plain step, in the same alternation, for the
 # deep-small CNN (conv 5x5x16, pool, conv 5x5x32, pool, dense 10; 28,938
 # parameters) and ConvNet-2 (62 classes), with the ratio DP/plain of the
@@ -113,7 +113,7 @@ if torch:
             print(f"{label:<22} {th:>7} {g['params']:>9} | {g['min']:>8.2f} {g['median']:>8.2f} | {t['min']:>9.2f} {t['median']:>8.2f} | "
                   f"{g['min']/t['min']:>9.2f} {g['median']/t['median']:>7.2f} | {g['rss']:>6.0f}MB {t['rss']:>5.0f}MB {g['rss']/t['rss']:>6.2f}")
     print()
-print("DP-SGD (ours only): per-example clipping C = 1, noise z = 1 from a ChaCha8 stand-in; ratio = DP/plain")
+print("DP-SGD (ours only): per-example clipping C = 1, noise z = 1 drawn by the sites' own mechanism (privacy/noise, one thread); ratio = DP/plain")
 print(f"{'model':<22} {'threads':>7} {'params':>9} | {'plain min':>9} {'median':>8} | {'DP min':>8} {'median':>8} | "
       f"{'ratio min':>9} {'median':>7} | {'RSS plain':>9} {'DP':>6}")
 for th in threads:

@@ -189,8 +189,12 @@ func printPrivacyPlan(w io.Writer, spec pipeline.CampaignSpec) {
 	if err != nil {
 		return
 	}
-	fmt.Fprintf(w, "privacy: dp record, noise multipliers %g (training steps), %g (descriptors), %g (metrics), clip %g\n",
-		h.DPNoise, h.DPDescriptorNoise, h.DPMetricsNoise, dpClip(h))
+	desc := ""
+	if h.DPDescriptorNoise > 0 {
+		desc = fmt.Sprintf(", %g (descriptors)", h.DPDescriptorNoise)
+	}
+	fmt.Fprintf(w, "privacy: dp record, noise multipliers %g (training steps)%s, %g (metrics), clip %g\n",
+		h.DPNoise, desc, h.DPMetricsNoise, dpClip(h))
 	for _, line := range campaign.PrivacySummary(budgets) {
 		fmt.Fprintf(w, "  planned over %d rounds  %s\n", spec.Rounds, line)
 	}
