@@ -16,7 +16,6 @@ import (
 
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/dataset"
-	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/experiments"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
@@ -34,11 +33,7 @@ func PrepareExperiment(plan experiments.Plan, outDir, preset, bucket string, tin
 	if err != nil {
 		return sp, err
 	}
-	if sp.Spec, err = ExperimentSweepSpec(plan, preset, bucket, tiny); err != nil {
-		return sp, err
-	}
-	// Campaigns under dp record get their sites' counts and planned noise.
-	sp.Spec, err = PlanSweepPrivacy(sp.Spec, sp.FedDirs)
+	sp.Spec, err = ExperimentSweepSpec(plan, preset, bucket, tiny)
 	return sp, err
 }
 
@@ -112,11 +107,38 @@ func ExperimentSweepSpec(plan experiments.Plan, preset, bucket string, tiny bool
 	hash.Write(b)
 	fmt.Fprintf(hash, "tiny=%v", tiny)
 	s.Sweep = plan.Experiment + "-" + hex.EncodeToString(hash.Sum(nil))[:10]
-	s = s.WithDefaults()
+	// Campaigns under dp record get their sites' counts and planned noise.
+	s, err := planSweepPrivacy(s.WithDefaults(), planRecords(plan))
+	if err != nil {
+		return s, fmt.Errorf("experiment %s: %w", plan.Experiment, err)
+	}
 	if err := s.Validate(); err != nil {
 		return s, fmt.Errorf("experiment %s: %w", plan.Experiment, err)
 	}
 	return s, nil
+}
+
+// planRecords counts a plan's sites' records from its federations in
+// memory.
+func planRecords(plan experiments.Plan) recordCounter {
+	return func(fedName, site string, _ method.Hyperparameters) (int, int, error) {
+		for _, f := range plan.Federations {
+			if f.Name != fedName {
+				continue
+			}
+			for _, s := range f.Images {
+				if s.Name == site {
+					return s.Train.N, s.Test.N, nil
+				}
+			}
+			for _, s := range f.Data.Sites {
+				if s.Name == site {
+					return len(s.XTrain), len(s.XTest), nil
+				}
+			}
+		}
+		return 0, 0, fmt.Errorf("no site %s in federation %s", site, fedName)
+	}
 }
 
 // hashImages writes the sites' names, shapes, labels and pixels to h, so
@@ -166,6 +188,9 @@ type Collected struct {
 	Curves      map[string][]store.SweepCurveRow  // campaign → its rounds
 	Federations map[string]experiments.Federation // name → federation
 	Store       *store.Store
+	// Log takes the progress of long collectors (the privacy experiment's
+	// attacks); nil is silent.
+	Log io.Writer
 }
 
 // reportBuilders turns what an experiment collected into its report, one
@@ -235,12 +260,14 @@ func allDone(rows []store.SweepResultRow) error {
 
 // ExperimentReport reads what the sweep left in S3 (results.parquet,
 // curves.parquet, manifests, descriptors, models) and builds the
-// experiment's report.
-func (s *Service) ExperimentReport(ctx context.Context, plan experiments.Plan, spec pipeline.SweepSpec, rows []store.SweepResultRow) (*report.Report, error) {
+// experiment's report; a collector that works long (the privacy
+// experiment's attacks) says how far it is on log (nil: silent).
+func (s *Service) ExperimentReport(ctx context.Context, plan experiments.Plan, spec pipeline.SweepSpec, rows []store.SweepResultRow, log io.Writer) (*report.Report, error) {
 	c, err := s.Collect(ctx, plan, spec, rows)
 	if err != nil {
 		return nil, err
 	}
+	c.Log = log
 	build, ok := reportBuilders[plan.Experiment]
 	if !ok {
 		return nil, fmt.Errorf("experiment %q: no report", plan.Experiment)
@@ -437,57 +464,6 @@ func StabilityInput(ctx context.Context, c Collected) (report.StabilityInput, er
 		}
 	}
 	in.Sites = traces
-	return in, nil
-}
-
-// PrivacyInput computes ρ and the MI proxy per site from what the
-// campaigns recorded: each site's training size (manifest metrics), the
-// model size (a local model artifact) and the descriptor size (a
-// descriptor artifact).
-func PrivacyInput(ctx context.Context, c Collected) (report.PrivacyInput, error) {
-	st, rows, feds := c.Store, c.Rows, c.Federations
-	var in report.PrivacyInput
-	for _, r := range rows {
-		var m pipeline.RoundManifest
-		if _, err := st.GetJSONKey(ctx, artifact.ManifestKey(r.Campaign, 1), &m); err != nil {
-			return in, err
-		}
-		var names []string
-		var sizes []int
-		for _, sm := range m.Metrics {
-			names = append(names, sm.Site)
-			sizes = append(sizes, sm.NumTrain)
-		}
-		params, dim := 0, 0
-		for _, a := range m.Outputs {
-			switch {
-			case a.Role == pipeline.RoleLocalModel && params == 0:
-				mod, err := st.GetModel(ctx, toStoreRef(a.Ref))
-				if err != nil {
-					return in, err
-				}
-				params = len(mod.Params)
-			case a.Role == pipeline.RoleDescriptor && dim == 0:
-				d, err := st.GetDescriptor(ctx, toStoreRef(a.Ref))
-				if err != nil {
-					return in, err
-				}
-				dim = len(d.Descriptor)
-			}
-		}
-		if params < 2 || dim == 0 {
-			return in, fmt.Errorf("campaign %s round 1: no local model or descriptor recorded", r.Campaign)
-		}
-		// A logistic model: p = d + 1 parameters.
-		set := eval.PrivacySettings{Features: params - 1, ModelParams: params, DescriptorDim: dim, Compression: eval.CompressionFactor}
-		pr, err := eval.Privacy(names, sizes, set)
-		if err != nil {
-			return in, err
-		}
-		f := feds[r.Federation]
-		in.Federations = append(in.Federations, report.PrivacyFederation{
-			Name: fmt.Sprintf("%s (seed %d)", f.Scenario, f.Seed), Report: pr})
-	}
 	return in, nil
 }
 

@@ -100,6 +100,24 @@ func PrivacySummary(budgets []method.SiteBudget) []string {
 // does not depend on the seed). A sweep without dp record is returned as it
 // is.
 func PlanSweepPrivacy(s pipeline.SweepSpec, fedDirs map[string]string) (pipeline.SweepSpec, error) {
+	return planSweepPrivacy(s, func(fedName, site string, h method.Hyperparameters) (int, int, error) {
+		dir, ok := fedDirs[fedName]
+		if !ok {
+			return 0, 0, fmt.Errorf("its directory is unknown")
+		}
+		fed, err := DiscoverFederation(dir)
+		if err != nil {
+			return 0, 0, err
+		}
+		return countRecords(fed, site, h)
+	})
+}
+
+// recordCounter returns the training and test record counts of a site of
+// a sweep's federation.
+type recordCounter func(fed, site string, h method.Hyperparameters) (train, test int, err error)
+
+func planSweepPrivacy(s pipeline.SweepSpec, count recordCounter) (pipeline.SweepSpec, error) {
 	s = s.WithDefaults()
 	s.Privacy = nil
 	campaigns, err := s.Campaigns()
@@ -117,19 +135,11 @@ func PlanSweepPrivacy(s pipeline.SweepSpec, fedDirs map[string]string) (pipeline
 			if f.Name != c.Federation {
 				continue
 			}
-			dir, ok := fedDirs[f.Name]
-			if !ok {
-				return s, inputErrorf("federation %s: dp record needs its sites' record counts, and its directory is unknown", f.Name)
-			}
-			fed, err := DiscoverFederation(dir)
-			if err != nil {
-				return s, err
-			}
 			sites := make([]pipeline.Site, len(f.Sites))
 			for j, site := range f.Sites {
-				n, t, err := countRecords(fed, site.Name, c.Spec.Hyperparameters)
+				n, t, err := count(f.Name, site.Name, c.Spec.Hyperparameters)
 				if err != nil {
-					return s, inputErrorf("federation %s site %s: %v", f.Name, site.Name, err)
+					return s, inputErrorf("federation %s site %s: dp record needs its record counts: %v", f.Name, site.Name, err)
 				}
 				sites[j] = pipeline.Site{Name: site.Name, NTrain: n, NTest: t}
 			}

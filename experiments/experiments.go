@@ -115,6 +115,9 @@ type Plan struct {
 	Federations []Federation
 	// Concurrency is the number of campaigns run at once.
 	Concurrency int
+	// Tiny reports a plan of tiny federations (Options.Tiny): the work
+	// beside the sweep (the privacy experiment's attacks) shrinks too.
+	Tiny bool
 }
 
 // Methods of table1: pTopoFL and the paper's baselines.
@@ -159,7 +162,7 @@ func Build(name string, o Options) (Plan, error) {
 			o.FirstSeed = AdversarialFirstSeed
 		}
 	}
-	p := Plan{Experiment: name, Rounds: 15, Concurrency: 3}
+	p := Plan{Experiment: name, Rounds: 15, Concurrency: 3, Tiny: o.Tiny}
 	var err error
 	switch name {
 	case Table1:
@@ -211,17 +214,8 @@ func Build(name string, o Options) (Plan, error) {
 			}
 		}
 	case Privacy:
-		// Training is incidental: privacy needs each site's real training
-		// size and the real model and descriptor sizes, all of which a
-		// short pTopoFL campaign records in S3.
-		p.Rounds = 2
-		p.Methods = []learn.Method{learn.PTopoFL}
-		for _, sc := range []string{Healthcare, Benchmark} {
-			for s := range o.Seeds {
-				if err = p.add(o, sc, o.FirstSeed+uint64(s), attack{}, nil); err != nil {
-					return Plan{}, err
-				}
-			}
+		if err = buildPrivacy(&p, o); err != nil {
+			return Plan{}, err
 		}
 	case Ablation:
 		p.Methods = []learn.Method{learn.PTopoFL}
@@ -296,7 +290,7 @@ func (p *Plan) add(o Options, scenario string, seed uint64, a attack, shift *eva
 		if p.Experiment == Adversarial {
 			opt.Adversarial = adversarialSites(opt.Sites, a.fraction)
 			opt.FlipFraction = a.flip
-		} else if p.Experiment == Table1 || p.Experiment == Ablation {
+		} else if p.Experiment == Table1 || p.Experiment == Ablation || p.Experiment == Privacy {
 			opt.Adversarial = DefaultHealthcareAdversarial(opt.Sites)
 		}
 		opt.Shift = shift

@@ -145,11 +145,69 @@ type PrivacyFederation struct {
 	Report eval.PrivacyReport
 }
 
-// PrivacyInput is the input of Privacy: reconstruction risk and the
-// mutual-information proxy (§3.6, §4.6, Fig. 6).
+// PrivacyInput is the input of Privacy: the paper's arithmetic
+// (reconstruction risk ρ and the mutual-information proxy, §3.6, §4.6,
+// Fig. 6) beside what the attacks and the audit measure.
 type PrivacyInput struct {
-	Title       string
+	Title string
+	// Federations hold the paper's arithmetic, per federation.
 	Federations []PrivacyFederation
+	// Releases are what one site releases in one round (the manifests'
+	// `released`), per method and budget.
+	Releases []ReleaseRow
+	// Reconstruction, Membership, Audit and Utility are the measured
+	// parts; Epsilon 0 means without differential privacy in each.
+	Reconstruction []ReconstructionRow
+	Membership     []MembershipRow
+	Audit          []AuditRow
+	Utility        []UtilityRow
+}
+
+// ReleaseRow is what a site released in one round under one method and
+// budget: numbers by kind (pipeline.Release kinds), in the manifest's order.
+type ReleaseRow struct {
+	Method  string
+	Epsilon float64
+	Round   int
+	Kinds   []string
+	Numbers []int
+}
+
+// ReconstructionRow is the gradient inversion of one-record site updates
+// (x = g_w/g_b) at one budget: the median and largest relative error
+// ‖x̂ − x‖/‖x‖ over Records records.
+type ReconstructionRow struct {
+	Epsilon               float64
+	MedianError, MaxError float64
+	Records               int
+}
+
+// MembershipRow is one membership-inference attack: against site models
+// (Target "model", Scenario "healthcare" or "deep-small") or against
+// descriptors (Target "descriptor", Canary "outlier" or "typical",
+// Condition "paper" or "dp").
+type MembershipRow struct {
+	Target, Scenario, Canary, Condition string
+	Epsilon                             float64
+	AUC, TPRAt0001, TPRAt001            float64
+}
+
+// AuditRow is one DP audit: the accountant's ε and the audit's lower bound.
+type AuditRow struct {
+	Epsilon, LowerBound float64
+	Steps               int
+	NoiseMultiplier     float64
+	Trials              int
+}
+
+// UtilityRow is a method's utility at one budget on one scenario: one
+// value per seed, scored exactly on the sites' test splits (the metric
+// names it: "final_auc" or "final_acc"), and, beside it, what the sites
+// released (the manifests' noised metric under DP).
+type UtilityRow struct {
+	Method, Scenario, Metric string
+	Epsilon                  float64
+	Values, Released         []float64
 }
 
 // AblationVariant is one configuration of the ablation.

@@ -114,7 +114,21 @@ func privacyFixture(t *testing.T) PrivacyInput {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return PrivacyInput{Federations: []PrivacyFederation{{Name: "healthcare", Report: r}}}
+	return PrivacyInput{
+		Federations: []PrivacyFederation{{Name: "healthcare", Report: r}},
+		Releases: []ReleaseRow{
+			{Method: "ptopofl", Round: 1, Kinds: []string{"descriptor", "label_summary", "model", "metrics"}, Numbers: []int{48, 11, 21, 2}},
+			{Method: "fedavg", Round: 1, Kinds: []string{"model", "metrics"}, Numbers: []int{21, 2}},
+		},
+		Reconstruction: []ReconstructionRow{{Epsilon: 0, MedianError: 1e-15, MaxError: 2e-15, Records: 10}, {Epsilon: 8, MedianError: 0.9, MaxError: 4, Records: 10}},
+		Membership: []MembershipRow{
+			{Target: "model", Scenario: "healthcare", Epsilon: 0, AUC: 0.61, TPRAt0001: 0.002, TPRAt001: 0.03},
+			{Target: "model", Scenario: "healthcare", Epsilon: 8, AUC: 0.52, TPRAt0001: 0.001, TPRAt001: 0.011},
+			{Target: "descriptor", Canary: "outlier", Condition: "paper", Epsilon: 0, AUC: 1, TPRAt0001: 1, TPRAt001: 1},
+		},
+		Audit:   []AuditRow{{Epsilon: 8, LowerBound: 5.1, Steps: 450, NoiseMultiplier: 12.74, Trials: 20000}},
+		Utility: []UtilityRow{{Method: "fedavg", Scenario: "healthcare", Metric: "final_auc", Epsilon: 0, Values: []float64{0.80, 0.84}, Released: []float64{0.80, 0.84}}, {Method: "fedavg", Scenario: "healthcare", Metric: "final_auc", Epsilon: 8, Values: []float64{0.78, 0.80}, Released: []float64{0.70, 0.74}}},
+	}
 }
 
 func ablationFixture() AblationInput {
@@ -207,7 +221,7 @@ func TestReports(t *testing.T) {
 		{
 			name:    "privacy",
 			build:   func() (*Report, error) { return Privacy(privacyFixture(t)) },
-			figures: []string{"fig6_privacy"},
+			figures: []string{"fig6_privacy", "fig_privacy_utility"},
 			want: []string{
 				// d = 20, p = 21, m = 48, α_c = 0.1: ρ_grad = 21/(n·20),
 				// ρ_topo = 48/(n·20)·0.1 for n = 100 and 400.
@@ -216,6 +230,12 @@ func TestReports(t *testing.T) {
 				"0.229 (a 4.4-fold reduction)",
 				// log2(22) = 4.459, log2(5.8) = 2.536.
 				"4.46 bits for gradients, 2.54 bits for descriptors",
+				// The measured side: 82 numbers a pTopoFL site, 23 a FedAvg site.
+				"a pTopoFL site sends 82 numbers in round 1", "more than a FedAvg site (23)",
+				// The audit: ε 8, bound 5.1, ratio 0.64 (5.1/8 = 0.6375).
+				"5.100", "0.64", "12.74", "20000",
+				// fedavg at ε 8: exact 0.78 0.80, mean 0.79, std 0.0141; released mean 0.72.
+				"0.7900 ± 0.0141", "0.7200",
 			},
 		},
 		{
@@ -269,8 +289,12 @@ func TestReports(t *testing.T) {
 					t.Errorf("HTML lacks %q", w)
 				}
 			}
-			if len(r.Assets) != 2*len(test.figures) {
-				t.Errorf("got %d assets, want %d", len(r.Assets), 2*len(test.figures))
+			figs := len(r.Assets)
+			if r.Assets["results.json"] != nil {
+				figs-- // the privacy report's results (TestPrivacyResults)
+			}
+			if figs != 2*len(test.figures) {
+				t.Errorf("got %d figure assets, want %d", figs, 2*len(test.figures))
 			}
 			for _, f := range test.figures {
 				png, svg := r.Assets[f+".png"], r.Assets[f+".svg"]

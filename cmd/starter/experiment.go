@@ -41,12 +41,12 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	seeds := fs.Int("seeds", 3, "number of seeds (1, 2, ...): each generates its own federations and seeds its campaigns")
 	preset := fs.String("preset", "", "hyper-parameter preset: default or paper (default: default); deep: deep-small (default: deep-small for Scenario C, deep-d-small for D) or deep-c (the paper's sizes: deep-c and deep-d)")
 	methods := fs.String("methods", "", "comma-separated methods to run, a subset of the experiment's (default: all of them)")
-	fashion := fs.String("fashion-mnist", dataset.FashionMNISTDir, "deep: directory of Fashion-MNIST's four files (Debian's "+dataset.FashionMNISTPackage+", installed when missing unless --no-install)")
+	fashion := fs.String("fashion-mnist", dataset.FashionMNISTDir, "deep and privacy: directory of Fashion-MNIST's four files (Debian's "+dataset.FashionMNISTPackage+", installed when missing unless --no-install)")
 	cifar := fs.String("cifar10", "", "deep: directory of CIFAR-10's binary version (data_batch_1.bin … test_batch.bin): Scenario C on CIFAR-10 instead of Fashion-MNIST")
 	femnist := fs.String("femnist", "", "deep: LEAF's FEMNIST data directory (train/ and test/ of *.json, or all_data_*.json): Scenario D on FEMNIST writers instead of writer-like Fashion-MNIST sites")
-	noInstall := fs.Bool("no-install", false, "deep: never install Debian's "+dataset.FashionMNISTPackage+" when it is missing")
+	noInstall := fs.Bool("no-install", false, "deep and privacy: never install Debian's "+dataset.FashionMNISTPackage+" when it is missing")
 	out := fs.String("out", "", "report directory (default out/<experiment>)")
-	rounds := fs.Int("rounds", 0, "rounds per campaign (default: the experiment's, 15; stability 20; privacy 2; deep the presets', 20 at deep-small)")
+	rounds := fs.Int("rounds", 0, "rounds per campaign (default: the experiment's, 15; stability 20; deep and privacy's deep-small federation the presets', 20 at deep-small)")
 	concurrency := fs.Int("concurrency", 0, "campaigns at once (default 3; deep 2)")
 	tiny := fs.Bool("tiny", false, "tiny federations (3-4 sites of 30-50 rows), for tests and smoke runs")
 	rest, err := parseFlags(fs, args)
@@ -66,6 +66,14 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if opt.Images, err = deepImages(ctx, *fashion, *cifar, *femnist, *noInstall, stderr); err != nil {
 			return err
 		}
+	} else if name == experiments.Privacy {
+		// Its deep-small part runs on Fashion-MNIST.
+		if opt.Images, err = deepImages(ctx, *fashion, "", "", *noInstall, stderr); err != nil {
+			return err
+		}
+	}
+	if name == experiments.Deep {
+		// The deep presets are the plan's (--preset picks their size).
 	} else if *preset == "" {
 		*preset = method.Default
 	} else if *preset != method.Default && *preset != method.Paper {
@@ -105,7 +113,11 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	var files []string
 	res, err := executeSweep(ctx, &conn, sp, stderr, func(e *env, so campaign.SweepOutput) error {
-		rep, err := e.svc.ExperimentReport(ctx, plan, sp.Spec, so.Rows)
+		var log io.Writer
+		if !quiet {
+			log = stderr
+		}
+		rep, err := e.svc.ExperimentReport(ctx, plan, sp.Spec, so.Rows, log)
 		if err != nil {
 			return fmt.Errorf("experiment %s: report: %w", name, err)
 		}
