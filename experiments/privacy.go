@@ -26,13 +26,16 @@ var PrivacyEpsilons = []float64{1, 3, 8}
 var privacyMethods = []learn.Method{learn.PTopoFL, learn.FedAvg}
 
 // PrivacySettings is the privacy experiment's grid: without DP ("nodp"),
-// then dp record at each of PrivacyEpsilons ("eps1", "eps3", "eps8").
+// then dp record at each of PrivacyEpsilons ("eps1", "eps3", "eps8"), with
+// the defaults dp record brings (method.DPDefaults: one descriptor release,
+// in round 1), as `starter run --set dp=record` gets them.
 func PrivacySettings() []pipeline.SweepSetting {
 	out := []pipeline.SweepSetting{{Label: "nodp"}}
 	for _, e := range PrivacyEpsilons {
-		out = append(out, pipeline.SweepSetting{Label: fmt.Sprintf("eps%g", e), Set: []method.ParamValue{
-			{Name: "dp", Text: method.DPRecord}, {Name: "dp_epsilon", Value: e},
-		}})
+		set := []method.ParamValue{{Name: "dp", Text: method.DPRecord}, {Name: "dp_epsilon", Value: e}}
+		h, _ := method.Defaults(method.Default).Apply(set)
+		set = append(set, method.Changes(h, method.DPDefaults(h, func(string) bool { return false }))...)
+		out = append(out, pipeline.SweepSetting{Label: fmt.Sprintf("eps%g", e), Set: set})
 	}
 	return out
 }
