@@ -19,8 +19,8 @@ import (
 // tiny plan (tests).
 type attackSizes struct {
 	liraModels, deepModels, deepEpochs, deepPool int
-	descriptorTrials, auditTrials               int
-	auditSteps                                  []int
+	descriptorTrials, auditTrials                int
+	auditSteps                                   []int
 }
 
 func sizesFor(tiny bool) attackSizes {
