@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/minio/minio-go/v7"
@@ -164,6 +165,12 @@ func TestSiteIsolation(t *testing.T) {
 	if sites, err := policySites(cur); err != nil || strings.Join(sites, ",") != "a,b,c" {
 		t.Errorf("policy grants %v (%v), want a,b,c", sites, err)
 	}
+	// The server answers a site's requests from the policy as that site
+	// sees it, prepared once per policy version: c, denied above, may
+	// write its model as soon as the new policy is stored.
+	if _, err := cst.Put(ctx, artifact.ModelKey(c, 1, "c"), []byte("x")); err != nil {
+		t.Errorf("site c writes its model once granted: %v", err)
+	}
 
 	// 200 sites' grants (about 200 KB of policy; an extended attribute of
 	// the bucket directory would hold a few KiB) and site a still works.
@@ -258,5 +265,69 @@ func TestDeployPolicyMatches(t *testing.T) {
 		if !reflect.DeepEqual(got, SiteIdentityPolicy("ptopofl", site)) {
 			t.Errorf("%s differs from SiteIdentityPolicy(ptopofl, %s)", f, site)
 		}
+	}
+}
+
+// TestSiteIsolationConcurrent has 18 sites whose names are all as long
+// as each other write their own models, and try another's, at the same
+// time through one server. The server answers each site from the policy
+// as that site sees it, cached by access key; versitygw hands the key over
+// in memory it reuses for later requests, and a cache keyed by it without
+// a copy gave sites each other's policies (a third of these writes were
+// denied, and a site could have been granted another's).
+func TestSiteIsolationConcurrent(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	const rootAK, rootSK = "root-access", "root-secret-0123456789"
+	srv, err := s3local.Start(ctx, s3local.Config{Dir: filepath.Join(dir, "s3"), AccessKey: rootAK, SecretKey: rootSK})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	ep := Endpoints{S3URL: srv.URL(), S3Region: s3local.Region, Bucket: "iso", DataDir: dir}
+	root, err := store.New(store.Config{Endpoint: ep.S3URL, Bucket: ep.Bucket, AccessKey: rootAK, SecretKey: rootSK, Region: ep.S3Region})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := root.EnsureBucket(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var sites []string
+	for i := 0; i < 9; i++ {
+		sites = append(sites, fmt.Sprintf("hc-site%d", i), fmt.Sprintf("bm-site%d", i))
+	}
+	stores, err := SiteStores(ctx, ep, rootAK, rootSK, sites)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 15
+	var wg sync.WaitGroup
+	errs := make(chan string, 2*rounds*len(sites))
+	for i, site := range sites {
+		other := sites[(i+1)%len(sites)]
+		st := stores[site]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := 1; r <= rounds; r++ {
+				if _, err := st.Put(ctx, artifact.ModelKey("c", r, site), []byte(site)); err != nil {
+					errs <- fmt.Sprintf("site %s writes its round-%d model: %v", site, r, err)
+				}
+				if _, err := st.Put(ctx, artifact.ModelKey("c", r, other), []byte(site)); !accessDenied(err) {
+					errs <- fmt.Sprintf("site %s writes %s's round-%d model: %v, want AccessDenied", site, other, r, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	n := 0
+	for e := range errs {
+		if n++; n <= 5 {
+			t.Error(e)
+		}
+	}
+	if n > 5 {
+		t.Errorf("… and %d more", n-5)
 	}
 }
