@@ -39,3 +39,52 @@ func SiteReadPatterns(site string) []string {
 		"campaigns/*/round-*/server-state.parquet",        // ServerStateKey
 	)
 }
+
+// MatchPattern reports whether key matches the S3 policy resource pattern
+// pattern: '*' matches any run of characters ('/' included, possibly
+// none), '?' any one character, and every other character itself, over
+// the whole key. It is the matching of AWS and MinIO policies (and of
+// versitygw's auth.matchPattern), written here so that a process can
+// answer "may this site read that key" as the bucket policy built from
+// SiteReadPatterns would, without asking the server.
+//
+// The scan is the usual one for a single kind of star: on a mismatch
+// after a star, the star takes one more character of the key and the
+// match resumes after it, so the cost is O(len(pattern)·len(key)) at
+// worst.
+func MatchPattern(pattern, key string) bool {
+	p, k := 0, 0
+	star, mark := -1, 0
+	for k < len(key) {
+		switch {
+		case p < len(pattern) && (pattern[p] == '?' || pattern[p] == key[k]):
+			p++
+			k++
+		case p < len(pattern) && pattern[p] == '*':
+			star, mark = p, k
+			p++
+		case star >= 0:
+			p = star + 1
+			mark++
+			k = mark
+		default:
+			return false
+		}
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
+}
+
+// SiteMayRead reports whether key matches one of SiteReadPatterns(site):
+// whether the local stack's bucket policy lets site's S3 identity read
+// it. site must be a valid name.
+func SiteMayRead(site, key string) bool {
+	for _, p := range SiteReadPatterns(site) {
+		if MatchPattern(p, key) {
+			return true
+		}
+	}
+	return false
+}

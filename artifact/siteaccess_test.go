@@ -77,3 +77,48 @@ func TestSitePatterns(t *testing.T) {
 		}
 	}
 }
+
+// TestMatchPattern holds MatchPattern equal to the recursive definition
+// policyMatch on every pattern of up to 5 characters over {a, b, *, ?} and
+// every key of up to 6 characters over {a, b} (brute force: 1,365 patterns
+// × 127 keys), and SiteMayRead equal to SiteReadPatterns through
+// policyMatch on the real keys of a few sites.
+func TestMatchPattern(t *testing.T) {
+	var patterns, keys []string
+	var gen func(prefix string, alphabet string, n int, out *[]string)
+	gen = func(prefix, alphabet string, n int, out *[]string) {
+		*out = append(*out, prefix)
+		if n == 0 {
+			return
+		}
+		for _, c := range alphabet {
+			gen(prefix+string(c), alphabet, n-1, out)
+		}
+	}
+	gen("", "ab*?", 5, &patterns)
+	gen("", "ab", 6, &keys)
+	bad := 0
+	for _, p := range patterns {
+		for _, k := range keys {
+			if got, want := MatchPattern(p, k), policyMatch(p, k); got != want {
+				if bad++; bad <= 5 {
+					t.Errorf("MatchPattern(%q, %q) = %v, want %v", p, k, got, want)
+				}
+			}
+		}
+	}
+	sites := []string{"a", "b", "xa", "a-2", "site.7"}
+	for _, site := range sites {
+		for _, other := range sites {
+			for _, key := range []string{
+				ModelKey("c", 3, other), DescriptorKey("c", 1, other), SiteStateKey("c", 2, other), ControlKey("c", 2, other),
+				AggregateKey("c", 2, other), AggregateKey("c", 2, "global"), AggregateKey("c", 2, "cluster-1"),
+				SpecKey("c"), ServerStateKey("c", 4), ManifestKey("c", 4), ClusteringKey("c", 4), SweepSpecKey("s"),
+			} {
+				if got, want := SiteMayRead(site, key), anyMatch(SiteReadPatterns(site), key); got != want {
+					t.Errorf("SiteMayRead(%q, %q) = %v, want %v", site, key, got, want)
+				}
+			}
+		}
+	}
+}

@@ -41,6 +41,15 @@ type RoundTiming struct {
 	// (ClusterSites, Aggregate, CommitRound) reported spending in the
 	// store; it lies inside OrchestrationSeconds.
 	ServerStoreSeconds float64 `json:"server_store_seconds"`
+	// Events is the number of events in the round workflow's history, and
+	// WorkflowTasks the number of its workflow tasks that completed: with
+	// the activity tasks (ActivityTasks, attempts included), what the
+	// Temporal server persisted and dispatched for the round, each a
+	// transaction of its persistence (the parent campaign's share, the
+	// child's start and close, is not counted).
+	Events        int `json:"events"`
+	WorkflowTasks int `json:"workflow_tasks"`
+	ActivityTasks int `json:"activity_tasks"`
 	// StoreUnknown counts the activities whose result could not be read
 	// (encrypted with a key this process lacks, or from a version that did
 	// not record it): their store time counts as zero.
@@ -116,9 +125,12 @@ func RoundTimingOf(events []*historypb.HistoryEvent, dc converter.DataConverter)
 		}
 		return sp.StoreSeconds, true
 	}
+	wfts, acts := 0, 0
 	for _, ev := range events {
 		at := ev.GetEventTime().AsTime()
 		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+			wfts++
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
 			first = at
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
@@ -126,6 +138,7 @@ func RoundTimingOf(events []*historypb.HistoryEvent, dc converter.DataConverter)
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 			types[ev.GetEventId()] = ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+			acts++
 			starts[ev.GetActivityTaskStartedEventAttributes().GetScheduledEventId()] = at
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED,
 			enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT, enumspb.EVENT_TYPE_ACTIVITY_TASK_CANCELED:
@@ -162,7 +175,8 @@ func RoundTimingOf(events []*historypb.HistoryEvent, dc converter.DataConverter)
 	if first.IsZero() || !completed {
 		return RoundTiming{}, fmt.Errorf("round workflow has not completed")
 	}
-	t := RoundTiming{WallSeconds: last.Sub(first).Seconds(), ActivitySeconds: map[string]float64{}}
+	t := RoundTiming{WallSeconds: last.Sub(first).Seconds(), ActivitySeconds: map[string]float64{},
+		Events: len(events), WorkflowTasks: wfts, ActivityTasks: acts}
 	for typ, ivs := range spans {
 		t.ActivitySeconds[typ] = unionSeconds(ivs)
 	}

@@ -23,6 +23,17 @@ import (
 // Only the *Cached methods use the cache. Get, GetKey and the typed readers
 // always go to S3, so a check of what a bucket holds (starter verify) is
 // never answered from memory.
+//
+// The cache is shared by every Store of the process that talks to the same
+// endpoint and bucket: in `starter run --local` and the experiments, the
+// server worker and every site worker live in one process, each with its
+// own S3 identity and so its own Store. A Store is answered from the cache
+// only what its identity may read: an entry it wrote or read itself, an
+// entry whose key Config.CanRead allows (a site's store: the keys the
+// bucket policy lets it read, artifact.SiteMayRead), or anything when
+// Config.ReadsAll says the identity reads the whole bucket (the root
+// account of the local stack). A Store configured with neither sees only
+// its own entries, as when each Store had a cache of its own.
 
 const (
 	blobCacheBytes   = 64 << 20 // total, least recently used evicted first
@@ -37,6 +48,9 @@ type blobKey struct {
 type blobEntry struct {
 	k blobKey
 	b []byte
+	// readers are the access keys of the Stores that wrote or read the
+	// entry.
+	readers map[string]struct{}
 	// decoded is the artifact's bytes decoded once (model parameters or
 	// vector records), so a hit skips the parquet decoding too. Readers
 	// get deep copies of it.
@@ -58,29 +72,64 @@ func newBlobCache(max, maxItem int64) *blobCache {
 	return &blobCache{max: max, maxItem: maxItem, order: list.New(), items: map[blobKey]*list.Element{}}
 }
 
-func (c *blobCache) get(k blobKey) ([]byte, bool) {
+// cacheReader is a Store as the cache sees it: its identity and what it
+// may read (see the top of this file).
+type cacheReader struct {
+	id       string
+	readsAll bool
+	canRead  func(key string) bool
+}
+
+// may reports whether r may be answered e.
+func (r cacheReader) may(e *blobEntry) bool {
+	if r.readsAll {
+		return true
+	}
+	if _, ok := e.readers[r.id]; ok {
+		return true
+	}
+	return r.canRead != nil && r.canRead(e.k.key)
+}
+
+// entry returns k's entry if r may read it, marking it recently used.
+// Callers hold c.mu.
+func (c *blobCache) entry(k blobKey, r cacheReader) *blobEntry {
+	el, ok := c.items[k]
+	if !ok {
+		return nil
+	}
+	e := el.Value.(*blobEntry)
+	if !r.may(e) {
+		return nil
+	}
+	c.order.MoveToFront(el)
+	return e
+}
+
+func (c *blobCache) get(k blobKey, r cacheReader) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.items[k]; ok {
-		c.order.MoveToFront(e)
+	if e := c.entry(k, r); e != nil {
 		c.hits++
-		return e.Value.(*blobEntry).b, true
+		return e.b, true
 	}
 	c.misses++
 	return nil, false
 }
 
-func (c *blobCache) add(k blobKey, b []byte) {
+// add caches b under k as written or read by r.
+func (c *blobCache) add(k blobKey, b []byte, r cacheReader) {
 	if int64(len(b)) > c.maxItem || int64(len(b)) != k.size {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.items[k]; ok {
-		c.order.MoveToFront(e)
+	if el, ok := c.items[k]; ok {
+		c.order.MoveToFront(el)
+		el.Value.(*blobEntry).readers[r.id] = struct{}{}
 		return
 	}
-	c.items[k] = c.order.PushFront(&blobEntry{k: k, b: b})
+	c.items[k] = c.order.PushFront(&blobEntry{k: k, b: b, readers: map[string]struct{}{r.id: {}}})
 	c.used += int64(len(b))
 	for c.used > c.max {
 		e := c.order.Back()
@@ -91,12 +140,11 @@ func (c *blobCache) add(k blobKey, b []byte) {
 	}
 }
 
-func (c *blobCache) getDecoded(k blobKey) any {
+func (c *blobCache) getDecoded(k blobKey, r cacheReader) any {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.items[k]; ok {
-		c.order.MoveToFront(e)
-		return e.Value.(*blobEntry).decoded
+	if e := c.entry(k, r); e != nil {
+		return e.decoded
 	}
 	return nil
 }
@@ -126,19 +174,32 @@ func (s *Store) blobKey(r artifact.Ref) blobKey {
 	return blobKey{bucket: b, key: r.Key, sha256: r.SHA256, size: r.Size}
 }
 
+// sharedCaches holds the process's blob cache of each S3 endpoint (by
+// host and scheme) and bucket.
+var sharedCaches sync.Map // string → *blobCache
+
+func sharedCache(endpoint string, secure bool, bucket string) *blobCache {
+	k := fmt.Sprintf("%t\x00%s\x00%s", secure, endpoint, bucket)
+	if c, ok := sharedCaches.Load(k); ok {
+		return c.(*blobCache)
+	}
+	c, _ := sharedCaches.LoadOrStore(k, newBlobCache(blobCacheBytes, blobCacheMaxItem))
+	return c.(*blobCache)
+}
+
 // GetCached is Get through the Store's cache of recently written and read
 // artifacts. The caller must not change the bytes it gets.
 func (s *Store) GetCached(ctx context.Context, ref artifact.Ref) ([]byte, error) {
 	defer timed(ctx)()
 	k := s.blobKey(ref)
-	if b, ok := s.cache.get(k); ok {
+	if b, ok := s.cache.get(k, s.reader); ok {
 		return b, nil
 	}
 	b, err := s.Get(ctx, ref) // checks size and sha256
 	if err != nil {
 		return nil, err
 	}
-	s.cache.add(k, b)
+	s.cache.add(k, b, s.reader)
 	return b, nil
 }
 
@@ -150,7 +211,7 @@ func (s *Store) PutCached(ctx context.Context, key string, data []byte) (artifac
 	if err != nil {
 		return ref, err
 	}
-	s.cache.add(s.blobKey(ref), data)
+	s.cache.add(s.blobKey(ref), data, s.reader)
 	return ref, nil
 }
 
@@ -193,7 +254,7 @@ func (s *Store) putModelBytes(ctx context.Context, key string, b []byte, decoded
 // from the cache or by reading and decoding it. The slice is the caller's.
 func (s *Store) GetModelParamsCached(ctx context.Context, ref artifact.Ref) ([]float64, error) {
 	defer timed(ctx)()
-	if p, ok := s.cache.getDecoded(s.blobKey(ref)).([]float32); ok {
+	if p, ok := s.cache.getDecoded(s.blobKey(ref), s.reader).([]float32); ok {
 		return widen(p), nil // a float32 model's decoding is exactly this
 	}
 	return getDecoded(ctx, s, ref, func(b []byte) ([]float64, error) {
@@ -213,7 +274,7 @@ func (s *Store) GetModelParamsCached(ctx context.Context, ref artifact.Ref) ([]f
 func (s *Store) GetModelParams32(ctx context.Context, ref artifact.Ref) ([]float32, error) {
 	defer timed(ctx)()
 	k := s.blobKey(ref)
-	switch p := s.cache.getDecoded(k).(type) {
+	switch p := s.cache.getDecoded(k, s.reader).(type) {
 	case []float32:
 		return slices.Clone(p), nil
 	case []float64:
@@ -281,7 +342,7 @@ func (s *Store) GetVectorsCached(ctx context.Context, ref artifact.Ref) ([]Vecto
 // so no caller ever shares memory with the cache or with another caller.
 func getDecoded[T any](ctx context.Context, s *Store, ref artifact.Ref, decode func([]byte) (T, error), clone func(T) T) (T, error) {
 	k := s.blobKey(ref)
-	if v, ok := s.cache.getDecoded(k).(T); ok {
+	if v, ok := s.cache.getDecoded(k, s.reader).(T); ok {
 		return clone(v), nil
 	}
 	var zero T

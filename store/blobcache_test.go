@@ -12,27 +12,28 @@ import (
 
 func TestBlobCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	c := newBlobCache(10, 6)
+	r := cacheReader{id: "me"}
 	k := func(key string, n int) blobKey { return blobKey{bucket: "b", key: key, sha256: key, size: int64(n)} }
-	c.add(k("a", 4), make([]byte, 4))
-	c.add(k("b", 4), make([]byte, 4))
-	if _, ok := c.get(k("a", 4)); !ok { // a is now the most recent
+	c.add(k("a", 4), make([]byte, 4), r)
+	c.add(k("b", 4), make([]byte, 4), r)
+	if _, ok := c.get(k("a", 4), r); !ok { // a is now the most recent
 		t.Fatal("a missing")
 	}
-	c.add(k("c", 4), make([]byte, 4)) // 12 > 10: evicts b
-	if _, ok := c.get(k("b", 4)); ok {
+	c.add(k("c", 4), make([]byte, 4), r) // 12 > 10: evicts b
+	if _, ok := c.get(k("b", 4), r); ok {
 		t.Error("b should have been evicted")
 	}
 	for _, key := range []string{"a", "c"} {
-		if _, ok := c.get(k(key, 4)); !ok {
+		if _, ok := c.get(k(key, 4), r); !ok {
 			t.Errorf("%s missing", key)
 		}
 	}
-	c.add(k("big", 7), make([]byte, 7)) // over maxItem: not cached
-	if _, ok := c.get(k("big", 7)); ok {
+	c.add(k("big", 7), make([]byte, 7), r) // over maxItem: not cached
+	if _, ok := c.get(k("big", 7), r); ok {
 		t.Error("an item over maxItem was cached")
 	}
-	c.add(k("short", 5), make([]byte, 4)) // size disagrees with its ref: not cached
-	if _, ok := c.get(k("short", 5)); ok {
+	c.add(k("short", 5), make([]byte, 4), r) // size disagrees with its ref: not cached
+	if _, ok := c.get(k("short", 5), r); ok {
 		t.Error("bytes whose length differs from the ref's size were cached")
 	}
 	if c.used != 8 {
@@ -105,5 +106,55 @@ func TestCachedReadsAreCopies(t *testing.T) {
 			t.Fatalf("%d: GetVectorsCached = %v, %v", i, recs, err)
 		}
 		recs[0].Vectors["c"][0] = 99
+	}
+}
+
+// TestSharedCacheReaders checks what the process's shared cache answers
+// each Store: an entry its identity wrote or read, one whose key its
+// CanRead allows, anything when it ReadsAll, and nothing else (a Store
+// with neither still reads from S3, where the bucket policy decides).
+func TestSharedCacheReaders(t *testing.T) {
+	c := newBlobCache(1<<20, 1<<10)
+	site := func(name string) cacheReader {
+		return cacheReader{id: "site." + name, canRead: func(key string) bool { return artifact.SiteMayRead(name, key) }}
+	}
+	root := cacheReader{id: "root", readsAll: true}
+	remote := cacheReader{id: "remote"} // neither: only what it touched
+	k := func(key string) blobKey { return blobKey{bucket: "b", key: key, sha256: key, size: 1} }
+	aModel, bModel := artifact.ModelKey("c", 1, "a"), artifact.ModelKey("c", 1, "b")
+	global := artifact.AggregateKey("c", 1, "global")
+	c.add(k(aModel), []byte{1}, site("a"))
+	c.add(k(bModel), []byte{2}, site("b"))
+	c.add(k(global), []byte{3}, root)
+	cases := []struct {
+		who  string
+		r    cacheReader
+		key  string
+		want bool
+	}{
+		0: {"a", site("a"), aModel, true},    // wrote it
+		1: {"a", site("a"), bModel, false},   // b's model: the policy denies it
+		2: {"a", site("a"), global, true},    // the global model: SiteReadPatterns
+		3: {"b", site("b"), aModel, false},   // a's model
+		4: {"root", root, aModel, true},      // reads all
+		5: {"root", root, bModel, true},      // reads all
+		6: {"remote", remote, global, false}, // touched nothing yet
+	}
+	for i, tc := range cases {
+		if _, ok := c.get(k(tc.key), tc.r); ok != tc.want {
+			t.Errorf("%d: %s reads %s from the cache: %v, want %v", i, tc.who, tc.key, ok, tc.want)
+		}
+		if v := c.getDecoded(k(tc.key), tc.r); v != nil {
+			t.Errorf("%d: a decoded value where none was set", i)
+		}
+	}
+	// Once the remote identity has read the global model itself (from S3,
+	// which checked its right), the cache answers it too.
+	c.add(k(global), []byte{3}, remote)
+	if _, ok := c.get(k(global), remote); !ok {
+		t.Error("remote does not see the entry it read")
+	}
+	if _, ok := c.get(k(bModel), remote); ok {
+		t.Error("remote sees b's model")
 	}
 }

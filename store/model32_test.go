@@ -174,15 +174,15 @@ func TestModel32CachedAfterRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := testStore.blobKey(ref)
-	if testStore.cache.getDecoded(k) != nil {
+	if testStore.cache.getDecoded(k, testStore.reader) != nil {
 		t.Fatal("Put cached a decoded copy")
 	}
 	p, err := testStore.GetModelParams32(ctx, ref)
 	if err != nil || !slices.Equal(p, params) {
 		t.Fatalf("first read: %v, %v", p, err)
 	}
-	if d, ok := testStore.cache.getDecoded(k).([]float32); !ok || !slices.Equal(d, params) {
-		t.Fatalf("after the first read the cache holds %v, want the decoded float32 parameters", testStore.cache.getDecoded(k))
+	if d, ok := testStore.cache.getDecoded(k, testStore.reader).([]float32); !ok || !slices.Equal(d, params) {
+		t.Fatalf("after the first read the cache holds %v, want the decoded float32 parameters", testStore.cache.getDecoded(k, testStore.reader))
 	}
 	p[0] = 99
 	if p2, err := testStore.GetModelParams32(ctx, ref); err != nil || !slices.Equal(p2, params) {

@@ -67,6 +67,15 @@ type Config struct {
 	CAFile string
 	// InsecureSkipVerify disables TLS certificate checks. Only for testing.
 	InsecureSkipVerify bool
+	// ReadsAll says that this identity may read every key of the bucket
+	// (the root account of the local stack), and CanRead which keys it may
+	// read when it may not read them all (a site of the local stack:
+	// artifact.SiteMayRead). They decide what the process's shared cache
+	// of artifacts answers this Store (see GetCached); neither grants
+	// anything in S3. With neither, the cache answers only what this
+	// identity wrote or read itself.
+	ReadsAll bool
+	CanRead  func(key string) bool
 }
 
 // CredentialsFromEnv reads PTOPOFL_S3_ACCESS_KEY and PTOPOFL_S3_SECRET_KEY.
@@ -90,7 +99,8 @@ type Store struct {
 	client *minio.Client
 	bucket string
 	region string
-	cache  *blobCache // see GetCached
+	cache  *blobCache // see GetCached; shared by the process's Stores of the same endpoint and bucket
+	reader cacheReader
 }
 
 // New returns a Store for cfg. It does not contact the server; EnsureBucket does.
@@ -142,7 +152,8 @@ func New(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: S3 client for %s: %w", cfg.Endpoint, err)
 	}
-	return &Store{client: c, bucket: cfg.Bucket, region: region, cache: newBlobCache(blobCacheBytes, blobCacheMaxItem)}, nil
+	return &Store{client: c, bucket: cfg.Bucket, region: region, cache: sharedCache(host, secure, cfg.Bucket),
+		reader: cacheReader{id: cfg.AccessKey, readsAll: cfg.ReadsAll, canRead: cfg.CanRead}}, nil
 }
 
 func parseEndpoint(endpoint string, secure bool) (host string, tlsOn bool, err error) {

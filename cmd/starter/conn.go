@@ -147,7 +147,9 @@ func (c *connFlags) connectLocal(ctx context.Context, stderr io.Writer) (*env, e
 		return nil, fmt.Errorf("local stack: dial Temporal %s: %w", ep.Temporal, err)
 	}
 	e.closers = append(e.closers, cl.Close)
-	st, err := store.New(store.Config{Endpoint: ep.S3URL, Bucket: ep.Bucket, AccessKey: o.AccessKey, SecretKey: o.SecretKey})
+	// The stack's root account reads the whole bucket: the process's
+	// shared artifact cache may answer it anything (store.Config.ReadsAll).
+	st, err := store.New(store.Config{Endpoint: ep.S3URL, Bucket: ep.Bucket, AccessKey: o.AccessKey, SecretKey: o.SecretKey, ReadsAll: true})
 	if err == nil {
 		err = st.EnsureBucket(ctx)
 	}

@@ -188,12 +188,34 @@ func TestSiteIsolation(t *testing.T) {
 		t.Errorf("site a reads b's model after 200 more grants: %v, want AccessDenied", err)
 	}
 
-	// The grants outlive a restart of the server (they are files beside
-	// its data directory).
+	// The process's shared artifact cache answers a site only what the
+	// policy lets it read: with the server down, site a still gets the
+	// global model root wrote through the cache, and never b's model,
+	// cached by root just the same.
+	globalRef, err := root.PutCached(ctx, artifact.AggregateKey(c, 2, "global"), []byte("global 2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bRef, err := root.PutCached(ctx, artifact.ModelKey(c, 2, "b"), []byte("b model 2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.GetCached(ctx, bRef); !accessDenied(err) {
+		t.Errorf("site a reads b's cached model: %v, want AccessDenied", err)
+	}
 	addr := srv.Addr()
 	if err := srv.Stop(); err != nil {
 		t.Fatal(err)
 	}
+	if got, err := a.GetCached(ctx, globalRef); err != nil || string(got) != "global 2" {
+		t.Errorf("site a reads the cached global model with S3 down: %q, %v", got, err)
+	}
+	if _, err := a.GetCached(ctx, bRef); err == nil {
+		t.Error("site a read b's cached model with S3 down")
+	}
+
+	// The grants outlive a restart of the server (they are files beside
+	// its data directory).
 	srv, err = s3local.Start(ctx, s3local.Config{Dir: filepath.Join(dir, "s3"), Addr: addr, AccessKey: rootAK, SecretKey: rootSK})
 	if err != nil {
 		t.Fatal(err)

@@ -321,7 +321,7 @@ func (s *Stack) StoreConfig(bucket string) store.Config {
 		bucket = s.ep.Bucket
 	}
 	return store.Config{Endpoint: s.ep.S3URL, Bucket: bucket, AccessKey: s.accessKey, SecretKey: s.secretKey, Region: s3local.Region,
-		CAFile: tlsPart(s.tls, "ca")}
+		CAFile: tlsPart(s.tls, "ca"), ReadsAll: true}
 }
 
 // tlsPart is one file of f, or "" when f is nil.
