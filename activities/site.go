@@ -60,18 +60,40 @@ func (s *Site) Register(r interface {
 	r.RegisterActivityWithOptions(timedActivity(s.Evaluate), activity.RegisterOptions{Name: pipeline.ActivityEvaluate})
 }
 
+// RegisterColocated registers the site activities under
+// pipeline.ColocatedActivity names, on the server worker of a process that
+// serves the site itself: a campaign started Colocated runs them there as
+// local activities. They are the same activities, reading the site's own
+// files with the site's own store identity.
+func (s *Site) RegisterColocated(r interface {
+	RegisterActivityWithOptions(any, activity.RegisterOptions)
+}) {
+	for _, a := range []struct {
+		name string
+		fn   any
+	}{
+		{pipeline.ActivityComputeDescriptor, timedActivity(s.ComputeDescriptor)},
+		{pipeline.ActivityTrainLocal, timedActivity(s.TrainLocal)},
+		{pipeline.ActivityEvaluate, timedActivity(s.Evaluate)},
+	} {
+		r.RegisterActivityWithOptions(a.fn, activity.RegisterOptions{Name: pipeline.ColocatedActivity(s.name, a.name)})
+	}
+}
+
 // timedActivity wraps an activity so that its output records the wall time
-// it spent in the store (pipeline.Spent, counted by a store.Timer), which
-// `starter timings` reads from the history to tell storage from
-// computation.
+// it spent in the store (pipeline.Spent, counted by a store.Timer), when it
+// started and how long it ran, which `starter timings` reads from the
+// history to tell storage from computation (and, for a local activity,
+// when it ran).
 func timedActivity[I, O any, P interface {
 	*O
-	Spend(float64)
+	Spend(float64, time.Time, float64)
 }](f func(context.Context, I) (O, error)) func(context.Context, I) (O, error) {
 	return func(ctx context.Context, in I) (O, error) {
+		start := time.Now()
 		ctx, t := store.WithTimer(ctx)
 		out, err := f(ctx, in)
-		P(&out).Spend(t.Seconds())
+		P(&out).Spend(t.Seconds(), start.UTC(), time.Since(start).Seconds())
 		return out, err
 	}
 }

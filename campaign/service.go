@@ -44,6 +44,13 @@ type Service struct {
 	// default. A client sealing payloads (internal/payloadcodec) needs its
 	// own converter here.
 	Converter converter.DataConverter
+	// Colocated starts campaigns and sweeps with
+	// pipeline.CampaignWorkflowInput.Colocated: their site activities run
+	// as local activities of this process's server worker. StartLocalWorkers
+	// and StartSweepWorkers set it once they have registered every site's
+	// activities on that worker; a deployment, whose sites run workers of
+	// their own, leaves it false.
+	Colocated bool
 }
 
 // New returns a Service over c and st; closing them stays the caller's.

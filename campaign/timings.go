@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
@@ -47,9 +48,16 @@ type RoundTiming struct {
 	// Temporal server persisted and dispatched for the round, each a
 	// transaction of its persistence (the parent campaign's share, the
 	// child's start and close, is not counted).
-	Events        int `json:"events"`
-	WorkflowTasks int `json:"workflow_tasks"`
-	ActivityTasks int `json:"activity_tasks"`
+	//
+	// LocalActivities counts the local activities the history records (a
+	// marker each, written with a workflow task): the server's, and the
+	// sites' in a colocated campaign (pipeline.CampaignWorkflowInput.Colocated),
+	// whose execution intervals come from the activities' own clocks
+	// (pipeline.Spent) and count in ActivitySeconds as a site worker's do.
+	Events          int `json:"events"`
+	WorkflowTasks   int `json:"workflow_tasks"`
+	ActivityTasks   int `json:"activity_tasks"`
+	LocalActivities int `json:"local_activities"`
 	// StoreUnknown counts the activities whose result could not be read
 	// (encrypted with a key this process lacks, or from a version that did
 	// not record it): their store time counts as zero.
@@ -118,14 +126,14 @@ func RoundTimingOf(events []*historypb.HistoryEvent, dc converter.DataConverter)
 	busy, inStore := map[string]float64{}, map[string]float64{} // activity type → summed seconds
 	var serverStore float64
 	unknown := 0
-	spent := func(p *commonpb.Payloads) (float64, bool) {
+	spent := func(p *commonpb.Payloads) (pipeline.Spent, bool) {
 		var sp pipeline.Spent
 		if p == nil || dc.FromPayloads(p, &sp) != nil {
-			return 0, false
+			return pipeline.Spent{}, false
 		}
-		return sp.StoreSeconds, true
+		return sp, true
 	}
-	wfts, acts := 0, 0
+	wfts, acts, locals := 0, 0, 0
 	for _, ev := range events {
 		at := ev.GetEventTime().AsTime()
 		switch ev.GetEventType() {
@@ -152,11 +160,11 @@ func RoundTimingOf(events []*historypb.HistoryEvent, dc converter.DataConverter)
 			all = append(all, iv)
 			busy[types[id]] += at.Sub(st).Seconds()
 			if ev.GetEventType() == enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED {
-				sec, ok := spent(ev.GetActivityTaskCompletedEventAttributes().GetResult())
+				sp, ok := spent(ev.GetActivityTaskCompletedEventAttributes().GetResult())
 				if !ok {
 					unknown++
 				}
-				inStore[types[id]] += sec
+				inStore[types[id]] += sp.StoreSeconds
 			}
 		case enumspb.EVENT_TYPE_MARKER_RECORDED:
 			// A local activity's marker: the SDK's "data" (its type) and
@@ -165,18 +173,29 @@ func RoundTimingOf(events []*historypb.HistoryEvent, dc converter.DataConverter)
 			if m.GetMarkerName() != "LocalActivity" || m.GetFailure() != nil {
 				continue
 			}
-			if sec, ok := spent(m.GetDetails()["result"]); ok {
-				serverStore += sec
-			} else {
+			locals++
+			sp, ok := spent(m.GetDetails()["result"])
+			if !ok {
 				unknown++
+				continue
 			}
+			if typ := colocatedType(m.GetDetails()["data"], dc); typ != "" && !sp.Started.IsZero() {
+				// A colocated site activity: its own clock says when it ran.
+				iv := [2]time.Time{sp.Started, sp.Started.Add(time.Duration(sp.Seconds * float64(time.Second)))}
+				spans[typ] = append(spans[typ], iv)
+				all = append(all, iv)
+				busy[typ] += sp.Seconds
+				inStore[typ] += sp.StoreSeconds
+				continue
+			}
+			serverStore += sp.StoreSeconds
 		}
 	}
 	if first.IsZero() || !completed {
 		return RoundTiming{}, fmt.Errorf("round workflow has not completed")
 	}
 	t := RoundTiming{WallSeconds: last.Sub(first).Seconds(), ActivitySeconds: map[string]float64{},
-		Events: len(events), WorkflowTasks: wfts, ActivityTasks: acts}
+		Events: len(events), WorkflowTasks: wfts, ActivityTasks: acts, LocalActivities: locals}
 	for typ, ivs := range spans {
 		t.ActivitySeconds[typ] = unionSeconds(ivs)
 	}
@@ -189,6 +208,21 @@ func RoundTimingOf(events []*historypb.HistoryEvent, dc converter.DataConverter)
 	}
 	t.ServerStoreSeconds, t.StoreUnknown = min(serverStore, t.OrchestrationSeconds), unknown
 	return t, nil
+}
+
+// colocatedType is the site activity type (pipeline.ActivityTrainLocal, …)
+// of a local activity marker's "data" payload when it names a colocated
+// site activity (pipeline.ColocatedActivity), "" otherwise.
+func colocatedType(p *commonpb.Payloads, dc converter.DataConverter) string {
+	var data struct{ ActivityType string }
+	if p == nil || dc.FromPayloads(p, &data) != nil {
+		return ""
+	}
+	parts := strings.Split(data.ActivityType, "/")
+	if len(parts) != 3 || pipeline.ColocatedActivity(parts[1], parts[2]) != data.ActivityType {
+		return ""
+	}
+	return parts[2]
 }
 
 // converter is the data converter the service's histories are read with.

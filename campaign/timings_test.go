@@ -112,3 +112,67 @@ func TestRoundTimingOf(t *testing.T) {
 		t.Error("a round without its completion event: no error")
 	}
 }
+
+// TestRoundTimingOfColocated checks a colocated round (site activities as
+// local activities, pipeline.CampaignWorkflowInput.Colocated): their
+// markers say nothing of when they ran, so the intervals come from the
+// activities' own clocks (pipeline.Spent.Started, Seconds). The round runs
+// from t=0 to t=10 s; TrainLocal markers for sites a and b ran over [1, 4]
+// (0.5 s in the store) and [2, 6] (1.5 s), union 5 s; Evaluate for a over
+// [7, 8]; the server's Aggregate marker reported 0.25 s in the store. So
+// 6 s of site activity, 4 s of orchestration, and four local activities.
+// A marker whose type is not a colocated name counts as the server's even
+// when it reports a start.
+func TestRoundTimingOfColocated(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	sec := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	dc := converter.GetDefaultDataConverter()
+	payload := func(v any) *commonpb.Payloads {
+		p, err := dc.ToPayloads(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	evs := []*historypb.HistoryEvent{{EventId: 1, EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, EventTime: timestamppb.New(t0)}}
+	marker := func(typ string, start, ran, store float64) {
+		data := struct{ ActivityID, ActivityType string }{"1", typ}
+		res := pipeline.TrainLocalOutput{Spent: pipeline.Spent{StoreSeconds: store, Started: sec(start), Seconds: ran}}
+		evs = append(evs, &historypb.HistoryEvent{EventId: int64(len(evs) + 1), EventType: enumspb.EVENT_TYPE_MARKER_RECORDED, EventTime: timestamppb.New(sec(9)),
+			Attributes: &historypb.HistoryEvent_MarkerRecordedEventAttributes{MarkerRecordedEventAttributes: &historypb.MarkerRecordedEventAttributes{
+				MarkerName: "LocalActivity", Details: map[string]*commonpb.Payloads{"data": payload(data), "result": payload(res)}}}})
+	}
+	marker(pipeline.ColocatedActivity("a", pipeline.ActivityTrainLocal), 1, 3, 0.5)
+	marker(pipeline.ColocatedActivity("b", pipeline.ActivityTrainLocal), 2, 4, 1.5)
+	marker(pipeline.ColocatedActivity("a", pipeline.ActivityEvaluate), 7, 1, 0)
+	marker(pipeline.ActivityAggregate, 8.5, 0.5, 0.25)
+	evs = append(evs, &historypb.HistoryEvent{EventId: int64(len(evs) + 1), EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, EventTime: timestamppb.New(sec(10))})
+
+	got, err := RoundTimingOf(evs, dc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _, ev, st, or := got.Split()
+	cases := []struct {
+		name      string
+		got, want float64
+	}{
+		{"wall", got.WallSeconds, 10},
+		{"TrainLocal", got.ActivitySeconds[pipeline.ActivityTrainLocal], 5},
+		{"Evaluate", got.ActivitySeconds[pipeline.ActivityEvaluate], 1},
+		{"orchestration", got.OrchestrationSeconds, 4},
+		{"TrainLocal store share", got.StoreShare[pipeline.ActivityTrainLocal], 2.0 / 7},
+		{"server store", got.ServerStoreSeconds, 0.25},
+		{"split training", tr, 5 - 5*2.0/7},
+		{"split evaluation", ev, 1},
+		{"split storage", st, 5*2.0/7 + 0.25},
+		{"split orchestration", or, 4 - 0.25},
+		{"local activities", float64(got.LocalActivities), 4},
+		{"activity tasks", float64(got.ActivityTasks), 0},
+	}
+	for i, c := range cases {
+		if math.Abs(c.got-c.want) > 1e-9 {
+			t.Errorf("case %d (%s): %v, want %v", i, c.name, c.got, c.want)
+		}
+	}
+}

@@ -33,19 +33,24 @@ func (s *Service) StartLocalWorkers(fed *Federation, sites []pipeline.Site, prog
 	if err != nil {
 		return nil, err
 	}
-	w, err := workers.StartServer(s.Client, s.Store, workers.Options{})
-	if err != nil {
-		return nil, err
-	}
-	started = append(started, w)
+	// The sites' workers first, each registering its activities on the
+	// server worker too (colocated), which starts once it has them all.
+	server := workers.NewServer(s.Client, s.Store, workers.Options{})
 	for _, site := range sites {
-		w, err := workers.StartSite(s.Client, stores[site.Name], site.Name, fed.Dir, workers.Options{SecretDir: s.SecretDir})
+		w, err := workers.StartSite(s.Client, stores[site.Name], site.Name, fed.Dir,
+			workers.Options{SecretDir: s.SecretDir, ColocateOn: server})
 		if err != nil {
 			stop()
 			return nil, err
 		}
 		started = append(started, w)
 	}
+	if err := server.Start(); err != nil {
+		stop()
+		return nil, fmt.Errorf("start server worker on %s: %w", pipeline.ServerTaskQueue, err)
+	}
+	started = append(started, server)
+	s.Colocated = true
 	if progress != nil {
 		fmt.Fprintf(progress, "workers: server + %d sites in process, data %s\n", len(sites), fed.Dir)
 	}
@@ -73,11 +78,9 @@ func (s *Service) StartSweepWorkers(plan SweepPlan, progress io.Writer) (stop fu
 	if err != nil {
 		return nil, err
 	}
-	w := workers.NewServer(s.Client, s.Store, workers.Options{})
-	if err := w.Start(); err != nil {
-		return nil, fmt.Errorf("start server worker: %w", err)
-	}
-	started = append(started, w)
+	// The sites' workers first, each registering its activities on the
+	// server worker too (colocated), which starts once it has them all.
+	server := workers.NewServer(s.Client, s.Store, workers.Options{})
 	seen := map[string]bool{}
 	for _, f := range plan.Spec.Federations {
 		for _, site := range f.Sites {
@@ -87,7 +90,7 @@ func (s *Service) StartSweepWorkers(plan SweepPlan, progress io.Writer) (stop fu
 			seen[site.Name] = true
 			// One poller: a sweep can have a hundred sites in one process.
 			sw, err := workers.NewSite(s.Client, stores[site.Name], site.Name, plan.FedDirs[f.Name],
-				workers.Options{Worker: worker.Options{MaxConcurrentActivityTaskPollers: 1}, SecretDir: s.SecretDir})
+				workers.Options{Worker: worker.Options{MaxConcurrentActivityTaskPollers: 1}, SecretDir: s.SecretDir, ColocateOn: server})
 			if err != nil {
 				stop()
 				return nil, err
@@ -99,6 +102,12 @@ func (s *Service) StartSweepWorkers(plan SweepPlan, progress io.Writer) (stop fu
 			started = append(started, sw)
 		}
 	}
+	if err := server.Start(); err != nil {
+		stop()
+		return nil, fmt.Errorf("start server worker on %s: %w", pipeline.ServerTaskQueue, err)
+	}
+	started = append(started, server)
+	s.Colocated = true
 	if progress != nil {
 		fmt.Fprintf(progress, "workers: server + %d sites in process\n", len(seen))
 	}

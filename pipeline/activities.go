@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"time"
+
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
@@ -94,12 +96,22 @@ type ComputeDescriptorOutput struct {
 // output so that `starter timings` can tell storage from computation in
 // the history. Workflows never read it: it differs between two runs of the
 // same activity and must shape no manifest.
+//
+// Started and Seconds are when the activity started and how long it ran,
+// by the worker's clock: the history records them for an ordinary
+// activity (its started and completed events) but not for a local one,
+// whose marker is written with the workflow task that follows it.
 type Spent struct {
-	StoreSeconds float64 `json:"store_seconds,omitempty"`
+	StoreSeconds float64   `json:"store_seconds,omitempty"`
+	Started      time.Time `json:"started,omitzero"`
+	Seconds      float64   `json:"seconds,omitempty"`
 }
 
-// Spend records seconds spent in the store.
-func (s *Spent) Spend(seconds float64) { s.StoreSeconds = seconds }
+// Spend records seconds spent in the store by an activity that started at
+// started and ran for ran seconds.
+func (s *Spent) Spend(store float64, started time.Time, ran float64) {
+	s.StoreSeconds, s.Started, s.Seconds = store, started, ran
+}
 
 // TrainLocalInput asks a site to train its local model for one round. Runs
 // on SiteTaskQueue(Site) as ActivityTrainLocal; it must heartbeat at least

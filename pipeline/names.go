@@ -12,6 +12,13 @@ const ServerTaskQueue = "ptopofl-server"
 // safe in a task-queue name and an S3 key.
 func SiteTaskQueue(site string) string { return "ptopofl-site-" + site }
 
+// ColocatedActivity returns the name under which a server worker that
+// serves site in its own process registers site's activity, "site/<site>/<activity>":
+// a campaign started with Colocated set runs its site activities as local
+// activities of the server worker under these names instead of through
+// SiteTaskQueue(site). Site names are validated to hold no "/".
+func ColocatedActivity(site, activity string) string { return "site/" + site + "/" + activity }
+
 // Workflow type names, registered by the server worker under these names so
 // that a rename of the Go function never breaks running histories.
 const (

@@ -42,7 +42,7 @@ func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (
 	// Defaults are applied inside the workflow, not only by the starter, so a
 	// spec that reaches Temporal by another route is held to the same rules.
 	spec := in.Spec.WithDefaults()
-	c := &campaign{spec: spec, st: pipeline.CampaignState{NextRound: 1}, attempt: in.Attempt, supersedes: in.Supersedes}
+	c := &campaign{spec: spec, st: pipeline.CampaignState{NextRound: 1}, attempt: in.Attempt, supersedes: in.Supersedes, colocated: in.Colocated}
 	if in.State != nil {
 		c.st = *in.State
 	}
@@ -95,7 +95,7 @@ func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (
 			// The original spec, not the defaulted one: defaults are
 			// re-applied by the next run, so both runs see the same spec.
 			return pipeline.CampaignWorkflowOutput{}, workflow.NewContinueAsNewError(ctx, CampaignWorkflow,
-				pipeline.CampaignWorkflowInput{Spec: in.Spec, State: &c.st, Attempt: in.Attempt, Supersedes: c.supersedes})
+				pipeline.CampaignWorkflowInput{Spec: in.Spec, State: &c.st, Attempt: in.Attempt, Supersedes: c.supersedes, Colocated: in.Colocated})
 		}
 	}
 
@@ -146,6 +146,8 @@ type campaign struct {
 	// the status reports it as the last manifest, while st keeps the state
 	// after the last committed round, where a new attempt resumes.
 	failedManifest *pipeline.ArtifactRef
+	// colocated is the input's Colocated, passed to every round.
+	colocated bool
 }
 
 func (c *campaign) runRound(ctx workflow.Context) error {
@@ -178,7 +180,7 @@ func (c *campaign) runRound(ctx workflow.Context) error {
 	var out pipeline.RoundWorkflowOutput
 	err := workflow.ExecuteChildWorkflow(cctx, RoundWorkflow, pipeline.RoundWorkflowInput{
 		Spec: c.spec, Round: n, Carry: c.st.Carry, Protocol: pipeline.RoundProtocolCurrent,
-		Attempt: c.attempt, Supersedes: c.supersedes, Privacy: privacy,
+		Attempt: c.attempt, Supersedes: c.supersedes, Privacy: privacy, Colocated: c.colocated,
 	}).Get(ctx, &out)
 	if err != nil {
 		return c.fail(n, err)

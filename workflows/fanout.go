@@ -21,7 +21,10 @@ type fanOutRequest struct {
 	// Protocol is the round's pipeline.RoundProtocol*: how the deadline
 	// is kept.
 	Protocol int
-	Input    func(site string) any
+	// Colocated runs the activity as a local activity of this worker,
+	// under pipeline.ColocatedActivity(site, Activity) (siteLocalActivityOptions).
+	Colocated bool
+	Input     func(site string) any
 }
 
 // fanOutResult holds the answers in a map that is only ever read by key
@@ -81,8 +84,14 @@ func fanOut[T any](ctx workflow.Context, spec pipeline.CampaignSpec, req fanOutR
 	pending := len(req.Sites)
 	for _, site := range req.Sites {
 		site := site
-		actx := workflow.WithActivityOptions(fanCtx, siteActivityOptions(spec, site, req.Heartbeat))
-		f := workflow.ExecuteActivity(actx, req.Activity, req.Input(site))
+		var f workflow.Future
+		if req.Colocated {
+			lctx := workflow.WithLocalActivityOptions(fanCtx, siteLocalActivityOptions(spec))
+			f = workflow.ExecuteLocalActivity(lctx, pipeline.ColocatedActivity(site, req.Activity), req.Input(site))
+		} else {
+			actx := workflow.WithActivityOptions(fanCtx, siteActivityOptions(spec, site, req.Heartbeat))
+			f = workflow.ExecuteActivity(actx, req.Activity, req.Input(site))
+		}
 		sel.AddFuture(f, func(f workflow.Future) {
 			pending--
 			answered[site] = true

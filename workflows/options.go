@@ -44,6 +44,31 @@ func siteActivityOptions(spec pipeline.CampaignSpec, site string, heartbeat bool
 	return o
 }
 
+// siteLocalActivityOptions runs a site activity as a local activity of the
+// server worker, for a campaign whose sites that worker serves in its own
+// process (pipeline.CampaignWorkflowInput.Colocated). The deadline and the
+// retries are siteActivityOptions': ScheduleToClose is the round deadline,
+// each attempt is bounded by SiteActivityTimeout, bad site data is not
+// retried. A local activity has no heartbeat (the SDK heartbeats the
+// workflow task instead, so a long training keeps it alive), and a worker
+// killed mid-activity is noticed when the workflow task times out; the
+// activity then runs again, which is safe because site activities are
+// deterministic in their inputs and write content-addressed keys.
+//
+// What it saves is Temporal's share of a small round: an ordinary activity
+// is a task queued, polled and completed through the server, three history
+// events and their persistence writes, and a workflow task to learn of its
+// end; a local activity is one marker, written with the workflow task that
+// runs it, so a tabular round's ten trainings and ten evaluations take a
+// handful of workflow tasks instead of twenty activity tasks.
+func siteLocalActivityOptions(spec pipeline.CampaignSpec) workflow.LocalActivityOptions {
+	return workflow.LocalActivityOptions{
+		ScheduleToCloseTimeout: spec.RoundDeadline,
+		StartToCloseTimeout:    spec.SiteActivityTimeout,
+		RetryPolicy:            siteRetryPolicy,
+	}
+}
+
 // serverLocalActivityOptions runs a server activity (clustering,
 // aggregation, commit) as a local activity: in the server worker that runs
 // the workflow, right away, instead of through a task queue. A server

@@ -78,11 +78,14 @@ type round struct {
 	n        int // round number
 	protocol int // pipeline.RoundProtocol*: the version of the round's steps
 	attempt  int // the campaign's attempt (0 or 1: the first)
-	carry    pipeline.RoundCarry
-	m        pipeline.RoundManifest
-	index    map[string]int // site → position in spec.Sites
-	active   []string       // sites still in the round, spec order
-	nTrain   map[string]int // site → training rows, from this round's training
+	// colocated: the site activities run as local activities of the
+	// server worker (pipeline.CampaignWorkflowInput.Colocated).
+	colocated bool
+	carry     pipeline.RoundCarry
+	m         pipeline.RoundManifest
+	index     map[string]int // site → position in spec.Sites
+	active    []string       // sites still in the round, spec order
+	nTrain    map[string]int // site → training rows, from this round's training
 	// scored holds each site's evaluation from its training activity, for
 	// methods scored on their own update (evaluatesInTraining).
 	scored map[string]*pipeline.EvaluateOutput
@@ -108,10 +111,13 @@ func newRound(ctx workflow.Context, in pipeline.RoundWorkflowInput) *round {
 		n:        in.Round,
 		protocol: in.Protocol,
 		attempt:  in.Attempt,
-		carry:    in.Carry,
-		index:    make(map[string]int, len(spec.Sites)),
-		nTrain:   make(map[string]int, len(spec.Sites)),
-		scored:   make(map[string]*pipeline.EvaluateOutput, len(spec.Sites)),
+		// Colocated dispatch came after the current protocol; a legacy
+		// round keeps its timer and its queues.
+		colocated: in.Colocated && in.Protocol >= pipeline.RoundProtocolCurrent,
+		carry:     in.Carry,
+		index:     make(map[string]int, len(spec.Sites)),
+		nTrain:    make(map[string]int, len(spec.Sites)),
+		scored:    make(map[string]*pipeline.EvaluateOutput, len(spec.Sites)),
 
 		updateScored: make(map[string]*pipeline.EvaluateOutput, len(spec.Sites)),
 		released:     make(map[string][]pipeline.Release, len(spec.Sites)),
@@ -269,7 +275,7 @@ func (r *round) descriptors(ctx workflow.Context) error {
 		models = siteRefs(r.carry.Models)
 	}
 	res := fanOut[pipeline.ComputeDescriptorOutput](ctx, r.spec, fanOutRequest{
-		Phase: pipeline.PhaseDescriptor, Protocol: r.protocol, Activity: pipeline.ActivityComputeDescriptor, Sites: need,
+		Phase: pipeline.PhaseDescriptor, Protocol: r.protocol, Colocated: r.colocated, Activity: pipeline.ActivityComputeDescriptor, Sites: need,
 		Input: func(site string) any {
 			return pipeline.ComputeDescriptorInput{
 				SiteCall: r.siteCall(site, pipeline.PurposeDescriptor),
@@ -331,7 +337,7 @@ func (r *round) train(ctx workflow.Context) ([]pipeline.SiteUpdate, error) {
 		clusters[r.carry.Clusters[i].Site] = &r.carry.Clusters[i]
 	}
 	res := fanOut[pipeline.TrainLocalOutput](ctx, r.spec, fanOutRequest{
-		Phase: pipeline.PhaseTrain, Protocol: r.protocol, Activity: pipeline.ActivityTrainLocal, Sites: r.active, Heartbeat: true,
+		Phase: pipeline.PhaseTrain, Protocol: r.protocol, Colocated: r.colocated, Activity: pipeline.ActivityTrainLocal, Sites: r.active, Heartbeat: true,
 		Input: func(site string) any {
 			return pipeline.TrainLocalInput{
 				SiteCall:    r.siteCall(site, pipeline.PurposeTrain),
@@ -498,7 +504,7 @@ func (r *round) evaluateFanOut(ctx workflow.Context) fanOutResult[pipeline.Evalu
 	}
 	r.drop(noModel)
 	return fanOut[pipeline.EvaluateOutput](ctx, r.spec, fanOutRequest{
-		Phase: pipeline.PhaseEvaluate, Protocol: r.protocol, Activity: pipeline.ActivityEvaluate, Sites: r.active,
+		Phase: pipeline.PhaseEvaluate, Protocol: r.protocol, Colocated: r.colocated, Activity: pipeline.ActivityEvaluate, Sites: r.active,
 		Input: func(site string) any {
 			return pipeline.EvaluateInput{
 				SiteCall:  r.siteCall(site, pipeline.PurposeTrain),

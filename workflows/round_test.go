@@ -1,9 +1,13 @@
 package workflows
 
 import (
+	"encoding/json"
 	"fmt"
+	"testing"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/learn"
@@ -147,6 +151,70 @@ func (s *CampaignSuite) Test_OwnUpdateMethodsScoreInTraining() {
 				s.Equal(want.AUC, sm.AUC, "case %d round %d site %s", i, m.Round, sm.Site)
 				s.Equal(want.NumTest, sm.NumTest, "case %d round %d site %s", i, m.Round, sm.Site)
 			}
+		}
+	}
+}
+
+// TestColocatedRoundsMatchDispatched: a campaign started Colocated runs
+// its site activities as local activities under
+// pipeline.ColocatedActivity names, and its rounds are the ones the same
+// campaign dispatched to the sites' queues commits: the same manifests, a
+// failing site dropped with the same reason. The colocated environment
+// registers no activity under the plain site names, so a single
+// dispatched call would fail the test.
+func TestColocatedRoundsMatchDispatched(t *testing.T) {
+	run := func(colocated bool) ([]pipeline.RoundManifest, *fakeFederation) {
+		var ts testsuite.WorkflowTestSuite
+		env := ts.NewTestWorkflowEnvironment()
+		env.RegisterWorkflow(CampaignWorkflow)
+		env.RegisterWorkflow(RoundWorkflow)
+		fed := newFakeFederation()
+		fed.badFrom["c1"] = 2 // c1's training fails from round 2 on
+		server := map[string]any{
+			pipeline.ActivityClusterSites: fed.ClusterSites,
+			pipeline.ActivityAggregate:    fed.Aggregate,
+			pipeline.ActivityCommitRound:  fed.CommitRound,
+			pipeline.ActivityPruneRound:   fed.PruneRound,
+		}
+		site := map[string]any{
+			pipeline.ActivityComputeDescriptor: fed.ComputeDescriptor,
+			pipeline.ActivityTrainLocal:        fed.TrainLocal,
+			pipeline.ActivityEvaluate:          fed.Evaluate,
+		}
+		for name, fn := range server {
+			env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+		}
+		for name, fn := range site {
+			if !colocated {
+				env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+				continue
+			}
+			for _, s := range []string{"c0", "c1", "c2"} {
+				env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: pipeline.ColocatedActivity(s, name)})
+			}
+		}
+		env.ExecuteWorkflow(CampaignWorkflow, pipeline.CampaignWorkflowInput{Spec: testSpec(3), Colocated: colocated})
+		if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+			t.Fatalf("colocated=%v: campaign did not complete: %v", colocated, env.GetWorkflowError())
+		}
+		return fed.committed(), fed
+	}
+	want, wantFed := run(false)
+	got, gotFed := run(true)
+	if len(want) != 3 {
+		t.Fatalf("dispatched campaign committed %d rounds, want 3", len(want))
+	}
+	wb, _ := json.Marshal(want)
+	gb, _ := json.Marshal(got)
+	if string(wb) != string(gb) {
+		t.Errorf("colocated manifests differ from dispatched ones:\n got %s\nwant %s", gb, wb)
+	}
+	if len(got[1].Dropped) != 1 || got[1].Dropped[0].Site != "c1" || got[1].Dropped[0].Reason != pipeline.DropBadSiteData {
+		t.Errorf("round 2 drops %+v, want c1 dropped for bad site data", got[1].Dropped)
+	}
+	for _, name := range []string{pipeline.ActivityComputeDescriptor, pipeline.ActivityTrainLocal, pipeline.ActivityEvaluate} {
+		if g, w := gotFed.callCount(name), wantFed.callCount(name); g != w || g == 0 {
+			t.Errorf("%s ran %d times colocated, %d dispatched", name, g, w)
 		}
 	}
 }

@@ -61,7 +61,7 @@ func SweepWorkflow(ctx workflow.Context, in pipeline.SweepWorkflowInput) (pipeli
 	if err != nil { // Validate expanded the same grid: cannot happen
 		return pipeline.SweepWorkflowOutput{}, err
 	}
-	s := &sweep{spec: spec, campaigns: campaigns, running: map[int]bool{}, children: map[int]workflow.ChildWorkflowFuture{}}
+	s := &sweep{spec: spec, campaigns: campaigns, running: map[int]bool{}, children: map[int]workflow.ChildWorkflowFuture{}, colocated: in.Colocated}
 	if in.State != nil {
 		s.st = *in.State
 	}
@@ -108,7 +108,7 @@ func SweepWorkflow(ctx workflow.Context, in pipeline.SweepWorkflowInput) (pipeli
 			return pipeline.SweepWorkflowOutput{}, err
 		}
 		return pipeline.SweepWorkflowOutput{}, workflow.NewContinueAsNewError(ctx, SweepWorkflow,
-			pipeline.SweepWorkflowInput{Spec: in.Spec, State: &s.st})
+			pipeline.SweepWorkflowInput{Spec: in.Spec, State: &s.st, Colocated: in.Colocated})
 	}
 
 	s.building = true
@@ -149,6 +149,7 @@ type sweep struct {
 	children  map[int]workflow.ChildWorkflowFuture // campaign index → its child, while running
 	building  bool
 	finished  string
+	colocated bool // the input's Colocated, passed to every campaign
 }
 
 // start launches campaign c as a child workflow and records its outcome
@@ -161,7 +162,7 @@ func (s *sweep) start(ctx workflow.Context, c pipeline.SweepCampaign) {
 		WorkflowID: c.WorkflowID,
 		TaskQueue:  pipeline.ServerTaskQueue,
 	})
-	fut := workflow.ExecuteChildWorkflow(cctx, pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: c.Spec})
+	fut := workflow.ExecuteChildWorkflow(cctx, pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: c.Spec, Colocated: s.colocated})
 	s.children[c.Index] = fut
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		var out pipeline.CampaignWorkflowOutput

@@ -38,6 +38,15 @@ type Options struct {
 	// record. "" starts the site without one: it refuses dp record
 	// campaigns. Ignored by the server worker.
 	SecretDir string
+	// ColocateOn, when set, is the server worker (NewServer, not yet
+	// started) of the same process: NewSite registers the site's
+	// activities on it too, under pipeline.ColocatedActivity names, so
+	// that the campaigns this process starts Colocated run them there as
+	// local activities (pipeline.CampaignWorkflowInput.Colocated). The
+	// same activities, data and store identity serve both. Refused with
+	// Faults, which wrap the site's own worker. Ignored by the server
+	// worker.
+	ColocateOn worker.ActivityRegistry
 }
 
 // SecretFile is the file of site's secret in dir.
@@ -83,6 +92,24 @@ func NewSite(c client.Client, st *store.Store, site, dataDir string, opts Option
 		// A new slice: the caller's Options may be shared by other sites.
 		wo.Interceptors = append(slices.Clone(wo.Interceptors), newFaultInterceptor(site, opts.Faults))
 	}
+	if opts.ColocateOn != nil && opts.Faults.Enabled() {
+		return nil, fmt.Errorf("site worker %s: fault injection wraps the site's own worker, not a colocated server worker", site)
+	}
+	a, err := siteActivities(st, site, dataDir, opts)
+	if err != nil {
+		return nil, err
+	}
+	w := worker.New(c, pipeline.SiteTaskQueue(site), wo)
+	a.Register(w)
+	if opts.ColocateOn != nil {
+		a.RegisterColocated(opts.ColocateOn)
+	}
+	return w, nil
+}
+
+// siteActivities is site's activities over dataDir and st, with the site's
+// secret when opts names a SecretDir.
+func siteActivities(st *store.Store, site, dataDir string, opts Options) (*activities.Site, error) {
 	a := activities.NewSite(site, dataDir, st, opts.Site)
 	if opts.SecretDir != "" {
 		secret, _, err := noise.LoadOrCreateSecret(SecretFile(opts.SecretDir, site))
@@ -91,9 +118,7 @@ func NewSite(c client.Client, st *store.Store, site, dataDir string, opts Option
 		}
 		a.WithSecret(secret)
 	}
-	w := worker.New(c, pipeline.SiteTaskQueue(site), wo)
-	a.Register(w)
-	return w, nil
+	return a, nil
 }
 
 // StartSite starts the worker of site; Stop it when done.
