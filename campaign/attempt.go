@@ -356,7 +356,7 @@ func (s *Service) nextAttempt(ctx context.Context, spec pipeline.CampaignSpec, r
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 	}
-	in := pipeline.CampaignWorkflowInput{Spec: spec, State: &st, Attempt: a.Number, Supersedes: supersedes, Colocated: s.Colocated}
+	in := pipeline.CampaignWorkflowInput{Spec: spec, State: &st, Attempt: a.Number, Supersedes: supersedes, ColocatedQueue: s.ColocatedQueue}
 	a.Run, err = s.Client.ExecuteWorkflow(ctx, opts, pipeline.CampaignWorkflowName, in)
 	if err != nil {
 		return Attempt{}, fmt.Errorf("campaign %s: start attempt %d from round %d: %w", id, a.Number, a.From, err)

@@ -129,7 +129,7 @@ func ResultFromOutput(spec pipeline.CampaignSpec, bucket string, out pipeline.Ca
 // campaign afresh over a failed run, which would redo committed rounds
 // (and meet their manifests); StartAttempt starts the next attempt instead.
 func (s *Service) Start(ctx context.Context, spec pipeline.CampaignSpec) (client.WorkflowRun, error) {
-	return startOrAttach(ctx, s.Client, "campaign", spec.Campaign, pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: spec, Colocated: s.Colocated},
+	return startOrAttach(ctx, s.Client, "campaign", spec.Campaign, pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: spec, ColocatedQueue: s.ColocatedQueue},
 		enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE)
 }
 

@@ -44,13 +44,13 @@ type Service struct {
 	// default. A client sealing payloads (internal/payloadcodec) needs its
 	// own converter here.
 	Converter converter.DataConverter
-	// Colocated starts campaigns and sweeps with
-	// pipeline.CampaignWorkflowInput.Colocated: their site activities run
-	// as local activities of this process's server worker. StartLocalWorkers
-	// and StartSweepWorkers set it once they have registered every site's
-	// activities on that worker; a deployment, whose sites run workers of
-	// their own, leaves it false.
-	Colocated bool
+	// ColocatedQueue starts campaigns and sweeps with
+	// pipeline.CampaignWorkflowInput.ColocatedQueue: their rounds run on
+	// this process's colocated worker, their site activities as local
+	// activities there. StartLocalWorkers and StartSweepWorkers set it once
+	// that worker has every site's activities; a deployment, whose sites
+	// run workers of their own, leaves it empty.
+	ColocatedQueue string
 }
 
 // New returns a Service over c and st; closing them stays the caller's.

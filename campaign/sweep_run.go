@@ -18,7 +18,7 @@ import (
 // StartSweep starts the sweep's workflow or attaches to the one already
 // running or finished under the same ID (re-running a sweep re-attaches).
 func (s *Service) StartSweep(ctx context.Context, spec pipeline.SweepSpec) (client.WorkflowRun, error) {
-	return startOrAttach(ctx, s.Client, "sweep", spec.Sweep, pipeline.SweepWorkflowName, pipeline.SweepWorkflowInput{Spec: spec, Colocated: s.Colocated},
+	return startOrAttach(ctx, s.Client, "sweep", spec.Sweep, pipeline.SweepWorkflowName, pipeline.SweepWorkflowInput{Spec: spec, ColocatedQueue: s.ColocatedQueue},
 		enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY)
 }
 

@@ -14,11 +14,14 @@ import (
 )
 
 // StartLocalWorkers starts, in this process, the server worker and one
-// site worker per site of a campaign, each reading only its own files of
-// the federation directory; a line saying so goes to progress (nil:
-// silent). Each site worker uses its own S3 identity when SiteStores is
-// set. Call stop when done.
-func (s *Service) StartLocalWorkers(fed *Federation, sites []pipeline.Site, progress io.Writer) (stop func(), err error) {
+// site worker per site of campaign, each reading only its own files of
+// the federation directory, and the campaign's colocated worker
+// (pipeline.ColocatedTaskQueue(campaign)) with every site's activities,
+// where the campaigns this Service then starts run their rounds
+// (ColocatedQueue); a line saying so goes to progress (nil: silent). Each
+// site uses its own S3 identity when SiteStores is set. Call stop when
+// done.
+func (s *Service) StartLocalWorkers(fed *Federation, campaign string, sites []pipeline.Site, progress io.Writer) (stop func(), err error) {
 	var started []worker.Worker
 	stop = func() {
 		for i := len(started) - 1; i >= 0; i-- {
@@ -33,24 +36,30 @@ func (s *Service) StartLocalWorkers(fed *Federation, sites []pipeline.Site, prog
 	if err != nil {
 		return nil, err
 	}
-	// The sites' workers first, each registering its activities on the
-	// server worker too (colocated), which starts once it has them all.
-	server := workers.NewServer(s.Client, s.Store, workers.Options{})
+	w, err := workers.StartServer(s.Client, s.Store, workers.Options{})
+	if err != nil {
+		return nil, err
+	}
+	started = append(started, w)
+	// The sites' workers, each registering its activities on the
+	// colocated worker too, which starts once it has them all.
+	queue := pipeline.ColocatedTaskQueue(campaign)
+	colocated := workers.NewColocated(s.Client, s.Store, queue, workers.Options{})
 	for _, site := range sites {
 		w, err := workers.StartSite(s.Client, stores[site.Name], site.Name, fed.Dir,
-			workers.Options{SecretDir: s.SecretDir, ColocateOn: server})
+			workers.Options{SecretDir: s.SecretDir, ColocateOn: colocated})
 		if err != nil {
 			stop()
 			return nil, err
 		}
 		started = append(started, w)
 	}
-	if err := server.Start(); err != nil {
+	if err := colocated.Start(); err != nil {
 		stop()
-		return nil, fmt.Errorf("start server worker on %s: %w", pipeline.ServerTaskQueue, err)
+		return nil, fmt.Errorf("start colocated worker on %s: %w", queue, err)
 	}
-	started = append(started, server)
-	s.Colocated = true
+	started = append(started, colocated)
+	s.ColocatedQueue = queue
 	if progress != nil {
 		fmt.Fprintf(progress, "workers: server + %d sites in process, data %s\n", len(sites), fed.Dir)
 	}
@@ -60,7 +69,10 @@ func (s *Service) StartLocalWorkers(fed *Federation, sites []pipeline.Site, prog
 // StartSweepWorkers starts in this process the server worker (campaigns,
 // rounds, sweeps and their activities) and one site worker per distinct
 // site of the sweep's federations, each reading only its own files, per
-// round (activities.Site reads dataset.RoundDir), so continual scenarios work.
+// round (activities.Site reads dataset.RoundDir), so continual scenarios
+// work, and the sweep's colocated worker (pipeline.ColocatedTaskQueue of
+// the sweep's name) with every site's activities, where the rounds of the
+// sweeps this Service then starts run (ColocatedQueue).
 func (s *Service) StartSweepWorkers(plan SweepPlan, progress io.Writer) (stop func(), err error) {
 	var started []worker.Worker
 	stop = func() {
@@ -78,9 +90,15 @@ func (s *Service) StartSweepWorkers(plan SweepPlan, progress io.Writer) (stop fu
 	if err != nil {
 		return nil, err
 	}
-	// The sites' workers first, each registering its activities on the
-	// server worker too (colocated), which starts once it has them all.
-	server := workers.NewServer(s.Client, s.Store, workers.Options{})
+	w := workers.NewServer(s.Client, s.Store, workers.Options{})
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("start server worker: %w", err)
+	}
+	started = append(started, w)
+	// The sites' workers, each registering its activities on the
+	// colocated worker too, which starts once it has them all.
+	queue := pipeline.ColocatedTaskQueue(plan.Spec.Sweep)
+	colocated := workers.NewColocated(s.Client, s.Store, queue, workers.Options{})
 	seen := map[string]bool{}
 	for _, f := range plan.Spec.Federations {
 		for _, site := range f.Sites {
@@ -90,7 +108,7 @@ func (s *Service) StartSweepWorkers(plan SweepPlan, progress io.Writer) (stop fu
 			seen[site.Name] = true
 			// One poller: a sweep can have a hundred sites in one process.
 			sw, err := workers.NewSite(s.Client, stores[site.Name], site.Name, plan.FedDirs[f.Name],
-				workers.Options{Worker: worker.Options{MaxConcurrentActivityTaskPollers: 1}, SecretDir: s.SecretDir, ColocateOn: server})
+				workers.Options{Worker: worker.Options{MaxConcurrentActivityTaskPollers: 1}, SecretDir: s.SecretDir, ColocateOn: colocated})
 			if err != nil {
 				stop()
 				return nil, err
@@ -102,12 +120,12 @@ func (s *Service) StartSweepWorkers(plan SweepPlan, progress io.Writer) (stop fu
 			started = append(started, sw)
 		}
 	}
-	if err := server.Start(); err != nil {
+	if err := colocated.Start(); err != nil {
 		stop()
-		return nil, fmt.Errorf("start server worker on %s: %w", pipeline.ServerTaskQueue, err)
+		return nil, fmt.Errorf("start colocated worker on %s: %w", queue, err)
 	}
-	started = append(started, server)
-	s.Colocated = true
+	started = append(started, colocated)
+	s.ColocatedQueue = queue
 	if progress != nil {
 		fmt.Fprintf(progress, "workers: server + %d sites in process\n", len(seen))
 	}

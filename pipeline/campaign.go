@@ -27,18 +27,19 @@ type CampaignWorkflowInput struct {
 	// new manifest records it as superseded. Carried by continue-as-new
 	// only until that round is committed.
 	Supersedes *ArtifactRef `json:"supersedes,omitempty"`
-	// Colocated says that the server worker runs every site's activities
-	// in its own process, registered under ColocatedActivity names (a local
-	// stack, where the starter runs the server and every site in one
-	// process): the rounds run them as local activities instead of
-	// dispatching them through the sites' task queues. The same activities
-	// with the same site identities, data and inputs, so the same
-	// artifacts and manifests; what changes is what Temporal records (a
-	// marker per site activity instead of an activity task with three
-	// events, and most of a round in one workflow task). Carried by
-	// continue-as-new; a deployment with site workers of its own leaves it
-	// unset.
-	Colocated bool `json:"colocated,omitempty"`
+	// ColocatedQueue, when set, is the task queue of a worker that serves
+	// every site of the campaign in its own process (ColocatedTaskQueue: a
+	// local stack, where the starter runs the server and every site in one
+	// process), with their activities registered under ColocatedActivity
+	// names. The rounds run on that queue and run the site activities as
+	// local activities there instead of dispatching them through the
+	// sites' task queues. The same activities with the same site
+	// identities, data and inputs, so the same artifacts and manifests;
+	// what changes is what Temporal records (a marker per site activity
+	// instead of an activity task with three events, and a tabular round in
+	// one workflow task). Carried by continue-as-new; a deployment with site
+	// workers of their own leaves it empty.
+	ColocatedQueue string `json:"colocated_queue,omitempty"`
 }
 
 // ResumePoint answers QueryResume: where a new attempt of the campaign
@@ -148,9 +149,9 @@ type RoundWorkflowInput struct {
 	// CampaignWorkflow carry, so their histories still replay) or
 	// RoundProtocolCurrent.
 	Protocol int `json:"protocol,omitempty"`
-	// Colocated: see CampaignWorkflowInput. Honoured with
-	// RoundProtocolCurrent only.
-	Colocated bool `json:"colocated,omitempty"`
+	// ColocatedQueue: see CampaignWorkflowInput; the round runs on it.
+	// Honoured with RoundProtocolCurrent only.
+	ColocatedQueue string `json:"colocated_queue,omitempty"`
 }
 
 // The values of RoundWorkflowInput.Protocol.

@@ -12,12 +12,21 @@ const ServerTaskQueue = "ptopofl-server"
 // safe in a task-queue name and an S3 key.
 func SiteTaskQueue(site string) string { return "ptopofl-site-" + site }
 
-// ColocatedActivity returns the name under which a server worker that
-// serves site in its own process registers site's activity, "site/<site>/<activity>":
-// a campaign started with Colocated set runs its site activities as local
-// activities of the server worker under these names instead of through
-// SiteTaskQueue(site). Site names are validated to hold no "/".
+// ColocatedActivity returns the name under which a colocated worker (one
+// that serves the sites in its own process) registers site's activity,
+// "site/<site>/<activity>": a campaign started with a ColocatedQueue runs
+// its site activities as local activities of that worker under these names
+// instead of through SiteTaskQueue(site). Site names are validated to hold
+// no "/".
 func ColocatedActivity(site, activity string) string { return "site/" + site + "/" + activity }
+
+// ColocatedTaskQueue returns the task queue of the colocated worker a
+// starter runs for the campaign or sweep named id,
+// "ptopofl-colocated-<id>": the rounds of a colocated campaign run there, so
+// that only the process serving its sites picks them up (another starter
+// on the same stack serves other sites), and a starter re-run for the same
+// campaign or sweep after a crash serves the same queue again.
+func ColocatedTaskQueue(id string) string { return "ptopofl-colocated-" + id }
 
 // Workflow type names, registered by the server worker under these names so
 // that a rename of the Go function never breaks running histories.

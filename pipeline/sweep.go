@@ -375,9 +375,9 @@ const (
 type SweepWorkflowInput struct {
 	Spec  SweepSpec   `json:"spec"`
 	State *SweepState `json:"state,omitempty"`
-	// Colocated is passed to every campaign of the sweep: see
+	// ColocatedQueue is passed to every campaign of the sweep: see
 	// CampaignWorkflowInput.
-	Colocated bool `json:"colocated,omitempty"`
+	ColocatedQueue string `json:"colocated_queue,omitempty"`
 }
 
 // SweepState is what one run of SweepWorkflow carries to the next.

@@ -8,7 +8,10 @@
 #     seed-42 data (testdata/paper): 2 scenarios × 6 methods + the
 #     3 pTopoFL ablations, with the authors' descriptor rows; wall time of
 #     both `starter table` commands (stack start included, warm build), and
-#     the AUC of each row beside the authors' value.
+#     the AUC of each row beside the authors' value; then the command
+#     users run, `starter experiment table1 --local --seeds 1 --preset
+#     paper` (12 campaigns × 15 rounds, the table as a sweep), T1_RUNS
+#     times on fresh data directories: its median wall time.
 #  3. A 200-round campaign completes inside Temporal's history limits
 #     (continue-as-new), checked from the visibility store.
 #  4. The deep rows: deep-small FedAvg, and pTopoFL with descriptors every
@@ -26,6 +29,12 @@
 #     Parts 4 and 5 are skipped when Debian's dataset-fashion-mnist is not
 #     installed (`make fashion-mnist`).
 #
+# Parts 1 and 2 also run the previous code, side by side in the same run:
+# BENCH_BASE (a git revision, default 82240e5, the code before issue 22's
+# changes; "none" leaves it out) is checked out in a temporary worktree and
+# built into $BENCH_DIR/base-bin, and each figure is printed with the base
+# code's beside it and their ratio (new / base; below 1 is faster).
+#
 # Parts 1 (at 8 and 200 sites) and 2 run a second time with Temporal on
 # PostgreSQL (Debian's, started by `devstack postgres` in a temporary
 # directory; a devstack process with --persistence postgres, to which
@@ -37,7 +46,8 @@
 # PARALLEL (9, campaigns of the table at once), BIN (bin, where starter,
 # devstack, worker and gendata are), DEEP_ROUNDS (5), MEM_ROUNDS (2),
 # BENCH_FROM (1: the first part to run; 4 runs the deep parts only, 5 the
-# memory part only).
+# memory part only), BENCH_TO (5: the last part to run), T1_RUNS (3: runs
+# of `starter experiment table1` for each code in part 2).
 #
 # The machine's load is printed before each part: on 2 cores anything else
 # running shifts these figures by tens of per cent.
@@ -52,7 +62,9 @@ PG=${BENCH_POSTGRES:-1}
 DEEP_ROUNDS=${DEEP_ROUNDS:-5}
 MEM_ROUNDS=${MEM_ROUNDS:-2}
 FROM=${BENCH_FROM:-1}
-[ "$FROM" -le 2 ] || PG=0 # the PostgreSQL column belongs to parts 1 and 2
+TO=${BENCH_TO:-5}
+BASE=${BENCH_BASE:-82240e5}
+[ "$FROM" -le 2 ] || { PG=0; BASE=none; } # the PostgreSQL and base columns belong to parts 1 and 2
 for b in starter devstack gendata worker; do
 	[ -x "$BIN/$b" ] || { echo "bench-pipeline: $BIN/$b missing; run 'make build'" >&2; exit 1; }
 done
@@ -83,6 +95,18 @@ PY
 
 load() { echo "load: $(uptime | sed 's/.*load average: //') (1, 5, 15 min)"; }
 
+# The previous code's binaries, for the base columns.
+BASEBIN=
+if [ "$BASE" != none ]; then
+	BASEBIN="$(pwd)/$OUT/base-bin"
+	src="$(pwd)/$OUT/base-src"
+	git rev-parse --verify -q "$BASE^{commit}" >/dev/null || { echo "bench-pipeline: BENCH_BASE=$BASE is not a commit here (set BENCH_BASE=none to leave the base column out)" >&2; exit 1; }
+	git worktree add -q --detach "$src" "$BASE"
+	(cd "$src" && go build -o "$BASEBIN/" ./cmd/starter ./cmd/devstack)
+	git worktree remove --force "$src"
+	echo "base: $(git log -1 --format='%h %s' "$BASE" | cut -c1-100)"
+fi
+
 # PostgreSQL for the second column: one server for the whole run, one pair
 # of databases per stack (the devstack creates them).
 if [ "$PG" != 0 ] && ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
@@ -110,11 +134,12 @@ if [ "$PG" != 0 ]; then
 	PGURL=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["url"])' "$PGDIR/cluster/postgres.json")
 fi
 
-# pg_stack DIR NAME: a devstack over DIR with Temporal in databases NAME and
-# NAME_vis, in the background; starter --local --data-dir DIR attaches to it.
+# pg_stack DIR NAME [BINDIR]: a devstack (of BINDIR, default $BIN) over DIR
+# with Temporal in databases NAME and NAME_vis, in the background; starter
+# --local --data-dir DIR attaches to it.
 pg_stack() {
 	local base=${PGURL%/*}
-	"$BIN/devstack" --data "$1" --ui=false --persistence postgres \
+	"${3:-$BIN}/devstack" --data "$1" --ui=false --persistence postgres \
 		--postgres-url "$base/$2?visibility=$2_vis" >"$1.log" 2>&1 &
 	PIDS+=($!)
 	for _ in $(seq 1200); do
@@ -126,11 +151,12 @@ pg_stack() {
 	exit 1
 }
 
-# per_round K DIR: run the tiny FedAvg campaign on the stack over DIR and
-# print wall seconds and ms per round.
+# per_round K DIR [BINDIR]: run the tiny FedAvg campaign with BINDIR's
+# starter (default $BIN) on the stack over DIR and print wall seconds and
+# ms per round.
 per_round() {
 	local json
-	json=$("$BIN/starter" run --local --data-dir "$2" --federation "$OUT/tiny-$1" \
+	json=$("${3:-$BIN}/starter" run --local --data-dir "$2" --federation "$OUT/tiny-$1" \
 		--method fedavg --rounds "$ROUNDS" --seed 1 --format json)
 	python3 - "$ROUNDS" "$json" <<'PY'
 import json, sys
@@ -140,30 +166,38 @@ print(f"{r['wall_seconds']:.2f} {1000*r['wall_seconds']/rounds:.1f}")
 PY
 }
 
-if [ "$FROM" -le 1 ]; then
+if [ "$FROM" -le 1 ] && [ "$TO" -ge 1 ]; then
 echo "== 1. per-round orchestration overhead (fedavg, tiny sites, $ROUNDS rounds)"
 load
-printf "%6s %8s %12s %12s %12s %12s\n" sites rounds sqlite_s sqlite_ms pg_s pg_ms
+# ratio A B: A / B to two decimals, or - when either is missing.
+ratio() { python3 -c 'import sys; a, b = sys.argv[1:]; print("-" if "-" in (a, b) else f"{float(a) / float(b):.2f}")' "$1" "$2"; }
+printf "%6s %8s %10s %10s %6s %10s %10s %6s %8s\n" sites rounds sqlite_ms base_ms ratio pg_ms pg_base_ms ratio pg/sqlite
 for k in 8 50 200; do
 	tiny_federation "$OUT/tiny-$k" "$k"
-	res=$(per_round "$k" "$OUT/stack-$k")
-	read -r sw sr <<<"$res"
-	pw=- pr=-
+	read -r _ sr <<<"$(per_round "$k" "$OUT/stack-$k")"
+	br=-
+	[ -n "$BASEBIN" ] && read -r _ br <<<"$(per_round "$k" "$OUT/basestack-$k" "$BASEBIN")"
+	pr=- pbr=-
 	if [ "$PG" != 0 ] && [ "$k" != 50 ]; then
 		pg_stack "$OUT/pgstack-$k" "bench_$k"
-		res=$(per_round "$k" "$OUT/pgstack-$k")
-		read -r pw pr <<<"$res"
+		read -r _ pr <<<"$(per_round "$k" "$OUT/pgstack-$k")"
+		if [ -n "$BASEBIN" ]; then
+			pg_stack "$OUT/pgbasestack-$k" "bench_base_$k" "$BASEBIN"
+			read -r _ pbr <<<"$(per_round "$k" "$OUT/pgbasestack-$k" "$BASEBIN")"
+		fi
 	fi
-	printf "%6d %8d %12s %12s %12s %12s\n" "$k" "$ROUNDS" "$sw" "$sr" "$pw" "$pr"
+	printf "%6d %8d %10s %10s %6s %10s %10s %6s %8s\n" "$k" "$ROUNDS" "$sr" "$br" "$(ratio "$sr" "$br")" \
+		"$pr" "$pbr" "$(ratio "$pr" "$pbr")" "$(ratio "$pr" "$sr")"
 done
 
 fi
-if [ "$FROM" -le 2 ]; then
+if [ "$FROM" -le 2 ] && [ "$TO" -ge 2 ]; then
 echo
 echo "== 2. paper table through the pipeline (preset paper, golden seed-42 data, 2 × (6 + 3) campaigns)"
 load
 variants=(--variant "pTopoFL_M1:ptopofl:clusters=1" --variant "pTopoFL_beta0:ptopofl:beta=0" --variant "pTopoFL_beta1:ptopofl:beta=1")
-# paper_table STACKDIR TAG: both scenarios' tables on the stack over STACKDIR.
+# paper_table STACKDIR TAG [BINDIR]: both scenarios' tables on the stack
+# over STACKDIR, with BINDIR's starter (default $BIN).
 paper_table() {
 for sc in healthcare benchmark; do
 	golden="testdata/paper/$sc"
@@ -172,18 +206,27 @@ import json, sys
 cl = json.load(open('$golden/clients.json'))
 json.dump({f\"client{c['client']}\": c['subsample_idx'] for c in cl}, open('$OUT/rows-$sc.json', 'w'))
 "
-	"$BIN/starter" table --local --data-dir "$1" --federation "$golden" \
+	"${3:-$BIN}/starter" table --local --data-dir "$1" --federation "$golden" \
 		--preset paper --rounds 15 --seed 42 --descriptor-rows "$OUT/rows-$sc.json" \
 		--methods ptopofl,fedprox,scaffold,pfedme,fedavg,local "${variants[@]}" \
 		--parallel "$PARALLEL" --format json >"$OUT/table$2-$sc.json"
 done
 }
-t0=$(date +%s.%N)
-paper_table "$OUT/stack-paper" ""
-t1=$(date +%s.%N)
-python3 - "$OUT" "$t0" "$t1" <<'PY'
+# timed CMD...: run CMD (its standard output to standard error), print its
+# wall seconds; fail if it fails.
+timed() {
+	local t0 t1
+	t0=$(date +%s.%N)
+	"$@" >&2 || { echo "bench-pipeline: failed: $*" >&2; return 1; }
+	t1=$(date +%s.%N)
+	python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$t0" "$t1"
+}
+tp=$(timed paper_table "$OUT/stack-paper" "")
+tpb=-
+[ -n "$BASEBIN" ] && tpb=$(timed paper_table "$OUT/basestack-paper" "-base" "$BASEBIN")
+python3 - "$OUT" "$tp" "$tpb" <<'PY'
 import json, sys
-out, t0, t1 = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+out, tp, tpb = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 names = {"ptopofl": "pTopoFL", "fedprox": "FedProx", "scaffold": "SCAFFOLD", "pfedme": "pFedMe",
          "fedavg": "FedAvg_true", "local": "LocalOnly"}
 print(f"{'scenario':11s} {'row':15s} {'AUC':>8s} {'authors':>8s} {'acc':>8s} {'conv':>5s}")
@@ -195,26 +238,63 @@ for sc in ("healthcare", "benchmark"):
         a = exp.get(key, {}).get("final_auc", float("nan"))
         print(f"{sc:11s} {r['label']:15s} {r['final_auc']:8.4f} {a:8.4f} {r['final_acc']:8.4f} {r['conv_round']:5d}")
     print(f"{sc:11s} table wall time {got['wall_seconds']:.2f} s")
-print(f"paper table, both scenarios, 18 campaigns: {t1 - t0:.2f} s wall (two starter processes, stack start included; target < 16 s)")
+line = f"paper table, both scenarios, 18 campaigns: {tp:.2f} s wall (two starter processes, stack start included; target < 16 s)"
+if tpb != "-":
+    for sc in ("healthcare", "benchmark"):
+        a = {r["label"]: r["final_auc"] for r in json.load(open(f"{out}/table-{sc}.json"))["results"]}
+        b = {r["label"]: r["final_auc"] for r in json.load(open(f"{out}/table-base-{sc}.json"))["results"]}
+        assert a == b, f"{sc}: AUCs differ from the base code's: {a} vs {b}"
+    line += f"; base code {float(tpb):.2f} s, ratio {tp / float(tpb):.2f}; every AUC equal to the base code's"
+print(line)
 PY
 if [ "$PG" != 0 ]; then
 	pg_stack "$OUT/pgstack-paper" bench_paper
-	t0=$(date +%s.%N)
-	paper_table "$OUT/pgstack-paper" "-pg"
-	t1=$(date +%s.%N)
-	python3 - "$OUT" "$t0" "$t1" <<'PY'
+	tg=$(timed paper_table "$OUT/pgstack-paper" "-pg")
+	tgb=-
+	if [ -n "$BASEBIN" ]; then
+		pg_stack "$OUT/pgbasestack-paper" bench_base_paper "$BASEBIN"
+		tgb=$(timed paper_table "$OUT/pgbasestack-paper" "-pgbase" "$BASEBIN")
+	fi
+	python3 - "$OUT" "$tg" "$tgb" "$tp" <<'PY'
 import json, sys
-out, t0, t1 = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+out, tg, tgb, tp = sys.argv[1], float(sys.argv[2]), sys.argv[3], float(sys.argv[4])
 for sc in ("healthcare", "benchmark"):
     a = {r["label"]: r["final_auc"] for r in json.load(open(f"{out}/table-{sc}.json"))["results"]}
     b = {r["label"]: r["final_auc"] for r in json.load(open(f"{out}/table-pg-{sc}.json"))["results"]}
     assert a == b, f"{sc}: AUCs on PostgreSQL differ from SQLite: {a} vs {b}"
-print(f"paper table on PostgreSQL, same 18 campaigns: {t1 - t0:.2f} s wall (stack already running); every AUC equal to the SQLite run's")
+line = f"paper table on PostgreSQL, same 18 campaigns: {tg:.2f} s wall (stack already running), {tg / tp:.2f}x SQLite's; every AUC equal to the SQLite run's"
+if tgb != "-":
+    line += f"; base code {float(tgb):.2f} s, ratio {tg / float(tgb):.2f}"
+print(line)
 PY
 fi
+# The experiment table1 command users run (12 campaigns × 15 rounds, one
+# seed), T1_RUNS times each for the new and the base code, in turn, on a
+# fresh data directory each time: the median wall time.
+T1_RUNS=${T1_RUNS:-3}
+t1new=() t1base=()
+for i in $(seq "$T1_RUNS"); do
+	d="$OUT/t1-$i"
+	x=$(timed "$BIN/starter" experiment table1 --local --seeds 1 --preset paper --data-dir "$d/new" --out "$d/new-out" 2>/dev/null)
+	t1new+=("$x")
+	if [ -n "$BASEBIN" ]; then
+		x=$(timed "$BASEBIN/starter" experiment table1 --local --seeds 1 --preset paper --data-dir "$d/base" --out "$d/base-out" 2>/dev/null)
+		t1base+=("$x")
+	fi
+	rm -rf "$d"
+done
+python3 - "${t1new[*]}" "${t1base[*]:-}" <<'PY'
+import statistics, sys
+new = [float(x) for x in sys.argv[1].split()]
+base = [float(x) for x in sys.argv[2].split()] if len(sys.argv) > 2 and sys.argv[2] else []
+line = f"experiment table1 --seeds 1 --preset paper: median {statistics.median(new):.2f} s of {len(new)} ({', '.join(f'{x:.1f}' for x in new)}; target <= 16.4 s)"
+if base:
+    line += f"; base code median {statistics.median(base):.2f} s ({', '.join(f'{x:.1f}' for x in base)}), ratio {statistics.median(new) / statistics.median(base):.2f}"
+print(line)
+PY
 
 fi
-if [ "$FROM" -le 3 ]; then
+if [ "$FROM" -le 3 ] && [ "$TO" -ge 3 ]; then
 echo
 echo "== 3. a 200-round campaign and Temporal's history limits"
 load
@@ -233,6 +313,7 @@ assert row["max_history_events"] < 4096 and row["max_history_bytes"] < 4 << 20, 
 PY
 
 fi
+[ "$TO" -ge 4 ] || exit 0
 if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
 	echo
 	echo "parts 4 and 5 skipped: Fashion-MNIST not installed (make fashion-mnist)"

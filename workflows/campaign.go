@@ -42,7 +42,7 @@ func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (
 	// Defaults are applied inside the workflow, not only by the starter, so a
 	// spec that reaches Temporal by another route is held to the same rules.
 	spec := in.Spec.WithDefaults()
-	c := &campaign{spec: spec, st: pipeline.CampaignState{NextRound: 1}, attempt: in.Attempt, supersedes: in.Supersedes, colocated: in.Colocated}
+	c := &campaign{spec: spec, st: pipeline.CampaignState{NextRound: 1}, attempt: in.Attempt, supersedes: in.Supersedes, colocatedQueue: in.ColocatedQueue}
 	if in.State != nil {
 		c.st = *in.State
 	}
@@ -95,7 +95,7 @@ func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (
 			// The original spec, not the defaulted one: defaults are
 			// re-applied by the next run, so both runs see the same spec.
 			return pipeline.CampaignWorkflowOutput{}, workflow.NewContinueAsNewError(ctx, CampaignWorkflow,
-				pipeline.CampaignWorkflowInput{Spec: in.Spec, State: &c.st, Attempt: in.Attempt, Supersedes: c.supersedes, Colocated: in.Colocated})
+				pipeline.CampaignWorkflowInput{Spec: in.Spec, State: &c.st, Attempt: in.Attempt, Supersedes: c.supersedes, ColocatedQueue: in.ColocatedQueue})
 		}
 	}
 
@@ -146,8 +146,8 @@ type campaign struct {
 	// the status reports it as the last manifest, while st keeps the state
 	// after the last committed round, where a new attempt resumes.
 	failedManifest *pipeline.ArtifactRef
-	// colocated is the input's Colocated, passed to every round.
-	colocated bool
+	// colocatedQueue is the input's ColocatedQueue, where every round runs.
+	colocatedQueue string
 }
 
 func (c *campaign) runRound(ctx workflow.Context) error {
@@ -175,12 +175,12 @@ func (c *campaign) runRound(ctx workflow.Context) error {
 		// A later attempt's rounds get IDs of their own, so they never meet
 		// the earlier attempt's workflow of the same round.
 		WorkflowID: pipeline.AttemptRoundWorkflowID(c.spec.Campaign, n, c.attempt),
-		TaskQueue:  pipeline.ServerTaskQueue,
+		TaskQueue:  c.roundQueue(),
 	})
 	var out pipeline.RoundWorkflowOutput
 	err := workflow.ExecuteChildWorkflow(cctx, RoundWorkflow, pipeline.RoundWorkflowInput{
 		Spec: c.spec, Round: n, Carry: c.st.Carry, Protocol: pipeline.RoundProtocolCurrent,
-		Attempt: c.attempt, Supersedes: c.supersedes, Privacy: privacy, Colocated: c.colocated,
+		Attempt: c.attempt, Supersedes: c.supersedes, Privacy: privacy, ColocatedQueue: c.colocatedQueue,
 	}).Get(ctx, &out)
 	if err != nil {
 		return c.fail(n, err)
@@ -361,4 +361,14 @@ func (c *campaign) registerHandlers(ctx workflow.Context) error {
 		}
 	})
 	return nil
+}
+
+// roundQueue is the task queue the campaign's rounds run on: the colocated
+// worker's (pipeline.CampaignWorkflowInput.ColocatedQueue), whose process
+// serves the sites, or the server's.
+func (c *campaign) roundQueue() string {
+	if c.colocatedQueue != "" {
+		return c.colocatedQueue
+	}
+	return pipeline.ServerTaskQueue
 }

@@ -21,8 +21,9 @@ type fanOutRequest struct {
 	// Protocol is the round's pipeline.RoundProtocol*: how the deadline
 	// is kept.
 	Protocol int
-	// Colocated runs the activity as a local activity of this worker,
-	// under pipeline.ColocatedActivity(site, Activity) (siteLocalActivityOptions).
+	// Colocated runs the activity as a local activity of this (the
+	// colocated) worker, under pipeline.ColocatedActivity(site, Activity)
+	// (siteLocalActivityOptions).
 	Colocated bool
 	Input     func(site string) any
 }

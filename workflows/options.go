@@ -45,8 +45,8 @@ func siteActivityOptions(spec pipeline.CampaignSpec, site string, heartbeat bool
 }
 
 // siteLocalActivityOptions runs a site activity as a local activity of the
-// server worker, for a campaign whose sites that worker serves in its own
-// process (pipeline.CampaignWorkflowInput.Colocated). The deadline and the
+// colocated worker, which serves the campaign's sites in its own process
+// and runs its rounds (pipeline.CampaignWorkflowInput.ColocatedQueue). The deadline and the
 // retries are siteActivityOptions': ScheduleToClose is the round deadline,
 // each attempt is bounded by SiteActivityTimeout, bad site data is not
 // retried. A local activity has no heartbeat (the SDK heartbeats the

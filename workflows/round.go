@@ -79,7 +79,7 @@ type round struct {
 	protocol int // pipeline.RoundProtocol*: the version of the round's steps
 	attempt  int // the campaign's attempt (0 or 1: the first)
 	// colocated: the site activities run as local activities of the
-	// server worker (pipeline.CampaignWorkflowInput.Colocated).
+	// colocated worker (pipeline.CampaignWorkflowInput.ColocatedQueue).
 	colocated bool
 	carry     pipeline.RoundCarry
 	m         pipeline.RoundManifest
@@ -113,7 +113,7 @@ func newRound(ctx workflow.Context, in pipeline.RoundWorkflowInput) *round {
 		attempt:  in.Attempt,
 		// Colocated dispatch came after the current protocol; a legacy
 		// round keeps its timer and its queues.
-		colocated: in.Colocated && in.Protocol >= pipeline.RoundProtocolCurrent,
+		colocated: in.ColocatedQueue != "" && in.Protocol >= pipeline.RoundProtocolCurrent,
 		carry:     in.Carry,
 		index:     make(map[string]int, len(spec.Sites)),
 		nTrain:    make(map[string]int, len(spec.Sites)),

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/learn"
@@ -155,8 +156,8 @@ func (s *CampaignSuite) Test_OwnUpdateMethodsScoreInTraining() {
 	}
 }
 
-// TestColocatedRoundsMatchDispatched: a campaign started Colocated runs
-// its site activities as local activities under
+// TestColocatedRoundsMatchDispatched: a campaign started with a
+// ColocatedQueue runs its site activities as local activities under
 // pipeline.ColocatedActivity names, and its rounds are the ones the same
 // campaign dispatched to the sites' queues commits: the same manifests, a
 // failing site dropped with the same reason. The colocated environment
@@ -193,9 +194,22 @@ func TestColocatedRoundsMatchDispatched(t *testing.T) {
 				env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: pipeline.ColocatedActivity(s, name)})
 			}
 		}
-		env.ExecuteWorkflow(CampaignWorkflow, pipeline.CampaignWorkflowInput{Spec: testSpec(3), Colocated: colocated})
+		in := pipeline.CampaignWorkflowInput{Spec: testSpec(3)}
+		wantQueue := pipeline.ServerTaskQueue
+		if colocated {
+			in.ColocatedQueue = pipeline.ColocatedTaskQueue("hc-test")
+			wantQueue = in.ColocatedQueue
+		}
+		var queues []string
+		env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
+			queues = append(queues, info.TaskQueueName)
+		})
+		env.ExecuteWorkflow(CampaignWorkflow, in)
 		if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 			t.Fatalf("colocated=%v: campaign did not complete: %v", colocated, env.GetWorkflowError())
+		}
+		if len(queues) != 3 || queues[0] != wantQueue || queues[1] != wantQueue || queues[2] != wantQueue {
+			t.Errorf("colocated=%v: rounds ran on %v, want 3 on %s", colocated, queues, wantQueue)
 		}
 		return fed.committed(), fed
 	}

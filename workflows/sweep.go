@@ -61,7 +61,7 @@ func SweepWorkflow(ctx workflow.Context, in pipeline.SweepWorkflowInput) (pipeli
 	if err != nil { // Validate expanded the same grid: cannot happen
 		return pipeline.SweepWorkflowOutput{}, err
 	}
-	s := &sweep{spec: spec, campaigns: campaigns, running: map[int]bool{}, children: map[int]workflow.ChildWorkflowFuture{}, colocated: in.Colocated}
+	s := &sweep{spec: spec, campaigns: campaigns, running: map[int]bool{}, children: map[int]workflow.ChildWorkflowFuture{}, colocatedQueue: in.ColocatedQueue}
 	if in.State != nil {
 		s.st = *in.State
 	}
@@ -108,7 +108,7 @@ func SweepWorkflow(ctx workflow.Context, in pipeline.SweepWorkflowInput) (pipeli
 			return pipeline.SweepWorkflowOutput{}, err
 		}
 		return pipeline.SweepWorkflowOutput{}, workflow.NewContinueAsNewError(ctx, SweepWorkflow,
-			pipeline.SweepWorkflowInput{Spec: in.Spec, State: &s.st, Colocated: in.Colocated})
+			pipeline.SweepWorkflowInput{Spec: in.Spec, State: &s.st, ColocatedQueue: in.ColocatedQueue})
 	}
 
 	s.building = true
@@ -142,14 +142,14 @@ func SweepWorkflow(ctx workflow.Context, in pipeline.SweepWorkflowInput) (pipeli
 // coroutines and handlers share it without locks: the SDK runs workflow
 // code one coroutine at a time.
 type sweep struct {
-	spec      pipeline.SweepSpec
-	campaigns []pipeline.SweepCampaign
-	st        pipeline.SweepState
-	running   map[int]bool                         // campaign index → running; read only through sorted keys
-	children  map[int]workflow.ChildWorkflowFuture // campaign index → its child, while running
-	building  bool
-	finished  string
-	colocated bool // the input's Colocated, passed to every campaign
+	spec           pipeline.SweepSpec
+	campaigns      []pipeline.SweepCampaign
+	st             pipeline.SweepState
+	running        map[int]bool                         // campaign index → running; read only through sorted keys
+	children       map[int]workflow.ChildWorkflowFuture // campaign index → its child, while running
+	building       bool
+	finished       string
+	colocatedQueue string // the input's ColocatedQueue, passed to every campaign
 }
 
 // start launches campaign c as a child workflow and records its outcome
@@ -162,7 +162,7 @@ func (s *sweep) start(ctx workflow.Context, c pipeline.SweepCampaign) {
 		WorkflowID: c.WorkflowID,
 		TaskQueue:  pipeline.ServerTaskQueue,
 	})
-	fut := workflow.ExecuteChildWorkflow(cctx, pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: c.Spec, Colocated: s.colocated})
+	fut := workflow.ExecuteChildWorkflow(cctx, pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: c.Spec, ColocatedQueue: s.colocatedQueue})
 	s.children[c.Index] = fut
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		var out pipeline.CampaignWorkflowOutput

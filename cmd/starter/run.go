@@ -128,7 +128,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	if f.conn.local {
-		stop, err := e.svc.StartLocalWorkers(fed, spec.Sites, progressOut)
+		stop, err := e.svc.StartLocalWorkers(fed, spec.Campaign, spec.Sites, progressOut)
 		if err != nil {
 			return err
 		}

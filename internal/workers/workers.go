@@ -38,14 +38,14 @@ type Options struct {
 	// record. "" starts the site without one: it refuses dp record
 	// campaigns. Ignored by the server worker.
 	SecretDir string
-	// ColocateOn, when set, is the server worker (NewServer, not yet
-	// started) of the same process: NewSite registers the site's
+	// ColocateOn, when set, is the colocated worker (NewColocated, not
+	// yet started) of the same process: NewSite registers the site's
 	// activities on it too, under pipeline.ColocatedActivity names, so
-	// that the campaigns this process starts Colocated run them there as
-	// local activities (pipeline.CampaignWorkflowInput.Colocated). The
-	// same activities, data and store identity serve both. Refused with
-	// Faults, which wrap the site's own worker. Ignored by the server
-	// worker.
+	// that the rounds of the campaigns this process starts with its queue
+	// run them there as local activities
+	// (pipeline.CampaignWorkflowInput.ColocatedQueue). The same
+	// activities, data and store identity serve both. Refused with Faults,
+	// which wrap the site's own worker. Ignored by the server worker.
 	ColocateOn worker.ActivityRegistry
 }
 
@@ -57,8 +57,23 @@ func SecretFile(dir, site string) string { return filepath.Join(dir, site+".secr
 // server activities (including the sweep's results tables), on
 // pipeline.ServerTaskQueue.
 func NewServer(c client.Client, st *store.Store, opts Options) worker.Worker {
+	return newServerOn(c, st, pipeline.ServerTaskQueue, opts)
+}
+
+// NewColocated returns, not started, the colocated worker of a process
+// that serves the sites of a campaign or sweep itself: the server worker's
+// workflows and activities on queue (pipeline.ColocatedTaskQueue), to which
+// each NewSite given it as Options.ColocateOn adds its site's activities
+// under pipeline.ColocatedActivity names. The rounds of a campaign started
+// with that ColocatedQueue run here, their site activities as local
+// activities.
+func NewColocated(c client.Client, st *store.Store, queue string, opts Options) worker.Worker {
+	return newServerOn(c, st, queue, opts)
+}
+
+func newServerOn(c client.Client, st *store.Store, queue string, opts Options) worker.Worker {
 	nameBinary()
-	w := worker.New(c, pipeline.ServerTaskQueue, opts.Worker)
+	w := worker.New(c, queue, opts.Worker)
 	workflows.Register(w) // every workflow, under its pipeline name
 	workflows.RegisterSweep(w)
 	activities.NewServer(st).WithCodeVersion(CodeVersion()).Register(w)
