@@ -373,6 +373,7 @@ PY
 done
 
 fi
+[ "$TO" -ge 5 ] || exit 0
 echo
 echo "== 5. deep memory at ConvNet-2 size: 10 sites, every component a process, $MEM_ROUNDS rounds"
 # ConvNet-2 (6.6 M parameters at 62 classes, 6.5 M with Fashion-MNIST's 10)
