@@ -42,6 +42,31 @@ const (
 // sweep finds its campaigns again instead of starting them twice.
 func SweepCampaignWorkflowID(sweep, campaign string) string { return sweep + "/" + campaign }
 
+// CampaignName returns the campaign a command-line argument names: a
+// campaign's name as it is, or a sweep's campaign as `starter ls` lists it,
+// "<sweep>/<campaign>" (SweepCampaignWorkflowID), whose campaign part must
+// then be one of that sweep's names ("<sweep>-…"). Both parts are checked
+// with artifact.ValidateName.
+func CampaignName(arg string) (string, error) {
+	sweep, campaign, ok := strings.Cut(arg, "/")
+	if !ok {
+		if err := artifact.ValidateName(arg); err != nil {
+			return "", err
+		}
+		return arg, nil
+	}
+	if err := artifact.ValidateName(sweep); err != nil {
+		return "", fmt.Errorf("sweep part of %q: %w", arg, err)
+	}
+	if err := artifact.ValidateName(campaign); err != nil {
+		return "", fmt.Errorf("campaign part of %q: %w", arg, err)
+	}
+	if !strings.HasPrefix(campaign, sweep+"-") {
+		return "", fmt.Errorf("%q: campaign %s is not one of sweep %s's (their names start with %s-)", arg, campaign, sweep, sweep)
+	}
+	return campaign, nil
+}
+
 // SweepMethod is one method of a sweep with its base hyper-parameters (the
 // starter resolves them from the preset, as `starter run` does, so the
 // workflow never needs the core's presets).

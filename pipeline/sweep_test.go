@@ -105,3 +105,30 @@ func TestSweepFederationOverrides(t *testing.T) {
 		t.Errorf("unknown parameter: error %v, want one naming federations[d].set", err)
 	}
 }
+
+// TestCampaignName: the names a command accepts for a campaign: its own,
+// or a sweep's campaign as `starter ls` prints it (SweepCampaignWorkflowID);
+// a sweep part the campaign does not belong to, or a bad name on either
+// side, is refused.
+func TestCampaignName(t *testing.T) {
+	cases := []struct {
+		arg, want string
+		ok        bool
+	}{
+		{"demo-ptopofl", "demo-ptopofl", true},
+		{SweepCampaignWorkflowID("table1-c1ccc0f2eb", "table1-c1ccc0f2eb-bm-s1-scaffold-base-s1"), "table1-c1ccc0f2eb-bm-s1-scaffold-base-s1", true},
+		{"other/table1-c1ccc0f2eb-bm-s1-scaffold-base-s1", "", false},
+		{"table1/table1", "", false},
+		{"table1/", "", false},
+		{"/table1-x", "", false},
+		{"a/a-b/c", "", false},
+		{"Bad Name", "", false},
+		{"", "", false},
+	}
+	for i, c := range cases {
+		got, err := CampaignName(c.arg)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("case %d (%q): %q, %v; want %q, ok %v", i, c.arg, got, err, c.want, c.ok)
+		}
+	}
+}

@@ -46,8 +46,8 @@ import (
 	"slices"
 	"syscall"
 
-	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/campaign"
+	"github.com/ptopofl/ptopofl/pipeline"
 )
 
 const usage = `usage: starter COMMAND [flags]
@@ -190,7 +190,7 @@ func openCampaign(ctx context.Context, cmd string, args []string, stderr io.Writ
 		if len(rest) > 1 {
 			return inputErrorf("unexpected argument %q", rest[1])
 		}
-		if err := artifact.ValidateName(rest[0]); err != nil {
+		if _, err := pipeline.CampaignName(rest[0]); err != nil {
 			return inputErrorf("campaign: %v", err)
 		}
 		return nil
@@ -198,11 +198,12 @@ func openCampaign(ctx context.Context, cmd string, args []string, stderr io.Writ
 	if err != nil {
 		return nil, nil, "", err
 	}
+	name, _ := pipeline.CampaignName(rest[0]) // checked above
 	e, err := conn.connect(ctx, stderr)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	return e, conn, rest[0], nil
+	return e, conn, name, nil
 }
 
 // parseCommand parses args for the sub-command cmd: the connection flags
