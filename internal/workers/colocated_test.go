@@ -11,13 +11,10 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/ptopofl/ptopofl/artifact"
-	"github.com/ptopofl/ptopofl/internal/devstack"
-	"github.com/ptopofl/ptopofl/internal/s3local"
 	"github.com/ptopofl/ptopofl/internal/workers"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
-	"github.com/ptopofl/ptopofl/store"
 )
 
 // TestColocatedCampaignsShareAStack runs two colocated campaigns at once on
@@ -36,13 +33,7 @@ func TestColocatedCampaignsShareAStack(t *testing.T) {
 	}
 	s := startStack(t)
 	sites, _, _ := goldenSites(t, s.dataDir)
-	names := make([]string, len(sites))
-	for i, site := range sites {
-		names[i] = site.Name
-	}
-	if err := devstack.GrantSites(context.Background(), s.store, names); err != nil {
-		t.Fatal(err)
-	}
+	grantSites(t, s, sites)
 	var ws []worker.Worker
 	t.Cleanup(func() {
 		for _, w := range ws {
@@ -58,12 +49,7 @@ func TestColocatedCampaignsShareAStack(t *testing.T) {
 	for g, group := range groups {
 		colocated := workers.NewColocated(s.client, s.store, pipeline.ColocatedTaskQueue(fmt.Sprintf("group-%d", g)), workers.Options{})
 		for _, site := range group {
-			ak, sk := s3local.SiteCredentials(s.secret, site.Name)
-			st, err := store.New(store.Config{Endpoint: s.s3.URL(), Bucket: s.store.Bucket(), AccessKey: ak, SecretKey: sk})
-			if err != nil {
-				t.Fatal(err)
-			}
-			w, err := workers.StartSite(s.client, st, site.Name, s.dataDir, workers.Options{ColocateOn: colocated})
+			w, err := workers.StartSite(s.client, siteStore(t, s, site.Name), site.Name, s.dataDir, workers.Options{ColocateOn: colocated})
 			if err != nil {
 				t.Fatal(err)
 			}

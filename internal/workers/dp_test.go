@@ -13,15 +13,12 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ptopofl/ptopofl/aggregation"
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/campaign"
 	"github.com/ptopofl/ptopofl/dataset"
-	"github.com/ptopofl/ptopofl/internal/devstack"
-	"github.com/ptopofl/ptopofl/internal/s3local"
 	"github.com/ptopofl/ptopofl/internal/workers"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
@@ -34,35 +31,7 @@ import (
 // secret in secretDir.
 func startSecretWorkers(t *testing.T, s *stack, sites []pipeline.Site, secretDir string) {
 	t.Helper()
-	names := make([]string, len(sites))
-	for i, site := range sites {
-		names[i] = site.Name
-	}
-	if err := devstack.GrantSites(context.Background(), s.store, names); err != nil {
-		t.Fatal(err)
-	}
-	w, err := workers.StartServer(s.client, s.store, workers.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws := []worker.Worker{w}
-	for _, site := range sites {
-		ak, sk := s3local.SiteCredentials(s.secret, site.Name)
-		st, err := store.New(store.Config{Endpoint: s.s3.URL(), Bucket: s.store.Bucket(), AccessKey: ak, SecretKey: sk})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := workers.StartSite(s.client, st, site.Name, s.dataDir, workers.Options{SecretDir: secretDir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ws = append(ws, w)
-	}
-	t.Cleanup(func() {
-		for _, w := range ws {
-			w.Stop()
-		}
-	})
+	startWorkersWith(t, s, sites, workers.Options{SecretDir: secretDir})
 }
 
 // siteRecords reads the golden federation's record counts.

@@ -175,6 +175,37 @@ func referenceModels(t *testing.T, sites []simulate.Site, cfg simulate.Config) (
 // (devstack.GrantSites), as `starter run --local` does.
 func startWorkers(t *testing.T, s *stack, sites []pipeline.Site) {
 	t.Helper()
+	startWorkersWith(t, s, sites, workers.Options{})
+}
+
+// startWorkersWith is startWorkers with opts for every site worker.
+func startWorkersWith(t *testing.T, s *stack, sites []pipeline.Site, opts workers.Options) {
+	t.Helper()
+	grantSites(t, s, sites)
+	var ws []worker.Worker
+	t.Cleanup(func() {
+		for _, w := range ws {
+			w.Stop()
+		}
+	})
+	w, err := workers.StartServer(s.client, s.store, workers.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws = append(ws, w)
+	for _, site := range sites {
+		w, err := workers.StartSite(s.client, siteStore(t, s, site.Name), site.Name, s.dataDir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+	}
+}
+
+// grantSites gives each site an S3 identity that may touch only its own
+// artifacts (devstack.GrantSites).
+func grantSites(t *testing.T, s *stack, sites []pipeline.Site) {
+	t.Helper()
 	names := make([]string, len(sites))
 	for i, site := range sites {
 		names[i] = site.Name
@@ -182,29 +213,17 @@ func startWorkers(t *testing.T, s *stack, sites []pipeline.Site) {
 	if err := devstack.GrantSites(context.Background(), s.store, names); err != nil {
 		t.Fatal(err)
 	}
-	var ws []worker.Worker
-	w, err := workers.StartServer(s.client, s.store, workers.Options{})
+}
+
+// siteStore is site's store under its own S3 account.
+func siteStore(t *testing.T, s *stack, site string) *store.Store {
+	t.Helper()
+	ak, sk := s3local.SiteCredentials(s.secret, site)
+	st, err := store.New(store.Config{Endpoint: s.s3.URL(), Bucket: s.store.Bucket(), AccessKey: ak, SecretKey: sk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws = append(ws, w)
-	for _, site := range sites {
-		ak, sk := s3local.SiteCredentials(s.secret, site.Name)
-		st, err := store.New(store.Config{Endpoint: s.s3.URL(), Bucket: s.store.Bucket(), AccessKey: ak, SecretKey: sk})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := workers.StartSite(s.client, st, site.Name, s.dataDir, workers.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ws = append(ws, w)
-	}
-	t.Cleanup(func() {
-		for _, w := range ws {
-			w.Stop()
-		}
-	})
+	return st
 }
 
 // TestCampaignMatchesSimulate runs 15-round paper-preset campaigns of
