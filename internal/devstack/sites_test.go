@@ -24,6 +24,34 @@ func accessDenied(err error) bool {
 	return errors.As(err, &er) && er.Code == "AccessDenied"
 }
 
+// isoRootAK and isoRootSK are the root account of the isolation tests' S3
+// server.
+const isoRootAK, isoRootSK = "root-access", "root-secret-0123456789"
+
+// startIsoS3 starts the embedded S3 server over a temporary directory with
+// the root account, stopped when the test ends, and returns it, the
+// endpoints of bucket "iso" on it (DataDir the directory) and the root's
+// store, with the bucket made.
+func startIsoS3(t *testing.T) (*s3local.Server, Endpoints, *store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	srv, err := s3local.Start(ctx, s3local.Config{Dir: filepath.Join(dir, "s3"), AccessKey: isoRootAK, SecretKey: isoRootSK})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	ep := Endpoints{S3URL: srv.URL(), S3Region: s3local.Region, Bucket: "iso", DataDir: dir}
+	root, err := store.New(store.Config{Endpoint: ep.S3URL, Bucket: ep.Bucket, AccessKey: isoRootAK, SecretKey: isoRootSK, Region: ep.S3Region})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := root.EnsureBucket(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return srv, ep, root
+}
+
 // TestSiteIsolation runs the embedded S3 server with the site accounts and
 // the bucket policy of GrantSites and checks, request by request, what site
 // "a" may do: read and write its own descriptor and model, read what is
@@ -32,21 +60,9 @@ func accessDenied(err error) bool {
 // is refused; the server's root account keeps full access.
 func TestSiteIsolation(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	const rootAK, rootSK = "root-access", "root-secret-0123456789"
-	srv, err := s3local.Start(ctx, s3local.Config{Dir: filepath.Join(dir, "s3"), AccessKey: rootAK, SecretKey: rootSK})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
-	ep := Endpoints{S3URL: srv.URL(), S3Region: s3local.Region, Bucket: "iso", DataDir: dir}
-	root, err := store.New(store.Config{Endpoint: ep.S3URL, Bucket: ep.Bucket, AccessKey: rootAK, SecretKey: rootSK, Region: ep.S3Region})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := root.EnsureBucket(ctx); err != nil {
-		t.Fatal(err)
-	}
+	srv, ep, root := startIsoS3(t)
+	dir := ep.DataDir
+	var err error
 	const c = "camp"
 	keys := map[string]string{
 		"a descriptor":  artifact.DescriptorKey(c, 1, "a"),
@@ -74,7 +90,7 @@ func TestSiteIsolation(t *testing.T) {
 	if err := GrantSites(ctx, root, []string{"b", "a"}); err != nil {
 		t.Fatal(err)
 	}
-	stores, err := SiteStores(ctx, ep, rootAK, rootSK, []string{"a"})
+	stores, err := SiteStores(ctx, ep, isoRootAK, isoRootSK, []string{"a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +146,7 @@ func TestSiteIsolation(t *testing.T) {
 	}
 
 	// A site the policy does not name: a valid account, but no rights.
-	ak, sk := s3local.SiteCredentials(rootSK, "c")
+	ak, sk := s3local.SiteCredentials(isoRootSK, "c")
 	cst, err := store.New(store.Config{Endpoint: ep.S3URL, Bucket: ep.Bucket, AccessKey: ak, SecretKey: sk, Region: ep.S3Region})
 	if err != nil {
 		t.Fatal(err)
@@ -216,10 +232,11 @@ func TestSiteIsolation(t *testing.T) {
 
 	// The grants outlive a restart of the server (they are files beside
 	// its data directory).
-	srv, err = s3local.Start(ctx, s3local.Config{Dir: filepath.Join(dir, "s3"), Addr: addr, AccessKey: rootAK, SecretKey: rootSK})
+	srv, err = s3local.Start(ctx, s3local.Config{Dir: filepath.Join(dir, "s3"), Addr: addr, AccessKey: isoRootAK, SecretKey: isoRootSK})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { srv.Stop() })
 	if _, got, err := a.GetKey(ctx, keys["a model"]); err != nil || len(got) == 0 {
 		t.Errorf("site a reads its model after a restart: %v", err)
 	}
@@ -234,7 +251,7 @@ func TestSiteIsolation(t *testing.T) {
 		t.Fatalf("credentials file of site a: %v, %v; want mode 0600", fi, err)
 	}
 	fak, fsk, err := ReadCredentials(path)
-	if err != nil || fak != s3local.SiteAccessPrefix+"a" || fsk == rootSK {
+	if err != nil || fak != s3local.SiteAccessPrefix+"a" || fsk == isoRootSK {
 		t.Errorf("credentials file of site a: %s, %v", fak, err)
 	}
 }
@@ -299,26 +316,12 @@ func TestDeployPolicyMatches(t *testing.T) {
 // denied, and a site could have been granted another's).
 func TestSiteIsolationConcurrent(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	const rootAK, rootSK = "root-access", "root-secret-0123456789"
-	srv, err := s3local.Start(ctx, s3local.Config{Dir: filepath.Join(dir, "s3"), AccessKey: rootAK, SecretKey: rootSK})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
-	ep := Endpoints{S3URL: srv.URL(), S3Region: s3local.Region, Bucket: "iso", DataDir: dir}
-	root, err := store.New(store.Config{Endpoint: ep.S3URL, Bucket: ep.Bucket, AccessKey: rootAK, SecretKey: rootSK, Region: ep.S3Region})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := root.EnsureBucket(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, ep, _ := startIsoS3(t)
 	var sites []string
 	for i := 0; i < 9; i++ {
 		sites = append(sites, fmt.Sprintf("hc-site%d", i), fmt.Sprintf("bm-site%d", i))
 	}
-	stores, err := SiteStores(ctx, ep, rootAK, rootSK, sites)
+	stores, err := SiteStores(ctx, ep, isoRootAK, isoRootSK, sites)
 	if err != nil {
 		t.Fatal(err)
 	}
