@@ -9,7 +9,8 @@ import (
 
 // Gradient checks: every layer type sits inside a tiny network whose first
 // layer has parameters, so that checking the gradient of every parameter
-// (or a seeded sample of them) also checks each layer's input gradient.
+// (of a large network, a seeded sample of them) also checks each layer's
+// input gradient.
 // The reference is the float32 central difference
 // (L(θ+h·e_j) − L(θ−h·e_j))/(2h) of the float64-accumulated loss. Its
 // truncation error is O(h²) and its rounding error about 1e-7·|L|/h (≤ 5e-4
@@ -24,7 +25,12 @@ var gradSteps = []float32{1e-3, 3e-4}
 const (
 	gradRelTol = 1e-2
 	gradAbsTol = 1e-3
-	gradProbes = 60 // parameters checked per network (all if fewer)
+	// gradProbes parameters, a seeded sample, are checked in a network of
+	// more than gradAllBelow parameters; every parameter of a smaller one
+	// (a sign error in one GroupNorm γ, say, is then found for sure rather
+	// than by the sample's luck).
+	gradProbes   = 60
+	gradAllBelow = 4000
 )
 
 type gradCase struct {
@@ -94,6 +100,13 @@ var gradCases = []gradCase{
 		},
 	},
 	{name: "cnn-hidden", cfg: &Config{Arch: CNN, Input: Shape{8, 8, 1}, Classes: 3, Width: 2, Hidden: []int{5}}}, // 13
+	{ // 14: a 1×1 convolution (the pointwise product, no im2col) that is
+		// not the first layer, so that its input gradient is checked too
+		name: "pointwise-inner", in: Shape{4, 4, 2}, classes: 3,
+		layers: func() []layer {
+			return []layer{&conv{k: 3, stride: 1, pad: 1, outC: 3, bias: true}, &conv{k: 1, stride: 1, outC: 4, bias: true}, &dense{out: 3, last: true}}
+		},
+	},
 }
 
 func (c gradCase) build(t *testing.T) *Network {
@@ -148,7 +161,7 @@ func TestGradients(t *testing.T) {
 			n.Backward(dLogits)
 			grad := append([]float32(nil), n.Grad()...)
 			probes := rng.Perm(n.NumParams())
-			if len(probes) > gradProbes {
+			if len(probes) > gradAllBelow {
 				probes = probes[:gradProbes]
 			}
 			p := n.Params()
