@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/ptopofl/ptopofl/artifact"
@@ -29,23 +30,51 @@ type historyOutput struct {
 
 // printHistory prints a row per round, with its artifacts' hashes.
 func printHistory(stdout io.Writer, h historyOutput) {
-	fmt.Fprintf(stdout, "%5s  %-9s %5s  %-24s %-18s %-18s %-10s %8s  %8s %8s  %-8s\n",
+	fmt.Fprintf(stdout, "%5s  %-9s %5s  %-24s %-18s %-18s %-10s %9s  %8s %8s  %-8s\n",
 		"round", "outcome", "sites", "dropped (why)", "clusters", "trust", "flagged", "max drift", "mean AUC", "mean acc", "manifest")
 	for _, r := range h.Rounds {
 		var drops []string
 		for _, d := range r.Dropped {
 			drops = append(drops, fmt.Sprintf("%s(%s/%s)", d.Site, d.Phase, d.Reason))
 		}
-		var cl, tr []string
-		maxDrift := 0.0
+		var cl, tr, siteTrust []string
+		maxDrift, minTrust := 0.0, math.Inf(1)
+		ids := map[int]bool{}
 		for _, s := range sortedKeys(r.Clusters) {
 			cl = append(cl, fmt.Sprintf("%s:%d", s, r.Clusters[s]))
 			tr = append(tr, fmt.Sprintf("%.2f", r.Trust[s]))
+			siteTrust = append(siteTrust, fmt.Sprintf("%s:%.2f", s, r.Trust[s]))
 			maxDrift = max(maxDrift, r.Drift[s])
+			minTrust = min(minTrust, r.Trust[s])
+			ids[r.Clusters[s]] = true
 		}
-		fmt.Fprintf(stdout, "%5d  %-9s %5d  %-24s %-18s %-18s %-10s %8.4f  %8.4f %8.4f  %.8s\n",
-			r.Round, r.Outcome, len(r.Participants), dash(strings.Join(drops, " ")), dash(strings.Join(cl, " ")),
-			dash(strings.Join(tr, " ")), dash(strings.Join(r.Flagged, ",")), maxDrift, r.MeanAUC, r.MeanAcc, r.SHA256)
+		// A value wider than its column is summarised there and given in
+		// full on a line of its own below the row, so that columns never
+		// run into each other (ten sites' clusters do not fit 18
+		// characters).
+		var below [][2]string
+		// fit is text if it fits width, else summary, with full (the same
+		// values, each named by its site where the column leaves that out)
+		// on a line below.
+		fit := func(label, text, full string, width int, summary string) string {
+			if len(text) <= width {
+				return dash(text)
+			}
+			below = append(below, [2]string{label, full})
+			return summary
+		}
+		dropped := strings.Join(drops, " ")
+		dropCol := fit("dropped", dropped, dropped, 24, fmt.Sprintf("%d sites, below", len(drops)))
+		clusters := strings.Join(cl, " ")
+		clCol := fit("clusters", clusters, clusters, 18, fmt.Sprintf("%d clusters, below", len(ids)))
+		trCol := fit("trust", strings.Join(tr, " "), strings.Join(siteTrust, " "), 18, fmt.Sprintf("min %.2f, below", minTrust))
+		flagged := strings.Join(r.Flagged, ",")
+		flCol := fit("flagged", flagged, flagged, 10, fmt.Sprintf("%d, below", len(r.Flagged)))
+		fmt.Fprintf(stdout, "%5d  %-9s %5d  %-24s %-18s %-18s %-10s %9.4f  %8.4f %8.4f  %.8s\n",
+			r.Round, r.Outcome, len(r.Participants), dropCol, clCol, trCol, flCol, maxDrift, r.MeanAUC, r.MeanAcc, r.SHA256)
+		for _, b := range below {
+			fmt.Fprintf(stdout, "       %-9s %s\n", b[0], b[1])
+		}
 		if r.Attempt > 1 {
 			fmt.Fprintf(stdout, "       attempt %d", r.Attempt)
 			if len(r.Superseded) > 0 {
