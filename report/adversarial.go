@@ -125,7 +125,7 @@ func Adversarial(in AdversarialInput) (*Report, error) {
 	}
 
 	var prow [][]string
-	var notes []string
+	var notes noteSet
 	for _, l := range in.Levels {
 		var refRuns []Run
 		for _, m := range l.Methods {
@@ -142,15 +142,13 @@ func Adversarial(in AdversarialInput) (*Report, error) {
 			}
 			row, note := pairedRow(ref, refRuns, m)
 			prow = append(prow, append([]string{fmt.Sprintf("%.1f %% / %.0f %%", 100*l.Fraction, 100*l.FlipRate)}, row...))
-			if note != "" && !slices.Contains(notes, note) {
-				notes = append(notes, note)
-			}
+			notes.add(m.Method, note)
 		}
 	}
 	if len(prow) > 0 {
 		d.heading("Paired tests")
 		d.table([]string{"Adversarial / flip", "Method", "Pairs", ref + " − method (AUC)", "t (df)", "p (paired t)", "W", "p (Wilcoxon)"}, prow)
-		for _, n := range notes {
+		for _, n := range notes.sentences() {
 			d.para("%s", n)
 		}
 	}

@@ -195,23 +195,21 @@ func Deep(in DeepInput) (*Report, error) {
 			continue
 		}
 		var diff [][]string
-		var notes []string
+		var ns noteSet
 		for _, m := range sc.Methods {
 			if m.Method == ref {
 				continue
 			}
 			row, note := pairedRow(ref, refRuns, aggregateFinals(m))
 			diff = append(diff, row)
-			if note != "" {
-				notes = append(notes, note)
-			}
+			ns.add(m.Method, note)
 		}
 		if len(diff) == 0 {
 			continue
 		}
 		d.para("%s:", sc.Name)
 		d.table([]string{"Method", "Pairs", ref + " − method (accuracy)", "t (df)", "p (paired t)", "W", "p (Wilcoxon)"}, diff)
-		for _, n := range notes {
+		for _, n := range ns.sentences() {
 			d.para("%s", n)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/ptopofl/ptopofl/eval"
@@ -157,6 +158,57 @@ func fmtMeanStd(x []float64) string {
 		return fmt.Sprintf("%.3f (1 seed)", m)
 	}
 	return fmt.Sprintf("%.3f ± %.3f", m, s)
+}
+
+// fmtRoundMeanStd formats a mean ± sample std of round numbers over seeds
+// with one decimal; a single seed's round is an integer ("7 (1 seed)").
+func fmtRoundMeanStd(x []float64) string {
+	m, s := eval.MeanStd(x)
+	switch {
+	case len(x) == 0:
+		return "n/a"
+	case math.IsNaN(s):
+		return fmt.Sprintf("%.0f (1 seed)", m)
+	}
+	return fmt.Sprintf("%.1f ± %.1f", m, s)
+}
+
+// noteSet gathers the sentences a table needs below it, each reason said
+// once for all the methods it concerns ("fedavg, fedprox and local: 1
+// paired seed(s) with ptopofl; …"), in the order the reasons first came.
+type noteSet struct {
+	reasons []string
+	methods map[string][]string
+}
+
+// add records that reason applies to method; an empty reason is none.
+func (n *noteSet) add(method, reason string) {
+	if reason == "" {
+		return
+	}
+	if n.methods == nil {
+		n.methods = map[string][]string{}
+	}
+	if _, ok := n.methods[reason]; !ok {
+		n.reasons = append(n.reasons, reason)
+	}
+	if !slices.Contains(n.methods[reason], method) {
+		n.methods[reason] = append(n.methods[reason], method)
+	}
+}
+
+// sentences returns one sentence per reason.
+func (n *noteSet) sentences() []string {
+	var out []string
+	for _, r := range n.reasons {
+		ms := n.methods[r]
+		who := ms[0]
+		if len(ms) > 1 {
+			who = strings.Join(ms[:len(ms)-1], ", ") + " and " + ms[len(ms)-1]
+		}
+		out = append(out, who+": "+r)
+	}
+	return out
 }
 
 // fmtP formats a p-value.

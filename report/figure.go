@@ -72,19 +72,41 @@ func newPlot(title, x, y string) *plot.Plot {
 	return p
 }
 
+// legendWidth is the width of the column a figure-level legend takes to
+// the right of the panels.
+const legendWidth = 1.4 * vg.Inch
+
 // render draws the panels, one row of plots per inner slice, into a PNG
 // and an SVG of the same size.
 func render(name, caption string, panels [][]*plot.Plot) (figure, error) {
+	return renderWithLegend(name, caption, panels, nil)
+}
+
+// renderWithLegend is render with legend (when not nil) drawn in a column
+// of its own to the right of the panels, top-aligned: for figures whose
+// panels share their colours, where a legend inside a panel would lie on
+// the data.
+func renderWithLegend(name, caption string, panels [][]*plot.Plot, legend *plot.Legend) (figure, error) {
 	rows := len(panels)
 	cols := 0
 	for _, r := range panels {
 		cols = max(cols, len(r))
 	}
 	w, h := panelWidth*vg.Length(cols), panelHeight*vg.Length(rows)
+	if legend != nil {
+		w += legendWidth
+	}
 	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
 		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
 	drawAll := func(c vg.CanvasSizer) {
 		dc := draw.New(c)
+		if legend != nil {
+			lc := draw.Crop(dc, w-legendWidth, -vg.Millimeter*2, vg.Millimeter*2, -vg.Millimeter*8)
+			legend.Top, legend.Left = true, true
+			legend.Padding = vg.Millimeter
+			legend.Draw(lc)
+			dc = draw.Crop(dc, 0, -legendWidth, 0, 0)
+		}
 		canvases := plot.Align(panels, tiles, dc)
 		for i, r := range panels {
 			for j, p := range r {

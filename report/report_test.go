@@ -179,15 +179,19 @@ func TestReports(t *testing.T) {
 				"0.840 ± 0.010",
 				// fedavg healthcare: 0.79 0.80 0.80: mean 0.7967, std √(6.667e-5/2) = 0.00577.
 				"0.797 ± 0.006",
-				// Convergence rounds 1 1 2: mean 1.333, std √(0.6667/2) = 0.577.
-				"1.333 ± 0.577",
+				// Convergence rounds 1 1 2: mean 1.333, std √(0.6667/2) = 0.577,
+				// rounds with one decimal.
+				"1.3 ± 0.6",
+				// benchmark: one seed, its convergence round an integer.
+				"1 (1 seed)",
 				// Differences 0.05 0.05 0.03: mean 0.0433, std 0.01155; t = 6.5,
 				// ν = 2, p = 1 − 6.5/√44.25 = 0.02286; W = 0, exact p = 2/8.
 				"0.043 ± 0.012", "6.500 (2)", "0.0229", "0.2500",
 				"cannot reach p < 0.05 (its smallest possible p is 0.2500)",
 				// benchmark: one seed each.
 				"0.910 (1 seed)",
-				"1 paired seed(s) with ptopofl; the paired t-test needs at least 2",
+				// Said once for every method it concerns, naming them.
+				"fedavg: 1 paired seed(s) with ptopofl; the paired t-test needs at least 2",
 			},
 		},
 		{
@@ -404,4 +408,30 @@ func sameColor(a, b image.Image, x, y int) bool {
 	r1, g1, b1, a1 := a.At(x, y).RGBA()
 	r2, g2, b2, a2 := b.At(x, y).RGBA()
 	return r1 == r2 && g1 == g2 && b1 == b2 && a1 == a2
+}
+
+// TestNoteSet: a reason shared by several methods is one sentence naming
+// them all, in the order they came; reasons keep the order they first
+// came in, a method is named once per reason, and no reason is no note.
+func TestNoteSet(t *testing.T) {
+	var n noteSet
+	n.add("fedavg", "1 paired seed(s) with ptopofl; not tested.")
+	n.add("fedprox", "")
+	n.add("fedprox", "1 paired seed(s) with ptopofl; not tested.")
+	n.add("local", "every paired difference is zero.")
+	n.add("scaffold", "1 paired seed(s) with ptopofl; not tested.")
+	n.add("scaffold", "1 paired seed(s) with ptopofl; not tested.")
+	got := n.sentences()
+	want := []string{
+		"fedavg, fedprox and scaffold: 1 paired seed(s) with ptopofl; not tested.",
+		"local: every paired difference is zero.",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("sentence %d: %q, want %q", i, got[i], want[i])
+		}
+	}
 }

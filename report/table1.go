@@ -7,6 +7,7 @@ import (
 
 	"github.com/ptopofl/ptopofl/eval"
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
 )
 
 // DefaultReference is the method baselines are compared to when
@@ -57,7 +58,7 @@ func Table1(in Table1Input) (*Report, error) {
 				refRuns = m.Runs
 			}
 			auc, acc, conv := finals(m.Runs)
-			rows = append(rows, []string{m.Method, fmt.Sprint(len(m.Runs)), fmtMeanStd(auc), fmtMeanStd(acc), fmtMeanStd(conv)})
+			rows = append(rows, []string{m.Method, fmt.Sprint(len(m.Runs)), fmtMeanStd(auc), fmtMeanStd(acc), fmtRoundMeanStd(conv)})
 		}
 		d.table([]string{"Method", "Seeds", "Final AUC", "Final accuracy", "Convergence round"}, rows)
 
@@ -65,20 +66,18 @@ func Table1(in Table1Input) (*Report, error) {
 			d.para("No runs of the reference method %s in this scenario: no paired differences.", ref)
 		} else {
 			var diff [][]string
-			var notes []string
+			var ns noteSet
 			for _, m := range sc.Methods {
 				if m.Method == ref {
 					continue
 				}
 				row, note := pairedRow(ref, refRuns, m)
 				diff = append(diff, row)
-				if note != "" {
-					notes = append(notes, note)
-				}
+				ns.add(m.Method, note)
 			}
 			if len(diff) > 0 {
 				d.table([]string{"Method", "Pairs", ref + " − method (AUC)", "t (df)", "p (paired t)", "W", "p (Wilcoxon)"}, diff)
-				for _, n := range notes {
+				for _, n := range ns.sentences() {
 					d.para("%s", n)
 				}
 			}
@@ -91,11 +90,15 @@ func Table1(in Table1Input) (*Report, error) {
 				return nil, fmt.Errorf("report: table1: scenario %q: method %q: %w", sc.Name, m.Method, err)
 			}
 		}
-		p.Legend.Top, p.Legend.Left = false, false
+		p.Legend = plot.NewLegend() // one legend for the figure, beside the panels
 		curves = append(curves, p)
 	}
+	methodLegend := plot.NewLegend()
+	for i, m := range methods {
+		methodLegend.Add(m, &plotter.Line{LineStyle: lineStyle(i)}, &plotter.Scatter{GlyphStyle: glyphStyle(i)})
+	}
 
-	fig2, err := render("fig2_auc_curves", "Fig. 2: AUC-ROC per round, mean over seeds, one panel per scenario.", [][]*plot.Plot{curves})
+	fig2, err := renderWithLegend("fig2_auc_curves", "Fig. 2: AUC-ROC per round, mean over seeds, one panel per scenario.", [][]*plot.Plot{curves}, &methodLegend)
 	if err != nil {
 		return nil, err
 	}
@@ -129,10 +132,28 @@ func Table1(in Table1Input) (*Report, error) {
 	}
 	pa := newPlot("Final AUC", "", "AUC-ROC")
 	addGroupedBars(pa, methods, scenarios, aucMean, aucStd, cols)
-	pa.Y.Min, pa.Y.Max = 0, 1.3
+	pa.Y.Min, pa.Y.Max = 0, 1 // an AUC lies in [0, 1]
 	pc := newPlot("Convergence round", "", "Round")
 	addGroupedBars(pc, methods, scenarios, convMean, convStd, cols)
-	fig3, err := render("fig3_final_auc", "Fig. 3: final AUC (left) and convergence round (right) per method, mean ± std over seeds.", [][]*plot.Plot{{pa, pc}})
+	// The scenarios' legend beside the panels, not in them: no headroom
+	// above the bars is needed for it.
+	scenarioLegend := plot.NewLegend()
+	for s, name := range scenarios {
+		scenarioLegend.Add(name, &bars{Color: colour(cols[s])})
+	}
+	pa.Legend, pc.Legend = plot.NewLegend(), plot.NewLegend()
+	pc.Y.Max = 0
+	for s := range convMean {
+		for g, v := range convMean[s] {
+			if e := convStd[s][g]; !math.IsNaN(e) {
+				v += e
+			}
+			if !math.IsNaN(v) {
+				pc.Y.Max = math.Max(pc.Y.Max, 1.05*v)
+			}
+		}
+	}
+	fig3, err := renderWithLegend("fig3_final_auc", "Fig. 3: final AUC (left) and convergence round (right) per method, mean ± std over seeds.", [][]*plot.Plot{{pa, pc}}, &scenarioLegend)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +222,8 @@ func meanCurve(runs []Run) (x, y []float64) {
 
 // pairedRow compares the reference runs with m's runs of the same seeds.
 // It returns the table row and, when a test cannot be run or cannot be
-// significant, a sentence saying so.
+// significant, the reason, without the method's name (noteSet.add groups
+// the methods that share one).
 func pairedRow(ref string, refRuns []Run, m MethodRuns) (row []string, note string) {
 	bySeed := map[int64]float64{}
 	for _, r := range m.Runs {
@@ -227,13 +249,13 @@ func pairedRow(ref string, refRuns []Run, m MethodRuns) (row []string, note stri
 	row = []string{m.Method, fmt.Sprint(len(seeds)), fmtMeanStd(d), "n/a", "n/a", "n/a", "n/a"}
 	t, err := eval.PairedTTest(a, b)
 	if err != nil {
-		return row, fmt.Sprintf("%s: %d paired seed(s) with %s; the paired t-test needs at least 2 and the differences are not tested.", m.Method, len(seeds), ref)
+		return row, fmt.Sprintf("%d paired seed(s) with %s; the paired t-test needs at least 2 and the differences are not tested.", len(seeds), ref)
 	}
 	row[3] = fmt.Sprintf("%.3f (%d)", t.T, t.DF)
 	row[4] = fmtP(t.P)
 	w, err := eval.WilcoxonSignedRank(a, b)
 	if err != nil {
-		return row, fmt.Sprintf("%s: every paired difference to %s is zero; the signed-rank test is undefined.", m.Method, ref)
+		return row, fmt.Sprintf("every paired difference to %s is zero; the signed-rank test is undefined.", ref)
 	}
 	row[5] = fmt.Sprintf("%g", w.Statistic)
 	row[6] = fmtP(w.P)
@@ -242,7 +264,7 @@ func pairedRow(ref string, refRuns []Run, m MethodRuns) (row []string, note stri
 	}
 	if w.Exact {
 		if minP := 2 / math.Exp2(float64(w.N)); minP > 0.05 {
-			note = fmt.Sprintf("%s: with %d non-zero paired differences the exact signed-rank test cannot reach p < 0.05 (its smallest possible p is %.4f); run more seeds to test this difference.", m.Method, w.N, minP)
+			note = fmt.Sprintf("with %d non-zero paired differences the exact signed-rank test cannot reach p < 0.05 (its smallest possible p is %.4f); run more seeds to test these differences.", w.N, minP)
 		}
 	}
 	return row, note
