@@ -7,6 +7,7 @@ import (
 
 	"github.com/ptopofl/ptopofl/eval"
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
 )
 
 // Adversarial builds the robustness report of the paper's Fig. 4. Per flip
@@ -179,8 +180,12 @@ func Adversarial(in AdversarialInput) (*Report, error) {
 			}
 			pa.Add(&whiskers{X: x, Y: mean, Err: std, Color: colour(k)})
 		}
-		pa.Legend.Top = false
+		pa.Legend = plot.NewLegend() // one legend for the figure, beside the panels
 		panels = append(panels, pa)
+	}
+	legend := plot.NewLegend()
+	for k, name := range methods {
+		legend.Add(name, &plotter.Line{LineStyle: lineStyle(k)}, &plotter.Scatter{GlyphStyle: glyphStyle(k)})
 	}
 	if len(detectors) > 0 {
 		pd := newPlot(detectors[0], "Adversarial sites (%)", "Rate")
@@ -211,10 +216,19 @@ func Adversarial(in AdversarialInput) (*Report, error) {
 			}
 		}
 		pd.Y.Min, pd.Y.Max = 0, 1.05
-		pd.Legend.Left = true
+		// The rates' entries join the figure's legend, after the methods'.
+		for gi := range groups {
+			flip := 0.0
+			if len(flips) > 0 {
+				flip = flips[gi]
+			}
+			legend.Add(fmt.Sprintf("detection rate, flip %.0f %%", 100*flip), &plotter.Line{LineStyle: lineStyle(2 * gi)}, &plotter.Scatter{GlyphStyle: glyphStyle(2 * gi)})
+			legend.Add(fmt.Sprintf("false-positive rate, flip %.0f %%", 100*flip), &plotter.Line{LineStyle: lineStyle(2*gi + 1)}, &plotter.Scatter{GlyphStyle: glyphStyle(2*gi + 1)})
+		}
+		pd.Legend = plot.NewLegend()
 		panels = append(panels, pd)
 	}
-	fig, err := render("fig4_adversarial", "Fig. 4: final AUC against the fraction of adversarial sites per flip rate (mean ± std over seeds), and the detector's rates.", [][]*plot.Plot{panels})
+	fig, err := renderWithLegend("fig4_adversarial", "Fig. 4: final AUC against the fraction of adversarial sites per flip rate (mean ± std over seeds), and the detector's rates (in the right panel, with the legend's colours of its entries).", [][]*plot.Plot{panels}, &legend)
 	if err != nil {
 		return nil, err
 	}

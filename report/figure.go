@@ -72,9 +72,9 @@ func newPlot(title, x, y string) *plot.Plot {
 	return p
 }
 
-// legendWidth is the width of the column a figure-level legend takes to
-// the right of the panels.
-const legendWidth = 1.4 * vg.Inch
+// legendMargin is the space between a figure-level legend and the panels
+// and its right edge.
+const legendMargin = 4 * vg.Millimeter
 
 // render draws the panels, one row of plots per inner slice, into a PNG
 // and an SVG of the same size.
@@ -93,7 +93,13 @@ func renderWithLegend(name, caption string, panels [][]*plot.Plot, legend *plot.
 		cols = max(cols, len(r))
 	}
 	w, h := panelWidth*vg.Length(cols), panelHeight*vg.Length(rows)
+	var legendWidth vg.Length
 	if legend != nil {
+		legend.Top, legend.Left = true, true
+		legend.Padding = vg.Millimeter
+		// As wide as its longest entry, measured as the legend lays it out.
+		r := legend.Rectangle(draw.New(vgimg.New(panelWidth, h)))
+		legendWidth = r.Max.X - r.Min.X + 2*legendMargin
 		w += legendWidth
 	}
 	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
@@ -101,9 +107,7 @@ func renderWithLegend(name, caption string, panels [][]*plot.Plot, legend *plot.
 	drawAll := func(c vg.CanvasSizer) {
 		dc := draw.New(c)
 		if legend != nil {
-			lc := draw.Crop(dc, w-legendWidth, -vg.Millimeter*2, vg.Millimeter*2, -vg.Millimeter*8)
-			legend.Top, legend.Left = true, true
-			legend.Padding = vg.Millimeter
+			lc := draw.Crop(dc, w-legendWidth+legendMargin, -legendMargin, vg.Millimeter*2, -vg.Millimeter*8)
 			legend.Draw(lc)
 			dc = draw.Crop(dc, 0, -legendWidth, 0, 0)
 		}

@@ -287,6 +287,8 @@ func privacyFigures(in PrivacyInput, siteLabels []string, gradRisk, topoRisk []f
 
 	// Utility against ε, one panel per scenario.
 	var panels []*plot.Plot
+	utilLegend := plot.NewLegend()
+	var utilMethods []string
 	for _, sc := range scenariosOf(in.Utility) {
 		var methods []string
 		for _, u := range in.Utility {
@@ -314,9 +316,17 @@ func privacyFigures(in PrivacyInput, siteLabels []string, gradRisk, topoRisk []f
 			mc[i] = i
 		}
 		addGroupedBars(p, labels, methods, v, e, mc)
+		p.Y.Min, p.Y.Max = 0, 1 // final AUC and accuracy lie in [0, 1]
+		p.Legend = plot.NewLegend()
 		panels = append(panels, p)
+		for k, m := range methods {
+			if !slices.Contains(utilMethods, m) {
+				utilMethods = append(utilMethods, m)
+				utilLegend.Add(m, &bars{Color: colour(mc[k])})
+			}
+		}
 	}
-	util, err := render("fig_privacy_utility", "Utility against the budget ε: each method's final score (mean ± std over seeds, scored exactly), per scenario.", [][]*plot.Plot{panels})
+	util, err := renderWithLegend("fig_privacy_utility", "Utility against the budget ε: each method's final score (mean ± std over seeds, scored exactly), per scenario.", [][]*plot.Plot{panels}, &utilLegend)
 	if err != nil {
 		return nil, err
 	}
