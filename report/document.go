@@ -149,28 +149,23 @@ func (d *document) html() []byte {
 
 // fmtMeanStd formats a mean ± sample std over seeds with three decimals;
 // a single seed has no std ("0.841 (1 seed)").
-func fmtMeanStd(x []float64) string {
-	m, s := eval.MeanStd(x)
-	switch {
-	case len(x) == 0:
-		return "n/a"
-	case math.IsNaN(s):
-		return fmt.Sprintf("%.3f (1 seed)", m)
-	}
-	return fmt.Sprintf("%.3f ± %.3f", m, s)
-}
+func fmtMeanStd(x []float64) string { return fmtStats(x, "%.3f (1 seed)", "%.3f ± %.3f") }
 
 // fmtRoundMeanStd formats a mean ± sample std of round numbers over seeds
 // with one decimal; a single seed's round is an integer ("7 (1 seed)").
-func fmtRoundMeanStd(x []float64) string {
+func fmtRoundMeanStd(x []float64) string { return fmtStats(x, "%.0f (1 seed)", "%.1f ± %.1f") }
+
+// fmtStats formats the mean of x with one (the mean of a single seed) or
+// the mean and sample std with several; "n/a" for none.
+func fmtStats(x []float64, one, several string) string {
 	m, s := eval.MeanStd(x)
 	switch {
 	case len(x) == 0:
 		return "n/a"
 	case math.IsNaN(s):
-		return fmt.Sprintf("%.0f (1 seed)", m)
+		return fmt.Sprintf(one, m)
 	}
-	return fmt.Sprintf("%.1f ± %.1f", m, s)
+	return fmt.Sprintf(several, m, s)
 }
 
 // noteSet gathers the sentences a table needs below it, each reason said
