@@ -8,6 +8,8 @@ import (
 	"github.com/ptopofl/ptopofl/eval"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // Adversarial builds the robustness report of the paper's Fig. 4. Per flip
@@ -208,10 +210,10 @@ func Adversarial(in AdversarialInput) (*Report, error) {
 			if len(x) == 0 {
 				continue
 			}
-			if err := addLine(pd, fmt.Sprintf("detection, flip %.0f %%", 100*flip), x, det, lineStyle(2*gi), glyphStyle(2*gi)); err != nil {
+			if err := addLine(pd, fmt.Sprintf("detection, flip %.0f %%", 100*flip), x, det, rateLine(2*gi), glyphStyle(2*gi)); err != nil {
 				return nil, fmt.Errorf("report: adversarial: %w", err)
 			}
-			if err := addLine(pd, fmt.Sprintf("false positives, flip %.0f %%", 100*flip), x, fpr, lineStyle(2*gi+1), glyphStyle(2*gi+1)); err != nil {
+			if err := addLine(pd, fmt.Sprintf("false positives, flip %.0f %%", 100*flip), x, fpr, rateLine(2*gi+1), glyphStyle(2*gi+1)); err != nil {
 				return nil, fmt.Errorf("report: adversarial: %w", err)
 			}
 		}
@@ -222,8 +224,8 @@ func Adversarial(in AdversarialInput) (*Report, error) {
 			if len(flips) > 0 {
 				flip = flips[gi]
 			}
-			legend.Add(fmt.Sprintf("detection rate, flip %.0f %%", 100*flip), &plotter.Line{LineStyle: lineStyle(2 * gi)}, &plotter.Scatter{GlyphStyle: glyphStyle(2 * gi)})
-			legend.Add(fmt.Sprintf("false-positive rate, flip %.0f %%", 100*flip), &plotter.Line{LineStyle: lineStyle(2*gi + 1)}, &plotter.Scatter{GlyphStyle: glyphStyle(2*gi + 1)})
+			legend.Add(fmt.Sprintf("detection rate, flip %.0f %%", 100*flip), &plotter.Line{LineStyle: rateLine(2 * gi)}, &plotter.Scatter{GlyphStyle: glyphStyle(2 * gi)})
+			legend.Add(fmt.Sprintf("false-positive rate, flip %.0f %%", 100*flip), &plotter.Line{LineStyle: rateLine(2*gi + 1)}, &plotter.Scatter{GlyphStyle: glyphStyle(2*gi + 1)})
 		}
 		pd.Legend = plot.NewLegend()
 		panels = append(panels, pd)
@@ -234,6 +236,15 @@ func Adversarial(in AdversarialInput) (*Report, error) {
 	}
 	d.figure(fig)
 	return d.build(), nil
+}
+
+// rateLine is the style of the detector's rate lines: lineStyle(k) dashed,
+// so that in the figure's one legend they are not taken for the methods'
+// AUC lines, which share the palette.
+func rateLine(k int) draw.LineStyle {
+	l := lineStyle(k)
+	l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+	return l
 }
 
 func finalAUCs(runs []Run) []float64 {
