@@ -83,26 +83,12 @@ type ReconstructionResult struct {
 // error, naming the field, for no records, rows of different lengths or
 // non-finite values, labels other than 0 and 1, and settings out of range.
 func Reconstruct(cfg ReconstructionConfig) (ReconstructionResult, error) {
-	cfg.LR = orDefault(cfg.LR, 0.05)
-	cfg.C = orDefault(cfg.C, 1)
-	cfg.InitScale = orDefault(cfg.InitScale, 0.01)
-	cfg.Delta = orDefault(cfg.Delta, DefaultDelta)
-	cfg.Clip = orDefault(cfg.Clip, DefaultClip)
-	d := learn.Data{X: cfg.X, Y: cfg.Y}
-	if err := d.Validate(); err != nil {
-		return ReconstructionResult{}, fmt.Errorf("audit: ReconstructionConfig.X, Y: %w", err)
-	}
-	switch {
-	case !(cfg.LR > 0) || math.IsInf(cfg.LR, 1):
-		return ReconstructionResult{}, fmt.Errorf("audit: ReconstructionConfig.LR = %v: want a positive finite step size", cfg.LR)
-	case !(cfg.C > 0):
-		return ReconstructionResult{}, fmt.Errorf("audit: ReconstructionConfig.C = %v: want a positive inverse penalty (+Inf for none)", cfg.C)
-	case !(cfg.InitScale > 0) || math.IsInf(cfg.InitScale, 1):
-		return ReconstructionResult{}, fmt.Errorf("audit: ReconstructionConfig.InitScale = %v: want a positive finite scale", cfg.InitScale)
-	}
-	if err := checkDP("ReconstructionConfig", cfg.Epsilon, cfg.Delta, cfg.Clip); err != nil {
+	t := localTraining{X: cfg.X, Y: cfg.Y, LR: cfg.LR, C: cfg.C, InitScale: cfg.InitScale, Epsilon: cfg.Epsilon, Delta: cfg.Delta, Clip: cfg.Clip}
+	d, err := t.resolve("ReconstructionConfig")
+	if err != nil {
 		return ReconstructionResult{}, err
 	}
+	cfg.LR, cfg.C, cfg.InitScale, cfg.Delta, cfg.Clip = t.LR, t.C, t.InitScale, t.Delta, t.Clip
 	nf := d.NumFeatures()
 	m := learn.Logistic{Features: nf, C: cfg.C}
 	theta0 := initialModel(nf, cfg.Seed, cfg.InitScale)
@@ -186,6 +172,40 @@ func relativeError(xhat, x []float64) float64 {
 // initialModel returns θ0 for nf features: normal coefficients of
 // standard deviation scale from a PCG generator seeded with seed, and a
 // zero intercept (the shape of learn.InitialParams).
+// localTraining is the local logistic training the audit's simulated
+// sites run (Reconstruct's one step, NewTabularSite's R·S steps): their
+// configurations share these settings and their defaults.
+type localTraining struct {
+	X                    [][]float64
+	Y                    []float64
+	LR, C, InitScale     float64
+	Epsilon, Delta, Clip float64
+}
+
+// resolve fills the settings left zero with their defaults (LR 0.05, C 1,
+// InitScale 0.01, DefaultDelta, DefaultClip) and checks them and the data,
+// naming the fields of the configuration called what.
+func (t *localTraining) resolve(what string) (learn.Data, error) {
+	t.LR = orDefault(t.LR, 0.05)
+	t.C = orDefault(t.C, 1)
+	t.InitScale = orDefault(t.InitScale, 0.01)
+	t.Delta = orDefault(t.Delta, DefaultDelta)
+	t.Clip = orDefault(t.Clip, DefaultClip)
+	d := learn.Data{X: t.X, Y: t.Y}
+	if err := d.Validate(); err != nil {
+		return d, fmt.Errorf("audit: %s.X, Y: %w", what, err)
+	}
+	switch {
+	case !(t.LR > 0) || math.IsInf(t.LR, 1):
+		return d, fmt.Errorf("audit: %s.LR = %v: want a positive finite step size", what, t.LR)
+	case !(t.C > 0):
+		return d, fmt.Errorf("audit: %s.C = %v: want a positive inverse penalty (+Inf for none)", what, t.C)
+	case !(t.InitScale > 0) || math.IsInf(t.InitScale, 1):
+		return d, fmt.Errorf("audit: %s.InitScale = %v: want a positive finite scale", what, t.InitScale)
+	}
+	return d, checkDP(what, t.Epsilon, t.Delta, t.Clip)
+}
+
 func initialModel(nf int, seed uint64, scale float64) []float64 {
 	rng := pcg(seed, streamInit)
 	theta := make([]float64, nf+1)

@@ -69,27 +69,14 @@ type TabularSite struct {
 func NewTabularSite(cfg TabularSiteConfig) (*TabularSite, error) {
 	cfg.Rounds = orDefault(cfg.Rounds, 15)
 	cfg.Steps = orDefault(cfg.Steps, 30)
-	cfg.LR = orDefault(cfg.LR, 0.05)
-	cfg.C = orDefault(cfg.C, 1)
-	cfg.InitScale = orDefault(cfg.InitScale, 0.01)
-	cfg.Delta = orDefault(cfg.Delta, DefaultDelta)
-	cfg.Clip = orDefault(cfg.Clip, DefaultClip)
-	d := learn.Data{X: cfg.X, Y: cfg.Y}
-	if err := d.Validate(); err != nil {
-		return nil, fmt.Errorf("audit: TabularSiteConfig.X, Y: %w", err)
-	}
-	switch {
-	case cfg.Rounds < 1 || cfg.Steps < 1:
-		return nil, fmt.Errorf("audit: TabularSiteConfig.Rounds, Steps = %d, %d: want at least 1 each", cfg.Rounds, cfg.Steps)
-	case !(cfg.LR > 0) || math.IsInf(cfg.LR, 1):
-		return nil, fmt.Errorf("audit: TabularSiteConfig.LR = %v: want a positive finite step size", cfg.LR)
-	case !(cfg.C > 0):
-		return nil, fmt.Errorf("audit: TabularSiteConfig.C = %v: want a positive inverse penalty (+Inf for none)", cfg.C)
-	case !(cfg.InitScale > 0) || math.IsInf(cfg.InitScale, 1):
-		return nil, fmt.Errorf("audit: TabularSiteConfig.InitScale = %v: want a positive finite scale", cfg.InitScale)
-	}
-	if err := checkDP("TabularSiteConfig", cfg.Epsilon, cfg.Delta, cfg.Clip); err != nil {
+	t := localTraining{X: cfg.X, Y: cfg.Y, LR: cfg.LR, C: cfg.C, InitScale: cfg.InitScale, Epsilon: cfg.Epsilon, Delta: cfg.Delta, Clip: cfg.Clip}
+	d, err := t.resolve("TabularSiteConfig")
+	if err != nil {
 		return nil, err
+	}
+	cfg.LR, cfg.C, cfg.InitScale, cfg.Delta, cfg.Clip = t.LR, t.C, t.InitScale, t.Delta, t.Clip
+	if cfg.Rounds < 1 || cfg.Steps < 1 {
+		return nil, fmt.Errorf("audit: TabularSiteConfig.Rounds, Steps = %d, %d: want at least 1 each", cfg.Rounds, cfg.Steps)
 	}
 	nf := d.NumFeatures()
 	s := &TabularSite{
