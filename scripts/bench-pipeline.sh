@@ -73,25 +73,7 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 
 # tiny_federation DIR SITES: deterministic tiny sites, two separable classes.
-tiny_federation() {
-	python3 - "$1" "$2" <<'PY'
-import os, random, sys
-out, k = sys.argv[1], int(sys.argv[2])
-os.makedirs(out, exist_ok=True)
-rng = random.Random(1234)
-def rows(n):
-    lines = ["x0,x1,x2,x3,y"]
-    for i in range(n):
-        y = i % 2
-        xs = [rng.gauss(1.5 * y, 1.0) for _ in range(4)]
-        lines.append(",".join(repr(x) for x in xs) + f",{y}")
-    return "\n".join(lines) + "\n"
-for s in range(k):
-    for split, n in (("train", 16), ("test", 8)):
-        with open(os.path.join(out, f"site{s}_{split}.csv"), "w") as f:
-            f.write(rows(n))
-PY
-}
+tiny_federation() { python3 scripts/tiny-federation.py "$1" "$2"; }
 
 load() { echo "load: $(uptime | sed 's/.*load average: //') (1, 5, 15 min)"; }
 

@@ -17,21 +17,7 @@ $BIN/devstack postgres --dir $D/cluster > $D/pg.log 2>&1 & PGP=$!
 for _ in $(seq 600); do [ -s $D/cluster/postgres.json ] && break; sleep 0.1; done
 PGURL=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["url"])' $D/cluster/postgres.json)
 base=${PGURL%/*}
-python3 - $D/tiny $K <<'PY'
-import os, random, sys
-out, k = sys.argv[1], int(sys.argv[2])
-os.makedirs(out, exist_ok=True)
-rng = random.Random(1234)
-def rows(n):
-    lines = ["x0,x1,x2,x3,y"]
-    for i in range(n):
-        y = i % 2
-        lines.append(",".join(repr(rng.gauss(1.5 * y, 1.0)) for _ in range(4)) + f",{y}")
-    return "\n".join(lines) + "\n"
-for s in range(k):
-    for split, n in (("train", 16), ("test", 8)):
-        open(os.path.join(out, f"site{s}_{split}.csv"), "w").write(rows(n))
-PY
+python3 scripts/tiny-federation.py $D/tiny $K
 stat() { psql -qtA "$base/postgres" -c "select (select sum(xact_commit) from pg_stat_database where datname in ('bench','bench_vis')), (select wal_sync from pg_stat_wal), (select wal_records from pg_stat_wal)"; }
 onepass() { # TAG SEED
 	$BIN/devstack --data $D/stack-$1 --ui=false --persistence postgres --postgres-url "$base/bench?visibility=bench_vis" > $D/stack-$1.log 2>&1 & local SP=$!
