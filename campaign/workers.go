@@ -22,6 +22,53 @@ import (
 // site uses its own S3 identity when SiteStores is set. Call stop when
 // done.
 func (s *Service) StartLocalWorkers(fed *Federation, campaign string, sites []pipeline.Site, progress io.Writer) (stop func(), err error) {
+	local := make([]localSite, len(sites))
+	for i, site := range sites {
+		local[i] = localSite{site.Name, fed.Dir}
+	}
+	stop, err = s.startLocal(pipeline.ColocatedTaskQueue(campaign), local, worker.Options{})
+	if err == nil && progress != nil {
+		fmt.Fprintf(progress, "workers: server + %d sites in process, data %s\n", len(sites), fed.Dir)
+	}
+	return stop, err
+}
+
+// StartSweepWorkers starts in this process the server worker (campaigns,
+// rounds, sweeps and their activities) and one site worker per distinct
+// site of the sweep's federations, each reading only its own files, per
+// round (activities.Site reads dataset.RoundDir), so continual scenarios
+// work, and the sweep's colocated worker (pipeline.ColocatedTaskQueue of
+// the sweep's name) with every site's activities, where the rounds of the
+// sweeps this Service then starts run (ColocatedQueue).
+func (s *Service) StartSweepWorkers(plan SweepPlan, progress io.Writer) (stop func(), err error) {
+	var local []localSite
+	seen := map[string]bool{}
+	for _, f := range plan.Spec.Federations {
+		for _, site := range f.Sites {
+			if !seen[site.Name] {
+				seen[site.Name] = true
+				local = append(local, localSite{site.Name, plan.FedDirs[f.Name]})
+			}
+		}
+	}
+	// One poller a site: a sweep can have a hundred sites in one process.
+	stop, err = s.startLocal(pipeline.ColocatedTaskQueue(plan.Spec.Sweep), local, worker.Options{MaxConcurrentActivityTaskPollers: 1})
+	if err == nil && progress != nil {
+		fmt.Fprintf(progress, "workers: server + %d sites in process\n", len(local))
+	}
+	return stop, err
+}
+
+// localSite is a site this process serves: its name and the directory of
+// its federation.
+type localSite struct{ name, dir string }
+
+// startLocal starts the server worker, each site's worker (with
+// siteWorker's options, its own store and the Service's secrets) and the
+// colocated worker on queue, on which every site worker registers its
+// activities too and which starts once it has them all; then it sets
+// ColocatedQueue. On an error it stops what it started.
+func (s *Service) startLocal(queue string, sites []localSite, siteWorker worker.Options) (stop func(), err error) {
 	var started []worker.Worker
 	stop = func() {
 		for i := len(started) - 1; i >= 0; i-- {
@@ -30,7 +77,7 @@ func (s *Service) StartLocalWorkers(fed *Federation, campaign string, sites []pi
 	}
 	names := make([]string, len(sites))
 	for i, site := range sites {
-		names[i] = site.Name
+		names[i] = site.name
 	}
 	stores, err := s.siteStores(names)
 	if err != nil {
@@ -41,13 +88,10 @@ func (s *Service) StartLocalWorkers(fed *Federation, campaign string, sites []pi
 		return nil, err
 	}
 	started = append(started, w)
-	// The sites' workers, each registering its activities on the
-	// colocated worker too, which starts once it has them all.
-	queue := pipeline.ColocatedTaskQueue(campaign)
 	colocated := workers.NewColocated(s.Client, s.Store, queue, workers.Options{})
 	for _, site := range sites {
-		w, err := workers.StartSite(s.Client, stores[site.Name], site.Name, fed.Dir,
-			workers.Options{SecretDir: s.SecretDir, ColocateOn: colocated})
+		w, err := workers.StartSite(s.Client, stores[site.name], site.name, site.dir,
+			workers.Options{Worker: siteWorker, SecretDir: s.SecretDir, ColocateOn: colocated})
 		if err != nil {
 			stop()
 			return nil, err
@@ -60,75 +104,6 @@ func (s *Service) StartLocalWorkers(fed *Federation, campaign string, sites []pi
 	}
 	started = append(started, colocated)
 	s.ColocatedQueue = queue
-	if progress != nil {
-		fmt.Fprintf(progress, "workers: server + %d sites in process, data %s\n", len(sites), fed.Dir)
-	}
-	return stop, nil
-}
-
-// StartSweepWorkers starts in this process the server worker (campaigns,
-// rounds, sweeps and their activities) and one site worker per distinct
-// site of the sweep's federations, each reading only its own files, per
-// round (activities.Site reads dataset.RoundDir), so continual scenarios
-// work, and the sweep's colocated worker (pipeline.ColocatedTaskQueue of
-// the sweep's name) with every site's activities, where the rounds of the
-// sweeps this Service then starts run (ColocatedQueue).
-func (s *Service) StartSweepWorkers(plan SweepPlan, progress io.Writer) (stop func(), err error) {
-	var started []worker.Worker
-	stop = func() {
-		for i := len(started) - 1; i >= 0; i-- {
-			started[i].Stop()
-		}
-	}
-	var names []string
-	for _, f := range plan.Spec.Federations {
-		for _, site := range f.Sites {
-			names = append(names, site.Name)
-		}
-	}
-	stores, err := s.siteStores(names)
-	if err != nil {
-		return nil, err
-	}
-	w := workers.NewServer(s.Client, s.Store, workers.Options{})
-	if err := w.Start(); err != nil {
-		return nil, fmt.Errorf("start server worker: %w", err)
-	}
-	started = append(started, w)
-	// The sites' workers, each registering its activities on the
-	// colocated worker too, which starts once it has them all.
-	queue := pipeline.ColocatedTaskQueue(plan.Spec.Sweep)
-	colocated := workers.NewColocated(s.Client, s.Store, queue, workers.Options{})
-	seen := map[string]bool{}
-	for _, f := range plan.Spec.Federations {
-		for _, site := range f.Sites {
-			if seen[site.Name] {
-				continue
-			}
-			seen[site.Name] = true
-			// One poller: a sweep can have a hundred sites in one process.
-			sw, err := workers.NewSite(s.Client, stores[site.Name], site.Name, plan.FedDirs[f.Name],
-				workers.Options{Worker: worker.Options{MaxConcurrentActivityTaskPollers: 1}, SecretDir: s.SecretDir, ColocateOn: colocated})
-			if err != nil {
-				stop()
-				return nil, err
-			}
-			if err := sw.Start(); err != nil {
-				stop()
-				return nil, fmt.Errorf("start site worker %s: %w", site.Name, err)
-			}
-			started = append(started, sw)
-		}
-	}
-	if err := colocated.Start(); err != nil {
-		stop()
-		return nil, fmt.Errorf("start colocated worker on %s: %w", queue, err)
-	}
-	started = append(started, colocated)
-	s.ColocatedQueue = queue
-	if progress != nil {
-		fmt.Fprintf(progress, "workers: server + %d sites in process\n", len(seen))
-	}
 	return stop, nil
 }
 
