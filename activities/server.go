@@ -45,6 +45,7 @@ func (s *Server) Register(r interface {
 	r.RegisterActivityWithOptions(timedActivity(s.ClusterSites), activity.RegisterOptions{Name: pipeline.ActivityClusterSites})
 	r.RegisterActivityWithOptions(timedActivity(s.Aggregate), activity.RegisterOptions{Name: pipeline.ActivityAggregate})
 	r.RegisterActivityWithOptions(timedActivity(s.CommitRound), activity.RegisterOptions{Name: pipeline.ActivityCommitRound})
+	r.RegisterActivityWithOptions(timedActivity(s.AdoptInitialModel), activity.RegisterOptions{Name: pipeline.ActivityAdoptInitialModel})
 	r.RegisterActivityWithOptions(s.PruneRound, activity.RegisterOptions{Name: pipeline.ActivityPruneRound})
 	r.RegisterActivityWithOptions(s.ChargePrivacy, activity.RegisterOptions{Name: pipeline.ActivityChargePrivacy})
 	r.RegisterActivityWithOptions(s.RecordSweep, activity.RegisterOptions{Name: pipeline.ActivityRecordSweep})
@@ -297,7 +298,7 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 		ref, err := s.store.PutModelCached(ctx, in.Keys().Aggregate(name), store.ModelRecord{
 			Campaign: in.Campaign, Round: in.Round, Site: name, Method: string(in.Method), Kind: store.KindAggregate, Params: params,
 			// A deep model's aggregate is stored, and so sent, as float32.
-			Float32: in.Hyperparameters.IsDeep(),
+			Float32: in.Hyperparameters.IsDeep() || in.Float32,
 		})
 		return ref, err
 	}

@@ -36,6 +36,9 @@ type Site struct {
 	// secret keys the site's noise and secret subsamples under dp record
 	// (WithSecret); the zero Secret refuses such campaigns.
 	secret noise.Secret
+	// trainers runs the site's own programs (model "external",
+	// WithTrainers); nil refuses such campaigns.
+	trainers *externalTrainers
 }
 
 // NewSite returns the activities of site, whose data is in dataDir (a
@@ -58,6 +61,7 @@ func (s *Site) Register(r interface {
 	r.RegisterActivityWithOptions(timedActivity(s.ComputeDescriptor), activity.RegisterOptions{Name: pipeline.ActivityComputeDescriptor})
 	r.RegisterActivityWithOptions(timedActivity(s.TrainLocal), activity.RegisterOptions{Name: pipeline.ActivityTrainLocal})
 	r.RegisterActivityWithOptions(timedActivity(s.Evaluate), activity.RegisterOptions{Name: pipeline.ActivityEvaluate})
+	r.RegisterActivityWithOptions(timedActivity(s.InitModel), activity.RegisterOptions{Name: pipeline.ActivityInitModel})
 }
 
 // RegisterColocated registers the site activities under
@@ -75,6 +79,7 @@ func (s *Site) RegisterColocated(r interface {
 		{pipeline.ActivityComputeDescriptor, timedActivity(s.ComputeDescriptor)},
 		{pipeline.ActivityTrainLocal, timedActivity(s.TrainLocal)},
 		{pipeline.ActivityEvaluate, timedActivity(s.Evaluate)},
+		{pipeline.ActivityInitModel, timedActivity(s.InitModel)},
 	} {
 		r.RegisterActivityWithOptions(a.fn, activity.RegisterOptions{Name: pipeline.ColocatedActivity(s.name, a.name)})
 	}
@@ -188,6 +193,11 @@ func (s *Site) ComputeDescriptor(ctx context.Context, in pipeline.ComputeDescrip
 	if cfg.IsDeep() {
 		return inDeepSlot(ctx, func() (pipeline.ComputeDescriptorOutput, error) { return s.computeDeepDescriptor(ctx, in, cfg) })
 	}
+	if cfg.IsExternal() {
+		if out, done, err := s.descriptorExternal(ctx, in, cfg); done || err != nil {
+			return out, err
+		}
+	}
 	c, err := s.load(in.SiteCall)
 	if err != nil {
 		return pipeline.ComputeDescriptorOutput{}, err
@@ -281,6 +291,12 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 			return pipeline.TrainLocalOutput{}, err
 		}
 		return inDeepSlot(ctx, func() (pipeline.TrainLocalOutput, error) { return s.trainDeep(ctx, in, cfg) })
+	}
+	if cfg, ext, err := externalConfig(in.SiteCall); err != nil || ext {
+		if err != nil {
+			return pipeline.TrainLocalOutput{}, err
+		}
+		return s.trainExternal(ctx, in, cfg)
 	}
 	d, p, cfg, err := s.prepare(in.SiteCall)
 	if err != nil {
@@ -441,6 +457,12 @@ func (s *Site) Evaluate(ctx context.Context, in pipeline.EvaluateInput) (pipelin
 			return pipeline.EvaluateOutput{}, err
 		}
 		return inDeepSlot(ctx, func() (pipeline.EvaluateOutput, error) { return s.evaluateDeep(ctx, in, cfg) })
+	}
+	if cfg, ext, err := externalConfig(in.SiteCall); err != nil || ext {
+		if err != nil {
+			return pipeline.EvaluateOutput{}, err
+		}
+		return s.evaluateExternalCall(ctx, in, cfg)
 	}
 	d, p, cfg, err := s.prepare(in.SiteCall)
 	if err != nil {

@@ -67,6 +67,34 @@ func (k RoundKeys) Model(site string) string {
 	return k.Prefix() + "models/" + mustName("site", site) + ".parquet"
 }
 
+// Init is "<prefix>init/<site>.parquet": the initial model a site's own
+// training program made (model "external", round 1), and InitLayout
+// "<prefix>init/<site>.json" its tensor layout, both read by the server
+// alone, which adopts them as the campaign's InitialModelKey and
+// ModelLayoutKey.
+func (k RoundKeys) Init(site string) string {
+	return k.Prefix() + "init/" + mustName("site", site) + ".parquet"
+}
+
+// InitLayout is "<prefix>init/<site>.json" (see Init).
+func (k RoundKeys) InitLayout(site string) string {
+	return k.Prefix() + "init/" + mustName("site", site) + ".json"
+}
+
+// InitialModelKey is "campaigns/<campaign>/initial-model.parquet": the
+// model every site of a campaign of model "external" starts from, written
+// by the starter (the spec's initial_model) or adopted by the server from
+// round 1's init task; every site may read it.
+func InitialModelKey(campaign string) string {
+	return CampaignPrefix(campaign) + "initial-model.parquet"
+}
+
+// ModelLayoutKey is "campaigns/<campaign>/model-layout.json": the tensor
+// layout (names, dtypes, shapes) of every model of a campaign of model
+// "external", which a site needs to write a flat model as the safetensors
+// file its program reads; every site may read it.
+func ModelLayoutKey(campaign string) string { return CampaignPrefix(campaign) + "model-layout.json" }
+
 // Aggregate is "<prefix>aggregate/<target>.parquet": the model sent back
 // after aggregation, where target is a cluster ("cluster-1"), a site, or
 // "global".

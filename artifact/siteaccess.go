@@ -11,8 +11,9 @@ package artifact
 // never another site's: names cannot hold '/'.
 
 // SiteWritePatterns are the keys site's activities write: its descriptors,
-// local models, method state and control-variate updates, in any campaign
-// and round. Evaluation results travel back in the activity's output, not
+// local models, method state and control-variate updates, and the initial
+// model its own program made (model "external"), in any campaign and
+// round. Evaluation results travel back in the activity's output, not
 // through S3.
 func SiteWritePatterns(site string) []string {
 	n := mustName("site", site)
@@ -21,14 +22,17 @@ func SiteWritePatterns(site string) []string {
 		"campaigns/*/round-*/models/" + n + ".parquet",      // ModelKey
 		"campaigns/*/round-*/state/" + n + ".parquet",       // SiteStateKey
 		"campaigns/*/round-*/control/" + n + ".parquet",     // ControlKey
+		"campaigns/*/round-*/init/" + n + ".parquet",        // RoundKeys.Init
+		"campaigns/*/round-*/init/" + n + ".json",           // RoundKeys.InitLayout
 	}
 }
 
 // SiteReadPatterns are the keys site's worker may read: what it wrote
 // itself (a round reads the state and descriptor of an earlier one), the
 // campaign spec, the models sent to it (the global model, every
-// "cluster-<c>" model, and an aggregate under its own name) and the
-// server state (SCAFFOLD's control variate travels in it).
+// "cluster-<c>" model, and an aggregate under its own name), the
+// server state (SCAFFOLD's control variate travels in it), and a campaign's
+// initial model and model layout (model "external").
 func SiteReadPatterns(site string) []string {
 	n := mustName("site", site)
 	return append(SiteWritePatterns(site),
@@ -37,6 +41,8 @@ func SiteReadPatterns(site string) []string {
 		"campaigns/*/round-*/aggregate/cluster-*.parquet", // AggregateKey(…, "cluster-<c>")
 		"campaigns/*/round-*/aggregate/"+n+".parquet",     // AggregateKey(…, site)
 		"campaigns/*/round-*/server-state.parquet",        // ServerStateKey
+		"campaigns/*/initial-model.parquet",               // InitialModelKey
+		"campaigns/*/model-layout.json",                   // ModelLayoutKey
 	)
 }
 

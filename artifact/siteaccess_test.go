@@ -66,6 +66,14 @@ func TestSitePatterns(t *testing.T) {
 		21: {RoundKeys{Campaign: c, Round: 4, Attempt: 2}.Model("b"), false, false},
 		22: {RoundKeys{Campaign: c, Round: 4, Attempt: 2}.Aggregate("global"), true, false},
 		23: {RoundKeys{Campaign: c, Round: 4, Attempt: 2}.Descriptor("a"), true, true},
+		// Model "external": a site's own initial model and layout are its
+		// own; the adopted ones are every site's.
+		24: {RoundKeys{Campaign: c, Round: 1}.Init("a"), true, true},
+		25: {RoundKeys{Campaign: c, Round: 1}.InitLayout("a"), true, true},
+		26: {RoundKeys{Campaign: c, Round: 1}.Init("b"), false, false},
+		27: {RoundKeys{Campaign: c, Round: 1}.InitLayout("b"), false, false},
+		28: {InitialModelKey(c), true, false},
+		29: {ModelLayoutKey(c), true, false},
 	}
 	read, write := SiteReadPatterns("a"), SiteWritePatterns("a")
 	for i, tc := range cases {

@@ -416,6 +416,8 @@ func CheckSites(spec pipeline.CampaignSpec, fed *Federation) error {
 		have[s] = true
 	}
 	switch deep := spec.Hyperparameters.IsDeep(); {
+	case spec.Hyperparameters.IsExternal():
+		// The sites' own program reads tables or images alike.
 	case deep && !fed.Images:
 		return inputErrorf("model %q is an image network, but %s holds tabular site files; give an image federation (bin/gendata fashion-mnist) or set model=logistic", spec.Hyperparameters.Model, fed.Dir)
 	case !deep && fed.Images:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"go.temporal.io/sdk/worker"
@@ -90,8 +91,11 @@ func (s *Service) startLocal(queue string, sites []localSite, siteWorker worker.
 	started = append(started, w)
 	colocated := workers.NewColocated(s.Client, s.Store, queue, workers.Options{})
 	for _, site := range sites {
-		w, err := workers.StartSite(s.Client, stores[site.name], site.name, site.dir,
-			workers.Options{Worker: siteWorker, SecretDir: s.SecretDir, ColocateOn: colocated})
+		opts := workers.Options{Worker: siteWorker, SecretDir: s.SecretDir, ColocateOn: colocated, Trainers: s.Trainers}
+		if s.TrainerDir != "" {
+			opts.TrainerDir = filepath.Join(s.TrainerDir, site.name)
+		}
+		w, err := workers.StartSite(s.Client, stores[site.name], site.name, site.dir, opts)
 		if err != nil {
 			stop()
 			return nil, err

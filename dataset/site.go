@@ -248,3 +248,11 @@ func singleClass(site, path string, t *Table) error {
 		Msg: fmt.Sprintf("label column %q holds a single class on every one of the %d rows (lines %d-%d); training needs both classes",
 			t.Label, len(t.Y), t.Lines[0], t.Lines[len(t.Lines)-1])}
 }
+
+// ReadSplit reads and validates one split file of site (CSV, or parquet by
+// its extension) as LoadSite reads each of the two: a site's own training
+// program (model "external") gets the paths of both and may read them the
+// same way.
+func ReadSplit(site, path string, opt SiteOptions) (*Table, error) {
+	return readSplit(site, path, opt)
+}

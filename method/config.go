@@ -92,6 +92,10 @@ type Config struct {
 	Model    string
 	Network  nn.Config
 	DeepSite nn.SiteConfig
+	// Trainer and TrainerParams are the sites' own program and what it is
+	// passed, for model "external" (IsExternal); empty otherwise.
+	Trainer       string
+	TrainerParams TrainerParams
 	// DP is the privacy configuration. Under dp record Resolve also sets
 	// Site.DP and DeepSite.Train.DP (clip and noise multiplier); their
 	// Random, the site's secret stream, is the caller's to set.
@@ -129,6 +133,13 @@ func Resolve(m learn.Method, preset string, h Hyperparameters) (Config, error) {
 	}
 	if !c.DP.On {
 		c.DP = DPSettings{} // off: no privacy setting applies
+	}
+	if h.IsExternal() {
+		// The program decides the model; what the sites need of the
+		// configuration is the method, the server's and the
+		// descriptor's settings, and Trainer.
+		c.Model, c.Network, c.DeepSite = ModelExternal, nn.Config{}, nn.SiteConfig{}
+		return c, nil
 	}
 	if !h.IsDeep() {
 		c.Model, c.Network, c.DeepSite = ModelLogistic, nn.Config{}, nn.SiteConfig{}
@@ -170,7 +181,13 @@ func Resolve(m learn.Method, preset string, h Hyperparameters) (Config, error) {
 
 // IsDeep reports whether the sites train an image network (package nn)
 // rather than logistic regression.
-func (c Config) IsDeep() bool { return c.Model != "" && c.Model != ModelLogistic }
+func (c Config) IsDeep() bool {
+	return c.Model != "" && c.Model != ModelLogistic && c.Model != ModelExternal
+}
+
+// IsExternal reports whether the sites train with their own program under
+// the trainer protocol (Trainer names it).
+func (c Config) IsExternal() bool { return c.Model == ModelExternal }
 
 // Preset returns the configuration of method m under the named preset with
 // every hyper-parameter at its default.

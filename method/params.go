@@ -69,6 +69,10 @@ type Hyperparameters struct {
 	DPDescriptorNoise float64 `json:"dp_descriptor_noise,omitempty"`
 	DPMetricsNoise    float64 `json:"dp_metrics_noise,omitempty"`
 	DPDescriptorShare float64 `json:"dp_descriptor_share,omitempty"`
+	// Trainer and TrainerParams select a site's own training program
+	// (model "external", see external.go).
+	Trainer       string        `json:"trainer,omitempty"`
+	TrainerParams TrainerParams `json:"trainer_params,omitempty"`
 }
 
 // Kind is the type of a hyper-parameter's value.
@@ -178,10 +182,13 @@ const (
 	ModelCNN      = "cnn"
 	ModelConvNet2 = "convnet2"
 	ModelResNet   = "resnet"
+	// ModelExternal is a site's own training program, run under the
+	// trainer protocol (the hyper-parameter trainer names it).
+	ModelExternal = "external"
 )
 
 // Models lists the model names.
-var Models = []string{ModelLogistic, ModelMLP, ModelCNN, ModelConvNet2, ModelResNet}
+var Models = []string{ModelLogistic, ModelMLP, ModelCNN, ModelConvNet2, ModelResNet, ModelExternal}
 
 func positive(v Value) string {
 	if !(v.Num > 0) || math.IsInf(v.Num, 1) {
@@ -378,7 +385,7 @@ var Params = []Param{
 	// presets are those of deep-small (the Fashion-MNIST anchor), so that
 	// `--set model=cnn` alone gives a sensible network; a tabular campaign
 	// (model logistic) reads none of them.
-	{Name: "model", Doc: `the site's model: "logistic" (logistic regression on tabular rows), or an image network of package nn: "mlp" (dense layers), "cnn" (conv 5×5×width → pool → conv 5×5×2·width → pool → dense hidden → dense classes), "convnet2" (LEAF's ConvNet-2, 6.6 M parameters for 62 classes), "resnet" (ResNet-18's layout with GroupNorm, scaled by width and depth)`, Kind: Text,
+	{Name: "model", Doc: `the site's model: "logistic" (logistic regression on tabular rows), or an image network of package nn: "mlp" (dense layers), "cnn" (conv 5×5×width → pool → conv 5×5×2·width → pool → dense hidden → dense classes), "convnet2" (LEAF's ConvNet-2, 6.6 M parameters for 62 classes), "resnet" (ResNet-18's layout with GroupNorm, scaled by width and depth); or "external", the sites' own training program under the trainer protocol ptopofl.trainer/v1 (hyper-parameter trainer names it)`, Kind: Text,
 		Default: text(ModelLogistic), PresetDefaults: map[string]Value{DeepC: text(ModelResNet), DeepD: text(ModelConvNet2), DeepSmall: text(ModelCNN), DeepDSmall: text(ModelCNN)},
 		Absent: &Value{Text: ModelLogistic},
 		Check: func(v Value) string {
@@ -387,7 +394,7 @@ var Params = []Param{
 					return ""
 				}
 			}
-			return `must be "logistic", "mlp", "cnn", "convnet2" or "resnet"`
+			return `must be "logistic", "mlp", "cnn", "convnet2", "resnet" or "external"`
 		},
 		field: func(h *Hyperparameters) any { return &h.Model },
 		core:  func(v Value, c *Config) { c.Model = v.Text }},
@@ -508,6 +515,16 @@ var Params = []Param{
 		},
 		field: func(h *Hyperparameters) any { return &h.DPDescriptorShare },
 		core:  func(v Value, c *Config) { c.DP.DescriptorShare = v.Num }},
+	// The sites' own training program (model "external"). Both are
+	// Quiet: a campaign of ours carries neither.
+	{Name: "trainer", Doc: `the name under which every site runs its own training program for model "external" (a site worker maps it to a command with --trainer NAME=COMMAND; the server never names a command)`, Kind: Text,
+		Quiet: true, Check: checkTrainerName,
+		field: func(h *Hyperparameters) any { return &h.Trainer },
+		core:  func(v Value, c *Config) { c.Trainer = v.Text }},
+	{Name: "trainer_params", Doc: `a JSON object passed unchanged to the training program of model "external", in task.json's hyperparameters beside the campaign's own`, Kind: Text,
+		Quiet: true, Check: checkTrainerParams,
+		field: func(h *Hyperparameters) any { return (*string)(&h.TrainerParams) },
+		core:  func(v Value, c *Config) { c.TrainerParams = TrainerParams(v.Text) }},
 }
 
 // Lookup returns the Param called name.
@@ -645,7 +662,13 @@ func (h Hyperparameters) WithDefaults(preset string) Hyperparameters {
 // IsDeep reports whether h asks for an image network rather than logistic
 // regression (a model other than "logistic"; an empty model, from a spec
 // stored before the parameter existed, is logistic).
-func (h Hyperparameters) IsDeep() bool { return h.Model != "" && h.Model != ModelLogistic }
+func (h Hyperparameters) IsDeep() bool {
+	return h.Model != "" && h.Model != ModelLogistic && h.Model != ModelExternal
+}
+
+// IsExternal reports whether h asks the sites to train with their own
+// program under the trainer protocol (model "external").
+func (h Hyperparameters) IsExternal() bool { return h.Model == ModelExternal }
 
 // Validate checks the parameters that method m reads and names the first
 // bad one ("hyperparameters.beta = 2: must be in [0, 1]"). The deep
@@ -659,6 +682,9 @@ func (h Hyperparameters) Validate(m learn.Method) error {
 		if msg := p.Check(v); msg != "" {
 			return fmt.Errorf("hyperparameters.%s = %s: %s", p.Name, quoteText(v), msg)
 		}
+	}
+	if err := h.validateExternal(m); err != nil {
+		return err
 	}
 	return h.validatePrivacy(m)
 }

@@ -39,6 +39,20 @@ type SiteCall struct {
 	// refuses the call.
 	NTrain int `json:"n_train,omitempty"`
 	NTest  int `json:"n_test,omitempty"`
+	// External is the campaign's model layout (model "external"): what a
+	// site's program reads and writes; nil for our own models and for the
+	// init task, which makes it.
+	External *ExternalModel `json:"external_model,omitempty"`
+}
+
+// ExternalModel is what the sites of a campaign of model "external" need
+// to know of its models: the tensor layout (names, dtypes, shapes; at
+// artifact.ModelLayoutKey) that turns a flat parquet model into the
+// safetensors file a site's program reads, and whether the models are
+// stored as float32 (every tensor F32), as the server's aggregates must be.
+type ExternalModel struct {
+	Layout  ArtifactRef `json:"layout"`
+	Float32 bool        `json:"float32,omitempty"`
 }
 
 // Keys builds the keys of the call's round and attempt.
@@ -172,8 +186,47 @@ type EvaluateOutput struct {
 	AUC      float64 `json:"auc"`
 	Accuracy float64 `json:"accuracy"`
 	NumTest  int     `json:"n_test"`
+	// Missing names the scores a site's own program (model "external")
+	// did not report ("auc" or "accuracy"); their fields are 0 and mean
+	// nothing, and the round's means leave them out.
+	Missing []string `json:"missing,omitempty"`
 	Spent
 	Released
+}
+
+// InitModelInput asks a site's own program (model "external") for the
+// campaign's initial model. Runs on SiteTaskQueue(Site) as
+// ActivityInitModel, in round 1, at the first site in sorted order (the
+// next one if it drops out) when the spec names no initial_model.
+type InitModelInput struct {
+	SiteCall
+}
+
+// InitModelOutput: the model is written to RoundKeys.Init(Site) and its
+// layout to RoundKeys.InitLayout(Site).
+type InitModelOutput struct {
+	Model  ArtifactRef `json:"model"`
+	Layout ArtifactRef `json:"layout"`
+	Spent
+}
+
+// AdoptInitialModelInput asks the server to make the initial model that
+// Site's program made the campaign's: copied to
+// artifact.InitialModelKey and artifact.ModelLayoutKey, which every site
+// may read. Runs on the server as ActivityAdoptInitialModel.
+type AdoptInitialModelInput struct {
+	ServerCall
+	Site   string      `json:"site"`
+	Model  ArtifactRef `json:"model"`
+	Layout ArtifactRef `json:"layout"`
+}
+
+// AdoptInitialModelOutput is the campaign's initial model and what its
+// sites need to know of its models.
+type AdoptInitialModelOutput struct {
+	Model    ArtifactRef   `json:"model"`
+	External ExternalModel `json:"external"`
+	Spent
 }
 
 // ClusterSitesInput asks the server to cluster sites by descriptor, score
@@ -219,6 +272,9 @@ type AggregateInput struct {
 	Clusters    []SiteCluster  `json:"clusters,omitempty"`
 	Descriptors []SiteArtifact `json:"descriptors,omitempty"`
 	ServerState *ArtifactRef   `json:"server_state,omitempty"`
+	// Float32 stores the aggregates as float32 (a campaign of model
+	// "external" whose tensors are all F32; a deep model's always are).
+	Float32 bool `json:"float32,omitempty"`
 }
 
 // AggregateOutput: Models says which model each site now holds (it must

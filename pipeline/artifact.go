@@ -34,6 +34,11 @@ const (
 	RoleAggregate   = "aggregate"
 	RoleSiteModel   = "site_model" // the model a site holds after aggregation
 	RoleServerState = "server_state"
+	// Model "external": the model every site starts from (round 1) and
+	// the tensor layout of every model of the campaign; the site whose
+	// program made the initial model is the record's Site.
+	RoleInitialModel = "initial_model"
+	RoleModelLayout  = "model_layout"
 )
 
 // ArtifactRecord is one artifact read or written by a round, for the

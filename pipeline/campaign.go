@@ -89,6 +89,9 @@ type RoundCarry struct {
 	SiteStates         []SiteArtifact `json:"site_states,omitempty"` // per-site method state
 	ServerState        *ArtifactRef   `json:"server_state,omitempty"`
 	RecheckDescriptors bool           `json:"recheck_descriptors"`
+	// External is the campaign's model layout (model "external"), set when
+	// the campaign's initial model is known (round 1).
+	External *ExternalModel `json:"external_model,omitempty"`
 }
 
 // CampaignWorkflowOutput is the result of a finished (done or stopped)

@@ -13,6 +13,9 @@ const (
 
 // Fan-out phases of a round, in order.
 const (
+	// PhaseInit is round 1's init task under model "external" (one site's
+	// program makes the campaign's initial model).
+	PhaseInit       = "init"
 	PhaseDescriptor = "descriptor"
 	PhaseTrain      = "train"
 	PhaseEvaluate   = "evaluate"
@@ -67,6 +70,10 @@ type SiteMetrics struct {
 	// (TrainLocalOutput.UpdateEvaluation); Accuracy scores the model the
 	// site holds after it. Deep campaigns only; absent otherwise.
 	UpdateAccuracy *float64 `json:"update_accuracy,omitempty"`
+	// Missing names the scores the site's own program did not report
+	// (model "external": "auc" or "accuracy"); those fields are 0 and
+	// the round's means leave the site out of them.
+	Missing []string `json:"missing,omitempty"`
 }
 
 // RoundMetrics is the unweighted mean over the sites evaluated in a round
@@ -79,6 +86,10 @@ type RoundMetrics struct {
 	// UpdateAccuracy is the unweighted mean of the sites' UpdateAccuracy
 	// (deep campaigns; absent otherwise).
 	UpdateAccuracy *float64 `json:"update_accuracy,omitempty"`
+	// Missing names a score no evaluated site reported (model
+	// "external"); its mean is 0 and means nothing. A score some sites
+	// left out is the mean over the others.
+	Missing []string `json:"missing,omitempty"`
 }
 
 // SeedRecord is one derived seed used in a round.

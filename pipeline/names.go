@@ -43,12 +43,18 @@ const (
 	ActivityComputeDescriptor = "ComputeDescriptor" // ComputeDescriptorInput → ComputeDescriptorOutput
 	ActivityTrainLocal        = "TrainLocal"        // TrainLocalInput → TrainLocalOutput
 	ActivityEvaluate          = "Evaluate"          // EvaluateInput → EvaluateOutput
+	// ActivityInitModel asks a site's own program for the campaign's
+	// initial model (model "external", round 1).
+	ActivityInitModel = "InitModel" // InitModelInput → InitModelOutput
 
 	// Server activities.
 	ActivityClusterSites = "ClusterSites" // ClusterSitesInput → ClusterSitesOutput (clustering, trust, drift)
 	ActivityAggregate    = "Aggregate"    // AggregateInput → AggregateOutput
 	ActivityCommitRound  = "CommitRound"  // CommitRoundInput → CommitRoundOutput
 	ActivityPruneRound   = "PruneRound"   // PruneRoundInput → PruneRoundOutput (retention policy)
+	// ActivityAdoptInitialModel copies the initial model one site's
+	// program made to the campaign's keys every site may read.
+	ActivityAdoptInitialModel = "AdoptInitialModel" // AdoptInitialModelInput → AdoptInitialModelOutput
 )
 
 // Query and update names of CampaignWorkflow.

@@ -97,6 +97,21 @@ type CampaignSpec struct {
 	// manifests attest to what was deleted under which policy. omitempty:
 	// specs without a policy hash as before it existed.
 	KeepSiteModels int `json:"keep_site_models,omitempty"`
+	// InitialModel is the model every site starts from under model
+	// "external", when the campaign file names one (initial_model: a
+	// safetensors file the starter uploads); nil: round 1 asks the first
+	// site's program for it (ActivityInitModel).
+	InitialModel *InitialModel `json:"initial_model,omitempty"`
+}
+
+// InitialModel is a campaign's initial model as the starter uploaded it:
+// SHA256 is the hex sha256 of the safetensors file the campaign file
+// named, Model the flat model at artifact.InitialModelKey and External its
+// layout.
+type InitialModel struct {
+	SHA256   string        `json:"sha256"`
+	Model    ArtifactRef   `json:"model"`
+	External ExternalModel `json:"external"`
 }
 
 // Defaults applied by WithDefaults.
@@ -154,7 +169,29 @@ func (s CampaignSpec) Validate() error {
 	if err := validateDistinctRows(s.DescriptorRows); err != nil {
 		return err
 	}
+	if err := s.validateInitialModel(); err != nil {
+		return err
+	}
 	return s.validatePrivacy()
+}
+
+// validateInitialModel holds initial_model to model "external" and to the
+// form the starter writes.
+func (s CampaignSpec) validateInitialModel() error {
+	im := s.InitialModel
+	if im == nil {
+		return nil
+	}
+	if !s.Hyperparameters.IsExternal() {
+		return fmt.Errorf("initial_model: applies only to model %q (our own models start from a seeded initialisation)", method.ModelExternal)
+	}
+	if b, err := hex.DecodeString(im.SHA256); err != nil || len(b) != sha256.Size {
+		return fmt.Errorf("initial_model.sha256 = %q: want the 64 hex digits of the file's sha256", im.SHA256)
+	}
+	if im.Model.Key == "" || im.External.Layout.Key == "" {
+		return fmt.Errorf("initial_model: no uploaded model or layout (the starter uploads the file a campaign file names)")
+	}
+	return nil
 }
 
 // ValidateBeforeNameChecks is Validate without the checks added last (site

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"sort"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -37,6 +38,9 @@ import (
 func RoundWorkflow(ctx workflow.Context, in pipeline.RoundWorkflowInput) (pipeline.RoundWorkflowOutput, error) {
 	r := newRound(ctx, in)
 
+	if err := r.externalModel(ctx); err != nil {
+		return pipeline.RoundWorkflowOutput{}, err
+	}
 	if method.NeedsDescriptors(in.Spec.Method) {
 		if err := r.descriptors(ctx); err != nil {
 			return pipeline.RoundWorkflowOutput{}, err
@@ -159,9 +163,10 @@ func (r *round) siteCall(site, purpose string) pipeline.SiteCall {
 		Campaign: r.spec.Campaign, Round: r.n, Site: site, SiteIndex: r.index[site],
 		Method: r.spec.Method, Preset: r.spec.Preset, Hyperparameters: r.spec.Hyperparameters,
 		Bucket: r.spec.Bucket, CampaignSeed: r.spec.Seed,
-		Seed:    pipeline.DeriveSeed(r.spec.Seed, r.n, site, purpose),
-		Attempt: r.attempt,
-		Schema:  r.spec.Schema,
+		Seed:     pipeline.DeriveSeed(r.spec.Seed, r.n, site, purpose),
+		Attempt:  r.attempt,
+		Schema:   r.spec.Schema,
+		External: r.carry.External,
 	}
 	if r.spec.Hyperparameters.IsDP() {
 		// The counts the privacy plan was made for, which the site holds
@@ -247,6 +252,68 @@ func (r *round) quorum(ctx workflow.Context, phase string) error {
 		pipeline.QuorumFailure{Round: r.n, Phase: phase, Reason: reason, Manifest: ref, Dropped: r.m.Dropped})
 }
 
+// externalModel gives a campaign of model "external" its initial model
+// and model layout before its first round's sites run (nothing for other
+// models, or once the campaign has them): the spec's initial_model, or
+// else the init task of the first site in sorted order whose program
+// makes one (a site that drops out passes it to the next), adopted by the
+// server as the campaign's. Every site then starts from that model.
+func (r *round) externalModel(ctx workflow.Context) error {
+	if !r.spec.Hyperparameters.IsExternal() || r.carry.External != nil {
+		return nil
+	}
+	var model pipeline.ArtifactRef
+	var ext pipeline.ExternalModel
+	if im := r.spec.InitialModel; im != nil {
+		model, ext = im.Model, im.External
+		r.input(pipeline.RoleInitialModel, "", &model)
+		r.input(pipeline.RoleModelLayout, "", &ext.Layout)
+	} else {
+		sorted := append([]string(nil), r.active...)
+		sort.Strings(sorted)
+		var made *pipeline.InitModelOutput
+		from := ""
+		for _, site := range sorted {
+			res := fanOut[pipeline.InitModelOutput](ctx, r.spec, fanOutRequest{
+				Phase: pipeline.PhaseInit, Protocol: r.protocol, Colocated: r.colocated, Activity: pipeline.ActivityInitModel,
+				Sites: []string{site}, Heartbeat: true,
+				Input: func(site string) any {
+					return pipeline.InitModelInput{SiteCall: r.siteCall(site, pipeline.PurposeTrain)}
+				},
+			})
+			r.drop(res.Drops)
+			if out, ok := res.OK[site]; ok {
+				made, from = &out, site
+				break
+			}
+		}
+		if made == nil {
+			return r.quorum(ctx, pipeline.PhaseInit) // every site dropped out: below any quorum
+		}
+		r.output(pipeline.RoleInitialModel, from, &made.Model)
+		r.output(pipeline.RoleModelLayout, from, &made.Layout)
+		var out pipeline.AdoptInitialModelOutput
+		actx := workflow.WithLocalActivityOptions(ctx, serverLocalActivityOptions())
+		err := workflow.ExecuteLocalActivity(actx, pipeline.ActivityAdoptInitialModel, pipeline.AdoptInitialModelInput{
+			ServerCall: r.serverCall(pipeline.PurposeTrain), Site: from, Model: made.Model, Layout: made.Layout,
+		}).Get(ctx, &out)
+		if err != nil {
+			return fmt.Errorf("round %d: adopt the initial model of site %s: %w", r.n, from, err)
+		}
+		model, ext = out.Model, out.External
+		r.output(pipeline.RoleInitialModel, "", &model)
+		r.output(pipeline.RoleModelLayout, "", &ext.Layout)
+	}
+	r.carry.External = &ext
+	models := make(map[string]*pipeline.ArtifactRef, len(r.spec.Sites))
+	for _, s := range r.spec.Sites {
+		m := model
+		models[s.Name] = &m
+	}
+	r.carry.Models = r.ordered(models)
+	return r.quorum(ctx, pipeline.PhaseInit)
+}
+
 func (r *round) descriptors(ctx workflow.Context) error {
 	h := r.spec.Hyperparameters
 	have := siteRefs(r.carry.Descriptors)
@@ -271,7 +338,7 @@ func (r *round) descriptors(ctx workflow.Context) error {
 	// descriptor depends on its data alone and its input stays as it was
 	// (no model: the same payload as before deep models existed).
 	var models map[string]*pipeline.ArtifactRef
-	if h.IsDeep() {
+	if h.IsDeep() || h.IsExternal() {
 		models = siteRefs(r.carry.Models)
 	}
 	res := fanOut[pipeline.ComputeDescriptorOutput](ctx, r.spec, fanOutRequest{
@@ -393,6 +460,7 @@ func (r *round) aggregate(ctx workflow.Context, updates []pipeline.SiteUpdate) e
 		Clusters:    r.carry.Clusters,
 		Descriptors: r.carry.Descriptors,
 		ServerState: r.carry.ServerState,
+		Float32:     r.carry.External != nil && r.carry.External.Float32,
 	}).Get(ctx, &out)
 	if err != nil {
 		return fmt.Errorf("round %d: aggregate: %w", r.n, err)
@@ -436,7 +504,7 @@ func (r *round) evaluate(ctx workflow.Context) error {
 		return err
 	}
 	var sumAUC, sumAcc, sumUpdate float64
-	nUpdate := 0
+	nUpdate, nAUC, nAcc := 0, 0, 0
 	for _, site := range r.active {
 		out := res.OK[site]
 		if !r.evaluatesInTraining() {
@@ -452,14 +520,33 @@ func (r *round) evaluate(ctx workflow.Context) error {
 			sumUpdate += acc
 			nUpdate++
 		}
+		sm.Missing = out.Missing
 		r.m.Metrics = append(r.m.Metrics, sm)
-		sumAUC += out.AUC
-		sumAcc += out.Accuracy
+		// A score a site's own program did not report (model "external")
+		// stays out of the mean.
+		if !contains(out.Missing, "auc") {
+			sumAUC += out.AUC
+			nAUC++
+		}
+		if !contains(out.Missing, "accuracy") {
+			sumAcc += out.Accuracy
+			nAcc++
+		}
 	}
 	n := len(r.active)
 	// The paper's auc_r / acc_r: unweighted mean over evaluated sites, summed
 	// in spec order so the float result never depends on answer order.
-	r.m.Mean = pipeline.RoundMetrics{Round: r.n, AUC: sumAUC / float64(n), Accuracy: sumAcc / float64(n), Sites: n}
+	r.m.Mean = pipeline.RoundMetrics{Round: r.n, Sites: n}
+	if nAUC > 0 {
+		r.m.Mean.AUC = sumAUC / float64(nAUC)
+	} else {
+		r.m.Mean.Missing = append(r.m.Mean.Missing, "auc")
+	}
+	if nAcc > 0 {
+		r.m.Mean.Accuracy = sumAcc / float64(nAcc)
+	} else {
+		r.m.Mean.Missing = append(r.m.Mean.Missing, "accuracy")
+	}
 	// Deep sites also scored their update before the aggregation; the mean
 	// is over every evaluated site only when all of them did.
 	if nUpdate == n {

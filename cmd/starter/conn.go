@@ -164,6 +164,9 @@ func (c *connFlags) connectLocal(ctx context.Context, stderr io.Writer) (*env, e
 	// The in-process site workers' secrets live beside the stack's data,
 	// so a re-run (crash-resume included) finds the same ones.
 	e.svc.SecretDir = filepath.Join(dir, "site-secrets")
+	// Their own programs' task directories too: a re-run sweeps what a
+	// killed run left (trainer.SweepOrphans).
+	e.svc.TrainerDir = filepath.Join(dir, "trainer-tasks")
 	e.svc.SiteStores = func(ctx context.Context, sites []string) (map[string]*store.Store, error) {
 		return devstack.SiteStores(ctx, ep, o.AccessKey, o.SecretKey, sites)
 	}

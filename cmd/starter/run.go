@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/ptopofl/ptopofl/activities"
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/campaign"
 	"github.com/ptopofl/ptopofl/learn"
@@ -78,6 +79,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var f campaignFlags
 	f.register(fs)
 	detach := fs.Bool("detach", false, "start the campaign and return at once (not with --local)")
+	var trainerFlags stringList
+	fs.Var(&trainerFlags, "trainer", `with --local: a training program NAME=COMMAND the in-process site workers run for model "external" (--set model=external --set trainer=NAME); COMMAND is split at spaces, no shell (repeatable)`)
 	newCampaign := fs.Bool("new-campaign", false, "if the campaign name is taken by a campaign with another spec, run as <name>-2, <name>-3, … (the first free or same-spec name)")
 	rest, err := parseFlags(fs, args)
 	if err != nil {
@@ -90,8 +93,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *detach && f.conn.local {
 		return inputErrorf("--detach: the in-process workers of --local end with the command")
 	}
+	trainers, err := parseTrainers(trainerFlags, f.conn.local)
+	if err != nil {
+		return err
+	}
 	spec, err := campaign.BuildSpec(cf, f.spec, fed)
 	if err != nil {
+		return err
+	}
+	if err := checkTrainer(spec, trainers, f.conn.local); err != nil {
 		return err
 	}
 	if fed != nil {
@@ -113,6 +123,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer e.Close()
+	e.svc.Trainers = trainers
 	// The name is the campaign's identity: a different spec under a name
 	// already used is refused here, before any worker or workflow starts.
 	if *newCampaign {
@@ -243,4 +254,41 @@ func methodNames() string {
 		names[i] = string(m)
 	}
 	return strings.Join(names, ", ")
+}
+
+// parseTrainers reads the --trainer flags, which only the site workers
+// this process starts (--local) can use: a remote site maps names to its
+// own programs itself.
+func parseTrainers(flags []string, local bool) (activities.Trainers, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	if !local {
+		return nil, inputErrorf("--trainer: only the site workers of --local are started here; a site's own worker maps its programs (worker --role site --trainer NAME=COMMAND)")
+	}
+	out := activities.Trainers{}
+	for _, fl := range flags {
+		name, argv, err := activities.ParseTrainer(fl)
+		if err != nil {
+			return nil, inputErrorf("%v", err)
+		}
+		if _, dup := out[name]; dup {
+			return nil, inputErrorf("--trainer %s: given twice", name)
+		}
+		out[name] = argv
+	}
+	return out, nil
+}
+
+// checkTrainer refuses, before anything starts, a campaign of model
+// "external" whose trainer the in-process sites (--local) do not have.
+func checkTrainer(spec pipeline.CampaignSpec, trainers activities.Trainers, local bool) error {
+	h := spec.Hyperparameters
+	if !local || !h.IsExternal() {
+		return nil
+	}
+	if _, ok := trainers[h.Trainer]; !ok {
+		return inputErrorf("trainer %q: the in-process sites of --local have no such program; give --trainer %s=COMMAND", h.Trainer, h.Trainer)
+	}
+	return nil
 }

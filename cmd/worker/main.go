@@ -49,6 +49,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/ptopofl/ptopofl/activities"
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/internal/connect"
 	"github.com/ptopofl/ptopofl/internal/payloadcodec"
@@ -63,7 +64,20 @@ type config struct {
 	s3Insecure              bool
 	faults                  workers.Faults
 	faultRounds             string
+	trainers                []string
+	trainerDir              string
 }
+
+// trainerList is the repeatable --trainer flag.
+type trainerList struct{ l *[]string }
+
+func (t trainerList) String() string {
+	if t.l == nil {
+		return ""
+	}
+	return strings.Join(*t.l, " ")
+}
+func (t trainerList) Set(v string) error { *t.l = append(*t.l, v); return nil }
 
 // sites are the names --site lists.
 func (c config) sites() []string { return strings.Split(c.site, ",") }
@@ -78,6 +92,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.label, "label", dataset.DefaultLabelColumn, "name of the label column in the site's data")
 	fs.StringVar(&c.secretDir, "secret-dir", defaultSecretDir(), "directory of the site's secret <site>.secret (created with mode 0600 on first start; it keys the site's differential-privacy noise and must never leave the site; back it up: a campaign resumed without it cannot repeat its releases) (role site; env PTOPOFL_SECRET_DIR)")
 	c.conn.Register(fs, "127.0.0.1:7233")
+	fs.Var(trainerList{&c.trainers}, "trainer", `the site's own training program NAME=COMMAND for campaigns of model "external" that name trainer NAME (COMMAND is split at spaces, no shell; the program runs once per task under the trainer protocol ptopofl.trainer/v1) (role site; repeatable)`)
+	fs.StringVar(&c.trainerDir, "trainer-dir", "", "directory of the training programs' task directories (default <tmp>/ptopofl-trainer/<site>) (role site)")
 	fs.BoolVar(&c.s3Insecure, "s3-tls-insecure", false, "do not verify the S3 endpoint's certificate (testing only)")
 	fs.Float64Var(&c.faults.Rate, "fault-rate", 0, "fault tests only: fail this fraction of site activity attempts with a retryable error")
 	fs.Uint64Var(&c.faults.Seed, "fault-seed", 0, "fault tests only: seed of the --fault-rate draws")
@@ -178,6 +194,24 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "worker: FAULT INJECTION on: rate %v seed %d, delay %v in rounds %v\n", c.faults.Rate, c.faults.Seed, c.faults.Delay, c.faults.Rounds)
 	}
 	opts.Faults = c.faults
+	if c.role == "site" && len(c.trainers) > 0 {
+		opts.Trainers = activities.Trainers{}
+		for _, fl := range c.trainers {
+			name, argv, err := activities.ParseTrainer(fl)
+			if err != nil {
+				return err
+			}
+			if _, dup := opts.Trainers[name]; dup {
+				return fmt.Errorf("--trainer %s: given twice", name)
+			}
+			opts.Trainers[name] = argv
+			fmt.Fprintf(stderr, "worker: trainer %s: %s\n", name, strings.Join(argv, " "))
+		}
+		if c.trainerDir != "" && len(c.sites()) > 1 {
+			return errors.New("--trainer-dir: one directory serves one site; give one --site, or leave --trainer-dir out")
+		}
+		opts.TrainerDir = c.trainerDir
+	}
 	fatal := make(chan error, 1)
 	opts.Worker.OnFatalError = func(err error) {
 		select {

@@ -22,9 +22,9 @@
 // goes into the error a workflow sees; the message, which could hold
 // anything the program put there, goes to the worker's log only.
 //
-// This package is the process side of the protocol; the site activity that
-// stages models and data for it and the spec fields that select it are
-// not built yet.
+// This package is the process side of the protocol; the site activities
+// that stage models and data for it are in package activities
+// (external.go).
 package trainer
 
 import (
@@ -213,7 +213,9 @@ func (r Runner) Run(ctx context.Context, cmd []string, task Task, stage func(dir
 	default:
 		return Result{}, fmt.Errorf("trainer: unknown task %q", task.Task)
 	}
-	dir, err := os.MkdirTemp(r.Root, "task-")
+	// The runner's pid in the name: SweepOrphans leaves the directories
+	// of runners that are still alive (two workers over one root) alone.
+	dir, err := os.MkdirTemp(r.Root, fmt.Sprintf("task-%d-", os.Getpid()))
 	if err != nil {
 		return Result{}, fmt.Errorf("trainer: task directory: %w", err)
 	}
@@ -456,7 +458,9 @@ func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 // them still running (a worker killed with -9: the kernel kills each
 // group's leader, not what the leader started) and removes their
 // directories. Call it once at start, before any Run over the same root.
-// Only processes that are still in the recorded group and still carry that
+// The tasks of another runner that is still alive (a second worker over the
+// same root) are left alone: a task directory's name carries its runner's
+// pid. Only processes that are still in the recorded group and still carry that
 // task's PTOPOFL_TASK in their environment are killed, so a process group
 // id the system has since given to someone else is left alone. It returns
 // how many processes it killed.
@@ -468,6 +472,9 @@ func SweepOrphans(root string) (int, error) {
 	n := 0
 	for _, e := range entries {
 		name := e.Name()
+		if owner := runnerOf(name); owner > 0 && owner != os.Getpid() && alive(owner) {
+			continue // another live runner's task
+		}
 		if strings.HasSuffix(name, "."+pgidFile) {
 			b, err := os.ReadFile(filepath.Join(root, name))
 			if err == nil {
@@ -483,6 +490,30 @@ func SweepOrphans(root string) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// runnerOf returns the pid of the runner that made the task directory (or
+// its pgid mark) called name, "task-<pid>-<random>", or 0.
+func runnerOf(name string) int {
+	rest, ok := strings.CutPrefix(name, "task-")
+	if !ok {
+		return 0
+	}
+	pid, _, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(pid)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// alive reports whether a process pid exists.
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // killGroupOf kills every process in process group pgid whose environment

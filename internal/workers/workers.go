@@ -7,6 +7,8 @@ package workers
 
 import (
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -47,6 +49,14 @@ type Options struct {
 	// activities, data and store identity serve both. Refused with Faults,
 	// which wrap the site's own worker. Ignored by the server worker.
 	ColocateOn worker.ActivityRegistry
+	// Trainers are the site's own training programs by name (model
+	// "external": `worker --trainer NAME=COMMAND`); nil refuses such
+	// campaigns. Their task directories go under TrainerDir (default
+	// <tmp>/ptopofl-trainer/<site>), their output to TrainerLog (default
+	// standard error). Ignored by the server worker.
+	Trainers   activities.Trainers
+	TrainerDir string
+	TrainerLog io.Writer
 }
 
 // SecretFile is the file of site's secret in dir.
@@ -132,6 +142,19 @@ func siteActivities(st *store.Store, site, dataDir string, opts Options) (*activ
 			return nil, fmt.Errorf("site worker %s: %w", site, err)
 		}
 		a.WithSecret(secret)
+	}
+	if len(opts.Trainers) > 0 {
+		dir := opts.TrainerDir
+		if dir == "" {
+			dir = filepath.Join(os.TempDir(), "ptopofl-trainer", site)
+		}
+		log := opts.TrainerLog
+		if log == nil {
+			log = os.Stderr
+		}
+		if _, err := a.WithTrainers(opts.Trainers, dir, log); err != nil {
+			return nil, fmt.Errorf("site worker %s: %w", site, err)
+		}
 	}
 	return a, nil
 }
