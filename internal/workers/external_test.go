@@ -29,9 +29,9 @@ import (
 //
 //	workers.test ptopofl-test-trainer FAULTS STATEDIR TRAINER
 //
-// it acts out the fault FAULTS names for the task's site and task
-// ("site3:train:exit65,site1:train:kill9-once"), and otherwise executes the
-// real trainer TRAINER (the Go example trainer) in its place.
+// it acts out the fault FAULTS names for the task's campaign, site and
+// task ("c1:site3:train:exit65,c2:site1:train:kill9-once"), and otherwise
+// executes the real trainer TRAINER (the Go example trainer) in its place.
 const helperArg = "ptopofl-test-trainer"
 
 func TestMain(m *testing.M) {
@@ -44,8 +44,8 @@ func TestMain(m *testing.M) {
 
 func faultyTrainer(faults, state, real string) {
 	var task struct {
-		Site, Task, ModelOut string
-		Round               int
+		Campaign, Site, Task, ModelOut string
+		Round                          int
 	}
 	b, err := os.ReadFile(os.Getenv("PTOPOFL_TASK"))
 	if err == nil {
@@ -58,14 +58,14 @@ func faultyTrainer(faults, state, real string) {
 	mode := ""
 	for _, f := range strings.Split(faults, ",") {
 		p := strings.Split(f, ":")
-		if len(p) == 3 && p[0] == task.Site && p[1] == task.Task {
-			mode = p[2]
+		if len(p) == 4 && p[0] == task.Campaign && p[1] == task.Site && p[2] == task.Task {
+			mode = p[3]
 		}
 	}
 	// once: the first attempt of this site's task misbehaves, later ones
 	// do not.
 	once := func() bool {
-		mark := filepath.Join(state, fmt.Sprintf("%s-%s-%d.once", task.Site, task.Task, task.Round))
+		mark := filepath.Join(state, fmt.Sprintf("%s-%s-%s-%d.once", task.Campaign, task.Site, task.Task, task.Round))
 		f, err := os.OpenFile(mark, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 		if err != nil {
 			return false
@@ -77,9 +77,9 @@ func faultyTrainer(faults, state, real string) {
 	sleeper := func() {
 		c := exec.Command("sleep", "3600")
 		if c.Start() == nil {
-			os.WriteFile(filepath.Join(state, task.Site+".child"), []byte(fmt.Sprint(c.Process.Pid)), 0o600)
+			os.WriteFile(filepath.Join(state, task.Campaign+".child"), []byte(fmt.Sprint(c.Process.Pid)), 0o600)
 		}
-		os.WriteFile(filepath.Join(state, task.Site+".leader"), []byte(fmt.Sprint(os.Getpid())), 0o600)
+		os.WriteFile(filepath.Join(state, task.Campaign+".leader"), []byte(fmt.Sprint(os.Getpid())), 0o600)
 	}
 	switch mode {
 	case "exit65":
@@ -332,5 +332,179 @@ func TestExternalTrainerMatchesInProcess(t *testing.T) {
 			t.Logf("%s: accuracy in-process %v, external %v", m, in.AccCurve, ext.AccCurve)
 			sameCampaign(t, s, in, ext, rounds, true)
 		}
+	})
+}
+
+// pidGone reports whether the process whose pid is in file has exited (or
+// never was); a zombie not yet reaped counts as gone.
+func pidGone(t *testing.T, file string) bool {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("no pid file %s: %v", file, err)
+	}
+	var pid int
+	fmt.Sscan(string(b), &pid)
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// "pid (comm) S ...": the state letter after the command's ')'.
+	f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+	return len(f) > 0 && f[0] == "Z"
+}
+
+// TestExternalTrainerFailures runs FedAvg campaigns of model "external" on
+// the golden healthcare federation whose trainer misbehaves at one site,
+// and requires what the protocol promises of each failure:
+//   - exit 65: the site is dropped from the round, named, with the
+//     program's error kind in the manifest and never its message (which
+//     holds a data value), and the campaign completes on its quorum;
+//   - a model whose layout differs from the campaign's: dropped, named;
+//   - a trainer name no site has: every site refuses, naming it;
+//   - kill -9 of the program mid-task, and a program that hangs until the
+//     attempt's timeout: retried, the same final models as a clean run,
+//     and nothing left running of the killed process group;
+//   - the campaign cancelled mid-task: the program's process group is gone
+//     within the grace period.
+func TestExternalTrainerFailures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the local stack")
+	}
+	s := startStack(t)
+	sites, _, _ := goldenSites(t, s.dataDir)
+	faults := "exit65:client3:train:exit65,layout:client5:train:layout,kill9:client1:train:kill9-once," +
+		"hang:client2:train:hang-once,cancel:client0:train:hang"
+	opts, state := trainerOptions(t, faults)
+	startWorkersWith(t, s, sites, opts)
+	const rounds = 2
+	spec := func(name string) pipeline.CampaignSpec {
+		h := method.Defaults(method.Default)
+		h.Model, h.Trainer = method.ModelExternal, "go"
+		return pipeline.CampaignSpec{Campaign: name, Method: learn.FedAvg, Preset: method.Default, Rounds: rounds, Seed: 9,
+			Sites: sites, MinSites: len(sites) - 1, Bucket: s.store.Bucket(), Hyperparameters: h,
+			SiteActivityTimeout: 5 * time.Second, TrainHeartbeat: 3 * time.Second}
+	}
+	clean, err := runExternal(t, s, spec("clean"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dropped := func(t *testing.T, campaign, site string) pipeline.SiteDrop {
+		t.Helper()
+		_, man := heldModels(t, s, campaign, 1)
+		for _, d := range man.Dropped {
+			if d.Site == site {
+				return d
+			}
+		}
+		t.Fatalf("%s round 1: %s not dropped (dropped: %+v)", campaign, site, man.Dropped)
+		return pipeline.SiteDrop{}
+	}
+	t.Run("exit65", func(t *testing.T) {
+		out, err := runExternal(t, s, spec("exit65"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.RoundsDone != rounds {
+			t.Fatalf("rounds done %d", out.RoundsDone)
+		}
+		d := dropped(t, "exit65", "client3")
+		if d.Reason != pipeline.DropBadSiteData || !strings.Contains(d.Error, "exited 65") || !strings.Contains(d.Error, "kind bad_rows") {
+			t.Errorf("drop %+v: want bad site data, exit 65, kind bad_rows", d)
+		}
+		if strings.Contains(d.Error, "4242") {
+			t.Errorf("drop %+v carries the program's message", d)
+		}
+		// Nowhere in the campaign's history either.
+		ctx := context.Background()
+		iter := s.client.GetWorkflowHistory(ctx, "exit65", "", false, 0)
+		for iter.HasNext() {
+			ev, err := iter.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(ev.String(), "4242.4242") {
+				t.Fatalf("history event %d carries the program's message", ev.GetEventId())
+			}
+		}
+	})
+	t.Run("layout", func(t *testing.T) {
+		if _, err := runExternal(t, s, spec("layout")); err != nil {
+			t.Fatal(err)
+		}
+		d := dropped(t, "layout", "client5")
+		if !strings.Contains(d.Error, "layout differs") || !strings.Contains(d.Error, "2 tensors") && !strings.Contains(d.Error, "tensor") {
+			t.Errorf("drop %+v: want a named layout mismatch", d)
+		}
+	})
+	t.Run("unknown-trainer", func(t *testing.T) {
+		sp := spec("unknown")
+		sp.Hyperparameters.Trainer = "torch"
+		_, err := runExternal(t, s, sp)
+		if err == nil {
+			t.Fatal("a campaign whose trainer no site has completed")
+		}
+		d := dropped(t, "unknown", "client0")
+		if d.Phase != pipeline.PhaseInit || !strings.Contains(d.Error, `no trainer named "torch"`) {
+			t.Errorf("drop %+v: want the init task refused, naming the trainer", d)
+		}
+	})
+	for _, name := range []string{"kill9", "hang"} {
+		t.Run(name, func(t *testing.T) {
+			out, err := runExternal(t, s, spec(name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, _ := heldModels(t, s, "clean", rounds)
+			b, man := heldModels(t, s, name, rounds)
+			for site, p := range a {
+				if !sameBits(p, b[site]) {
+					t.Errorf("site %s: final model differs from the clean run's", site)
+				}
+			}
+			if len(man.Dropped) != 0 || !sameBits(out.AUCCurve, clean.AUCCurve) {
+				t.Errorf("dropped %+v, AUC %v (clean %v)", man.Dropped, out.AUCCurve, clean.AUCCurve)
+			}
+			for _, f := range []string{name + ".leader", name + ".child"} {
+				if !pidGone(t, filepath.Join(state, f)) {
+					t.Errorf("%s: still running", f)
+				}
+			}
+		})
+	}
+	t.Run("cancel", func(t *testing.T) {
+		sp := spec("cancel").WithDefaults()
+		ctx := context.Background()
+		run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: sp.Campaign, TaskQueue: pipeline.ServerTaskQueue},
+			pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: sp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		leader := filepath.Join(state, "cancel.leader")
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			if _, err := os.Stat(filepath.Join(state, "cancel.child")); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the hanging trainer never started")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		cancelled := time.Now()
+		if err := s.client.CancelWorkflow(ctx, run.GetID(), ""); err != nil {
+			t.Fatal(err)
+		}
+		// The activity learns of it at its next heartbeat (a third of
+		// TrainHeartbeat), then the group gets SIGTERM (and SIGKILL
+		// after the grace period, 10 s, had it ignored SIGTERM).
+		for !pidGone(t, leader) || !pidGone(t, filepath.Join(state, "cancel.child")) {
+			if time.Since(cancelled) > 15*time.Second {
+				t.Fatalf("the trainer's process group is still running %v after the cancellation", time.Since(cancelled))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Logf("process group gone %v after the cancellation", time.Since(cancelled).Round(time.Millisecond))
 	})
 }

@@ -39,6 +39,10 @@ from trainer_protocol import (bad_data, expect, hyper, progress, read_safetensor
                               write_safetensors)
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+# float32 convolutions, as nn computes them: cuDNN would otherwise use TF32
+# (10-bit mantissas) on Ampere and later GPUs.
+torch.backends.cudnn.allow_tf32 = False
+torch.backends.cuda.matmul.allow_tf32 = False
 CHUNK = 256  # images per inference pass
 
 
