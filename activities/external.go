@@ -723,6 +723,9 @@ func (s *Server) AdoptInitialModel(ctx context.Context, in pipeline.AdoptInitial
 	if err := s.checkBucket(in.Bucket); err != nil {
 		return pipeline.AdoptInitialModelOutput{}, err
 	}
+	if in.File != nil {
+		return s.adoptFile(ctx, in)
+	}
 	wrap := func(err error) error { return fmt.Errorf("adopt the initial model of site %s: %w", in.Site, err) }
 	lb, err := s.store.GetCached(ctx, in.Layout)
 	if err != nil {
@@ -749,6 +752,52 @@ func (s *Server) AdoptInitialModel(ctx context.Context, in pipeline.AdoptInitial
 		return out, wrap(err)
 	}
 	if out.Model, err = s.store.PutCached(ctx, artifact.InitialModelKey(in.Campaign), mb); err != nil {
+		return out, wrap(err)
+	}
+	return out, nil
+}
+
+// adoptFile is AdoptInitialModel for the safetensors file a campaign file
+// names (pipeline.InitialModel): read by its sha256 (the store checks the
+// bytes against it), flattened (safetensors.Flatten) and written as the
+// campaign's initial model and layout. A file that is not a model (another
+// dtype, a value that is not finite) fails the campaign, naming the
+// problem, not retried.
+func (s *Server) adoptFile(ctx context.Context, in pipeline.AdoptInitialModelInput) (pipeline.AdoptInitialModelOutput, error) {
+	wrap := func(err error) error { return fmt.Errorf("initial_model %s: %w", in.File.Key, err) }
+	bad := func(err error) error {
+		return temporal.NewNonRetryableApplicationError(wrap(err).Error(), pipeline.ErrTypeInvalidSpec, nil)
+	}
+	b, err := s.store.Get(ctx, *in.File)
+	if err != nil {
+		return pipeline.AdoptInitialModelOutput{}, wrap(err)
+	}
+	f, err := safetensors.Decode(b)
+	if err != nil {
+		return pipeline.AdoptInitialModelOutput{}, bad(err)
+	}
+	params, layout, err := safetensors.Flatten(f)
+	if err != nil {
+		return pipeline.AdoptInitialModelOutput{}, bad(err)
+	}
+	if len(params) == 0 {
+		return pipeline.AdoptInitialModelOutput{}, bad(errors.New("no parameters"))
+	}
+	for i, v := range params {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return pipeline.AdoptInitialModelOutput{}, bad(fmt.Errorf("parameter %d is not finite", i))
+		}
+	}
+	lb, err := json.Marshal(layout)
+	if err != nil {
+		return pipeline.AdoptInitialModelOutput{}, wrap(err)
+	}
+	out := pipeline.AdoptInitialModelOutput{External: pipeline.ExternalModel{Float32: allF32(layout)}}
+	if out.External.Layout, err = s.store.PutCached(ctx, artifact.ModelLayoutKey(in.Campaign), lb); err != nil {
+		return out, wrap(err)
+	}
+	rec := store.ModelRecord{Campaign: in.Campaign, Round: in.Round, Method: string(in.Method), Kind: store.KindModel, Params: params, Float32: out.External.Float32}
+	if out.Model, err = s.store.PutModelCached(ctx, artifact.InitialModelKey(in.Campaign), rec); err != nil {
 		return out, wrap(err)
 	}
 	return out, nil

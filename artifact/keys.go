@@ -89,6 +89,18 @@ func InitialModelKey(campaign string) string {
 	return CampaignPrefix(campaign) + "initial-model.parquet"
 }
 
+// InitialModelFileKey is "initial-models/<sha256>.safetensors": a
+// safetensors file a campaign file names as its initial model (model
+// "external"), stored by the hex sha256 of its bytes, so that every
+// campaign that names the same file shares one object. Only the server
+// reads it; it panics on a sha256 that is not 64 lower-case hex digits.
+func InitialModelFileKey(sha256 string) string {
+	if len(sha256) != 64 || strings.Trim(sha256, "0123456789abcdef") != "" {
+		panic("artifact: initial model sha256 " + sha256 + " is not 64 lower-case hex digits")
+	}
+	return "initial-models/" + sha256 + ".safetensors"
+}
+
 // ModelLayoutKey is "campaigns/<campaign>/model-layout.json": the tensor
 // layout (names, dtypes, shapes) of every model of a campaign of model
 // "external", which a site needs to write a flat model as the safetensors

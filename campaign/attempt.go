@@ -155,6 +155,7 @@ func specFields(s pipeline.CampaignSpec) []specField {
 		{name: "descriptor_rows", value: rows},
 		{name: "schema", value: schema, optional: true},
 		{name: "keep_site_models", value: s.KeepSiteModels},
+		{name: "initial_model", value: initialModel(s.InitialModel)},
 	}
 	// The hyper-parameters by their JSON names (method.Params' vocabulary).
 	var h map[string]any
@@ -392,4 +393,13 @@ func announce(w io.Writer, campaign string, a Attempt) {
 	if note := a.Note(campaign); note != "" && w != nil {
 		fmt.Fprintln(w, note)
 	}
+}
+
+// initialModel is the compared value of a spec's initial_model: the sha256
+// of the file, "" for none.
+func initialModel(m *pipeline.InitialModel) string {
+	if m == nil {
+		return ""
+	}
+	return m.SHA256
 }

@@ -210,15 +210,18 @@ type InitModelOutput struct {
 	Spent
 }
 
-// AdoptInitialModelInput asks the server to make the initial model that
-// Site's program made the campaign's: copied to
-// artifact.InitialModelKey and artifact.ModelLayoutKey, which every site
-// may read. Runs on the server as ActivityAdoptInitialModel.
+// AdoptInitialModelInput asks the server to make an initial model the
+// campaign's, at artifact.InitialModelKey with its layout at
+// artifact.ModelLayoutKey, which every site may read: the one Site's
+// program made (Model, Layout), or the safetensors file the spec names
+// (File, InitialModel.File). Runs on the server as
+// ActivityAdoptInitialModel.
 type AdoptInitialModelInput struct {
 	ServerCall
-	Site   string      `json:"site"`
-	Model  ArtifactRef `json:"model"`
-	Layout ArtifactRef `json:"layout"`
+	Site   string       `json:"site,omitempty"`
+	Model  ArtifactRef  `json:"model"`
+	Layout ArtifactRef  `json:"layout"`
+	File   *ArtifactRef `json:"file,omitempty"`
 }
 
 // AdoptInitialModelOutput is the campaign's initial model and what its

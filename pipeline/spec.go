@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/ptopofl/ptopofl/artifact"
@@ -99,19 +100,23 @@ type CampaignSpec struct {
 	KeepSiteModels int `json:"keep_site_models,omitempty"`
 	// InitialModel is the model every site starts from under model
 	// "external", when the campaign file names one (initial_model: a
-	// safetensors file the starter uploads); nil: round 1 asks the first
-	// site's program for it (ActivityInitModel).
+	// safetensors file the starter uploads to
+	// artifact.InitialModelFileKey); nil: round 1 asks the first site's
+	// program for it (ActivityInitModel).
 	InitialModel *InitialModel `json:"initial_model,omitempty"`
 }
 
 // InitialModel is a campaign's initial model as the starter uploaded it:
-// SHA256 is the hex sha256 of the safetensors file the campaign file
-// named, Model the flat model at artifact.InitialModelKey and External its
-// layout.
+// the hex sha256 and the size of the safetensors file the campaign file
+// named, which is stored by its sha256 (artifact.InitialModelFileKey).
 type InitialModel struct {
-	SHA256   string        `json:"sha256"`
-	Model    ArtifactRef   `json:"model"`
-	External ExternalModel `json:"external"`
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+}
+
+// File is the reference of the uploaded file in bucket.
+func (m InitialModel) File(bucket string) ArtifactRef {
+	return ArtifactRef{Bucket: bucket, Key: artifact.InitialModelFileKey(m.SHA256), SHA256: m.SHA256, Size: m.Size}
 }
 
 // Defaults applied by WithDefaults.
@@ -185,11 +190,11 @@ func (s CampaignSpec) validateInitialModel() error {
 	if !s.Hyperparameters.IsExternal() {
 		return fmt.Errorf("initial_model: applies only to model %q (our own models start from a seeded initialisation)", method.ModelExternal)
 	}
-	if b, err := hex.DecodeString(im.SHA256); err != nil || len(b) != sha256.Size {
+	if b, err := hex.DecodeString(im.SHA256); err != nil || len(b) != sha256.Size || strings.ToLower(im.SHA256) != im.SHA256 {
 		return fmt.Errorf("initial_model.sha256 = %q: want the 64 hex digits of the file's sha256", im.SHA256)
 	}
-	if im.Model.Key == "" || im.External.Layout.Key == "" {
-		return fmt.Errorf("initial_model: no uploaded model or layout (the starter uploads the file a campaign file names)")
+	if im.Size <= 8 {
+		return fmt.Errorf("initial_model.size = %d: a safetensors file has more than 8 bytes", im.Size)
 	}
 	return nil
 }

@@ -262,12 +262,11 @@ func (r *round) externalModel(ctx workflow.Context) error {
 	if !r.spec.Hyperparameters.IsExternal() || r.carry.External != nil {
 		return nil
 	}
-	var model pipeline.ArtifactRef
-	var ext pipeline.ExternalModel
+	adopt := pipeline.AdoptInitialModelInput{ServerCall: r.serverCall(pipeline.PurposeTrain)}
 	if im := r.spec.InitialModel; im != nil {
-		model, ext = im.Model, im.External
-		r.input(pipeline.RoleInitialModel, "", &model)
-		r.input(pipeline.RoleModelLayout, "", &ext.Layout)
+		file := im.File(r.spec.Bucket)
+		adopt.File = &file
+		r.input(pipeline.RoleInitialModel, "", &file)
 	} else {
 		sorted := append([]string(nil), r.active...)
 		sort.Strings(sorted)
@@ -292,18 +291,16 @@ func (r *round) externalModel(ctx workflow.Context) error {
 		}
 		r.output(pipeline.RoleInitialModel, from, &made.Model)
 		r.output(pipeline.RoleModelLayout, from, &made.Layout)
-		var out pipeline.AdoptInitialModelOutput
-		actx := workflow.WithLocalActivityOptions(ctx, serverLocalActivityOptions())
-		err := workflow.ExecuteLocalActivity(actx, pipeline.ActivityAdoptInitialModel, pipeline.AdoptInitialModelInput{
-			ServerCall: r.serverCall(pipeline.PurposeTrain), Site: from, Model: made.Model, Layout: made.Layout,
-		}).Get(ctx, &out)
-		if err != nil {
-			return fmt.Errorf("round %d: adopt the initial model of site %s: %w", r.n, from, err)
-		}
-		model, ext = out.Model, out.External
-		r.output(pipeline.RoleInitialModel, "", &model)
-		r.output(pipeline.RoleModelLayout, "", &ext.Layout)
+		adopt.Site, adopt.Model, adopt.Layout = from, made.Model, made.Layout
 	}
+	var out pipeline.AdoptInitialModelOutput
+	actx := workflow.WithLocalActivityOptions(ctx, serverLocalActivityOptions())
+	if err := workflow.ExecuteLocalActivity(actx, pipeline.ActivityAdoptInitialModel, adopt).Get(ctx, &out); err != nil {
+		return fmt.Errorf("round %d: adopt the initial model: %w", r.n, err)
+	}
+	model, ext := out.Model, out.External
+	r.output(pipeline.RoleInitialModel, "", &model)
+	r.output(pipeline.RoleModelLayout, "", &ext.Layout)
 	r.carry.External = &ext
 	models := make(map[string]*pipeline.ArtifactRef, len(r.spec.Sites))
 	for _, s := range r.spec.Sites {

@@ -18,7 +18,7 @@ It follows ptopofl's in-process deep site (package nn, method/deep.go):
                generator seeded with `seed`; mean softmax cross-entropy; SGD
                with PyTorch's momentum (v = m v + g, theta -= lr v) or Adam;
                FedProx adds mu (theta - theta_received) to the gradient
-  evaluate     method.EvaluateDeep: top-1 accuracy and the macro one-vs-rest
+  evaluate     method.EvaluateDeep (also after train, on the trained model): top-1 accuracy and the macro one-vs-rest
                ROC AUC of the softmax over the classes present in the test
                split beside another class (0.5 when there is none)
   embed        method.DeepActivations: the penultimate activations (the
@@ -154,7 +154,7 @@ def train(task):
         raise bad_data("unsupported_method", f"this trainer does not do method {method!r}")
     if hyper(task, "dp", "off") != "off":
         raise bad_data("unsupported_dp", "this trainer does not train under differential privacy")
-    net, (x, y), _ = setup(task, ())
+    net, (x, y), test = setup(task, ("test",))
     if y.min() == y.max():
         raise bad_data("single_class", "every training image has the same label")
     x, y = x.to(DEVICE), y.to(DEVICE)
@@ -184,11 +184,14 @@ def train(task):
         mean_loss = torch.stack(losses).mean().item()
         progress(epoch=epoch + 1, of=epochs, loss=mean_loss)
     save(task, net)
-    write_result(task, len(x), {"loss": mean_loss})
+    # The trained model's own scores on the test split, before aggregation,
+    # as the in-process deep site reports them (its update evaluation).
+    accuracy, auc = score(net, *test)
+    write_result(task, len(x), {"loss": mean_loss, "accuracy": accuracy, "auc": auc})
 
 
-def evaluate(task):
-    net, _, (x, y) = setup(task, ("test",))
+def score(net, x, y):
+    """(top-1 accuracy, macro one-vs-rest AUC) of net on images x, labels y."""
     net.eval()
     logits = in_chunks(net, x)
     accuracy = (logits.argmax(1) == y).double().mean().item()
@@ -199,7 +202,12 @@ def evaluate(task):
         positives = int((y == c).sum())
         if 0 < positives < len(y):
             aucs.append(roc_auc(probs[:, c].tolist(), (y == c).double().tolist()))
-    auc = sum(aucs) / len(aucs) if aucs else 0.5
+    return accuracy, (sum(aucs) / len(aucs) if aucs else 0.5)
+
+
+def evaluate(task):
+    net, _, (x, y) = setup(task, ("test",))
+    accuracy, auc = score(net, x, y)
     write_result(task, len(y), {"accuracy": accuracy, "auc": auc})
 
 

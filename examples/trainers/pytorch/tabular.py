@@ -11,7 +11,10 @@ matches the in-process one to rounding:
                split's mean and population standard deviation (a deviation
                below 10 * machine epsilon counts as 1), applied to both splits
   init         learn.InitialParams: numpy RandomState(seed mod 2^32).randn * 0.01
-               for the coefficients, intercept 0 (learn.SiteInput.initial)
+               for the coefficients, intercept 0 (learn.SiteInput.initial);
+               in round 1 each site's train task starts from its own such
+               model (seeded by the task's seed), as the in-process site
+               does, rather than from the campaign's shared initial model
   train        learn.GradientDescent with Logistic.MeanGradient: `steps` full-
                batch steps of size `lr` on X^T(s - y)/n + w/(C n) and mean(s - y),
                s the sigmoid of the logit clipped to [-30, 30]; FedProx
@@ -139,11 +142,15 @@ def objective(theta, x, y, c):
     return (softplus - y * z).sum() + (theta[:-1] ** 2).sum() / (2 * c)
 
 
+def seeded(seed, nf):
+    """learn.InitialParams: numpy RandomState(seed mod 2^32) normals * 0.01, intercept 0."""
+    coef = numpy.random.RandomState(seed % 2**32).randn(nf) * INIT_SCALE
+    return torch.cat([torch.tensor(coef, dtype=F64), torch.zeros(1, dtype=F64)])
+
+
 def init(task):
     site = load_site(task, need_test=False)
-    nf = site["x"].shape[1]
-    coef = numpy.random.RandomState(task["seed"] % 2**32).randn(nf) * INIT_SCALE
-    write_model(task, torch.cat([torch.tensor(coef, dtype=F64), torch.zeros(1, dtype=F64)]))
+    write_model(task, seeded(task["seed"], site["x"].shape[1]))
     write_result(task, len(site["y"]), {})
 
 
@@ -161,6 +168,11 @@ def train(task):
     x, y = site["x"], site["y"]
     n = len(y)
     theta = read_model(task, x.shape[1])
+    if task["round"] == 1:
+        # Round 1 as the in-process site starts it under gradient descent:
+        # from its own seeded model (learn.SiteInput.initial, seeded by the
+        # task's seed), not from the campaign's shared initial model.
+        theta = seeded(task["seed"], x.shape[1])
     anchor = theta.clone()
     for step in range(steps):
         r = scores(theta, x) - y
