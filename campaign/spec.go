@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,10 +18,12 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/safetensors"
 )
 
 // File is the YAML campaign file. Unknown keys are errors, so a typo
@@ -70,6 +74,10 @@ type File struct {
 	// cannot see the sites' files (with a federation directory they are
 	// counted from it).
 	SiteRecords map[string]SiteRecordCounts `yaml:"site_records"`
+	// InitialModel is a safetensors file every site starts from under
+	// model "external" (relative to the campaign file's directory); the
+	// starter uploads it and the spec holds its sha256.
+	InitialModel string `yaml:"initial_model"`
 }
 
 // ReadFile decodes the campaign file at path strictly; errors wrap
@@ -109,6 +117,9 @@ func Load(file, fedDir string) (*File, *Federation, error) {
 			return nil, nil, err
 		}
 		cf = &c
+		if c.InitialModel != "" && !filepath.IsAbs(c.InitialModel) {
+			c.InitialModel = filepath.Join(filepath.Dir(file), c.InitialModel)
+		}
 		if fedDir == "" && c.Federation != "" {
 			fedDir = c.Federation
 			if !filepath.IsAbs(fedDir) {
@@ -141,6 +152,7 @@ type SpecOptions struct {
 	Set            []string        // NAME=VALUE hyper-parameter overrides
 	Given          map[string]bool // flag names the user set explicitly ("min-sites")
 	KeepSiteModels int             // retention policy (pipeline.CampaignSpec.KeepSiteModels)
+	InitialModel   string          // safetensors file (--initial-model; model "external")
 }
 
 // applyHyperparameters sets overrides (JSON names of
@@ -171,6 +183,22 @@ func applyHyperparameters(h *method.Hyperparameters, overrides map[string]any, w
 // others. A quoted number in YAML ("0.3") is text; method.ParseValue reads
 // it as the number it spells.
 func paramValue(name string, v any) (method.ParamValue, error) {
+	if name == "trainer_params" {
+		// A JSON object: a YAML mapping in a file, its JSON text in --set.
+		text, ok := v.(string)
+		if !ok {
+			b, err := json.Marshal(v)
+			if err != nil {
+				return method.ParamValue{}, fmt.Errorf("hyperparameter trainer_params: want an object: %v", err)
+			}
+			text = string(b)
+		}
+		c, err := method.CanonicalTrainerParams(text)
+		if err != nil {
+			return method.ParamValue{}, err
+		}
+		return method.ParamValue{Name: name, Text: c}, nil
+	}
 	switch x := v.(type) {
 	case int:
 		return method.ParseValue(name, strconv.Itoa(x))
@@ -316,6 +344,17 @@ func BuildSpec(cf *File, o SpecOptions, fed *Federation) (pipeline.CampaignSpec,
 		_, inFlags := flagSet[name]
 		return inFile || inFlags
 	})
+	path := o.InitialModel
+	if path == "" && cf != nil {
+		path = cf.InitialModel
+	}
+	if path != "" {
+		im, _, err := ReadInitialModel(path)
+		if err != nil {
+			return s, err
+		}
+		s.InitialModel = &im
+	}
 	if s.Campaign == "" {
 		s.Campaign = defaultCampaignName(s, fed)
 	}
@@ -427,6 +466,60 @@ func CheckSites(spec pipeline.CampaignSpec, fed *Federation) error {
 		if !have[s.Name] {
 			return inputErrorf("sites[%d] %q: no %s_train.csv in %s", i, s.Name, s.Name, fed.Dir)
 		}
+	}
+	return nil
+}
+
+// ReadInitialModel reads a campaign's initial model (model "external") and
+// checks that it is a model: a safetensors file of F32 and F64 tensors
+// whose values are finite. It returns the spec's record of it (sha256 and
+// size) and the file's bytes, which UploadInitialModel stores.
+func ReadInitialModel(path string) (pipeline.InitialModel, []byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return pipeline.InitialModel{}, nil, inputErrorf("initial_model: %v", err)
+	}
+	f, err := safetensors.Decode(b)
+	if err != nil {
+		return pipeline.InitialModel{}, nil, inputErrorf("initial_model %s: %v", path, err)
+	}
+	params, _, err := safetensors.Flatten(f)
+	if err != nil {
+		return pipeline.InitialModel{}, nil, inputErrorf("initial_model %s: %v", path, err)
+	}
+	if len(params) == 0 {
+		return pipeline.InitialModel{}, nil, inputErrorf("initial_model %s: no parameters", path)
+	}
+	for i, v := range params {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return pipeline.InitialModel{}, nil, inputErrorf("initial_model %s: parameter %d is not finite", path, i)
+		}
+	}
+	sum := sha256.Sum256(b)
+	return pipeline.InitialModel{SHA256: hex.EncodeToString(sum[:]), Size: int64(len(b))}, b, nil
+}
+
+// UploadInitialModel stores the initial model file at path that spec names
+// (ReadInitialModel) by its sha256 (artifact.InitialModelFileKey), where
+// round 1 reads it; nothing when spec names none. A file that changed since
+// the spec was built is refused.
+func (s *Service) UploadInitialModel(ctx context.Context, spec pipeline.CampaignSpec, path string) error {
+	if spec.InitialModel == nil {
+		return nil
+	}
+	im, b, err := ReadInitialModel(path)
+	if err != nil {
+		return err
+	}
+	if im != *spec.InitialModel {
+		return inputErrorf("initial_model %s: the file changed while the campaign was being prepared (sha256 %s, the spec has %s)", path, im.SHA256, spec.InitialModel.SHA256)
+	}
+	ref, err := s.Store.Put(ctx, artifact.InitialModelFileKey(im.SHA256), b)
+	if err != nil {
+		return fmt.Errorf("upload initial_model %s: %w", path, err)
+	}
+	if ref.SHA256 != im.SHA256 {
+		return fmt.Errorf("upload initial_model %s: stored sha256 %s, want %s", path, ref.SHA256, im.SHA256)
 	}
 	return nil
 }

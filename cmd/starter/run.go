@@ -44,6 +44,7 @@ func (f *campaignFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.spec.RoundDeadline, "round-deadline", 0, "deadline of a round (default 30m)")
 	fs.StringVar(&f.spec.DescriptorRows, "descriptor-rows", "", "JSON file: site → row indices used for its descriptor")
 	fs.IntVar(&f.spec.KeepSiteModels, "keep-site-models", 0, "retention: keep the site models (and control updates) of the last K rounds only, deleting older ones after each round; aggregates, server state and manifests all stay (0: keep all)")
+	fs.StringVar(&f.spec.InitialModel, "initial-model", "", `model "external": a safetensors file every site starts from (uploaded; the spec holds its sha256); default: the first site's program makes one in round 1`)
 	fs.Var(&f.set, "set", "hyper-parameter override NAME=VALUE (JSON names of the campaign file's hyperparameters; repeatable)")
 }
 
@@ -136,6 +137,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	if spec, err = e.svc.ClaimSpec(ctx, spec); err != nil {
+		return err
+	}
+	path := f.spec.InitialModel
+	if path == "" && cf != nil {
+		path = cf.InitialModel
+	}
+	if err := e.svc.UploadInitialModel(ctx, spec, path); err != nil {
 		return err
 	}
 	if f.conn.local {

@@ -2,8 +2,10 @@ package workers_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,10 +19,12 @@ import (
 
 	"github.com/ptopofl/ptopofl/activities"
 	"github.com/ptopofl/ptopofl/artifact"
+	"github.com/ptopofl/ptopofl/campaign"
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/internal/workers"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
+	"github.com/ptopofl/ptopofl/nn"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/safetensors"
 )
@@ -314,6 +318,7 @@ func TestExternalTrainerMatchesInProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 		startWorkersWith(t, s, sites, opts)
+		inProcess := map[learn.Method]pipeline.CampaignWorkflowOutput{}
 		for _, m := range []learn.Method{learn.FedAvg, learn.PTopoFL} {
 			h := method.Defaults(method.DeepSmall)
 			h.Classes, h.NSub = 3, 30
@@ -323,6 +328,7 @@ func TestExternalTrainerMatchesInProcess(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			inProcess[m] = in
 			spec.Campaign = "ext-deep-" + string(m)
 			spec.Hyperparameters.Model, spec.Hyperparameters.Trainer = method.ModelExternal, "go"
 			ext, err := runExternal(t, s, spec)
@@ -331,6 +337,53 @@ func TestExternalTrainerMatchesInProcess(t *testing.T) {
 			}
 			t.Logf("%s: accuracy in-process %v, external %v", m, in.AccCurve, ext.AccCurve)
 			sameCampaign(t, s, in, ext, rounds, true)
+		}
+
+		// The same initial model given as the spec's initial_model (the
+		// file a starter uploads) instead of made by the first site's
+		// init task: the same campaign again.
+		h := method.Defaults(method.DeepSmall)
+		h.Classes, h.NSub = 3, 30
+		cfg, err := method.Resolve(learn.FedAvg, method.DeepSmall, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		net, err := cfg.NewNetwork(nn.Shape{H: 8, W: 8, C: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		net.Init(pipeline.DeriveSeed(17, 0, "", pipeline.PurposeTrain))
+		data := make([]byte, 4*net.NumParams())
+		for i, v := range net.Params() {
+			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v))
+		}
+		file, err := safetensors.Encode(&safetensors.File{Tensors: []safetensors.Tensor{{Name: "params", DType: safetensors.F32, Shape: []int{len(net.Params())}, Data: data}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "init.safetensors")
+		if err := os.WriteFile(path, file, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		spec := pipeline.CampaignSpec{Campaign: "ext-deep-given", Method: learn.FedAvg, Preset: method.DeepSmall, Rounds: rounds, Seed: 17,
+			Sites: sites, Bucket: s.store.Bucket(), Hyperparameters: h}
+		spec.Hyperparameters.Model, spec.Hyperparameters.Trainer = method.ModelExternal, "go"
+		im, _, err := campaign.ReadInitialModel(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.InitialModel = &im
+		if err := (&campaign.Service{Store: s.store}).UploadInitialModel(context.Background(), spec, path); err != nil {
+			t.Fatal(err)
+		}
+		given, err := runExternal(t, s, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameCampaign(t, s, inProcess[learn.FedAvg], given, rounds, true)
+		_, man := heldModels(t, s, "ext-deep-given", 1)
+		if len(man.Inputs) == 0 || man.Inputs[0].Role != pipeline.RoleInitialModel || man.Inputs[0].Ref.SHA256 != im.SHA256 {
+			t.Errorf("round 1's first input is not the given file: %+v", man.Inputs[:1])
 		}
 	})
 }
