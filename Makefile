@@ -32,7 +32,7 @@ test-deploy: build
 # activity attempts failing. Minutes, not seconds; CI runs it after test.
 test-faults:
 	$(GO) vet -tags faults ./e2e/
-	$(GO) test -tags faults -count=1 -timeout 75m -v -run '^(TestOutageS3|TestOutageTemporal|TestStraggler|TestRandomFaults200)$$' ./e2e/
+	$(GO) test -tags faults -count=1 -timeout 75m -v -run '^(TestOutageS3|TestOutageTemporal|TestStraggler|TestRandomFaults200|TestTrainerWorkerKilled)$$' ./e2e/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./tda/... ./aggregation/... ./eval/... ./learn/... ./simulate/... ./nn/...

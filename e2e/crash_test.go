@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 		// go build, not go run: go run does not forward signals, and the test
 		// must kill exactly the process it means to.
 		cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator),
-			"../cmd/devstack", "../cmd/worker", "../cmd/starter", "../cmd/gendata")
+			"../cmd/devstack", "../cmd/worker", "../cmd/starter", "../cmd/gendata", "../examples/trainers/gotrainer")
 		cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)

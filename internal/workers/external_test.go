@@ -149,7 +149,7 @@ var (
 	trainerErr  error
 )
 
-// goTrainer builds the Go example trainer (examples/trainers/go) once.
+// goTrainer builds the Go example trainer (examples/trainers/gotrainer) once.
 func goTrainer(t *testing.T) string {
 	t.Helper()
 	trainerOnce.Do(func() {
@@ -159,7 +159,7 @@ func goTrainer(t *testing.T) string {
 			return
 		}
 		trainerBin = filepath.Join(dir, "trainer")
-		c := exec.Command("go", "build", "-o", trainerBin, "./examples/trainers/go")
+		c := exec.Command("go", "build", "-o", trainerBin, "./examples/trainers/gotrainer")
 		c.Dir = moduleRoot
 		out, err := c.CombinedOutput()
 		if err != nil {
