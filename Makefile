@@ -4,7 +4,7 @@ GO       ?= go
 BIN      := bin
 export GOTOOLCHAIN := local
 
-.PHONY: all build run test test-faults test-deploy bench bench-tda bench-pipeline bench-deep bench-deep-anchor fashion-mnist lint fmt clean
+.PHONY: all build run test test-faults test-deploy bench bench-tda bench-pipeline bench-trainers bench-deep bench-deep-anchor fashion-mnist lint fmt clean
 
 all: build
 
@@ -45,6 +45,14 @@ bench-tda: build
 # stack and the wall time of the paper table through the pipeline.
 bench-pipeline: build
 	./scripts/bench-pipeline.sh
+
+# bench-trainers: sites training with their own program (trainer protocol)
+# against our in-process models: the Go example trainer, and PyTorch's
+# (Debian's python3-torch, installed here if missing); also part 6 of
+# bench-pipeline, which leaves PyTorch out when it is not installed.
+bench-trainers: build
+	@/usr/bin/python3 -c "import torch" 2>/dev/null || { apt-get update && apt-get install -y python3-torch; }
+	./scripts/bench-trainers.sh
 
 # bench-deep times a deep training step (ConvNet-2, MLP) of bin/nn against
 # PyTorch (Debian's python3-torch, installed if missing) in the same run.

@@ -28,6 +28,10 @@
 #     and the bytes written per round.
 #     Parts 4 and 5 are skipped when Debian's dataset-fashion-mnist is not
 #     installed (`make fashion-mnist`).
+#  6. Sites training with their own program (the trainer protocol):
+#     scripts/bench-trainers.sh (the cost of a task's process, the Go and
+#     PyTorch example trainers against the in-process models, tabular and
+#     deep-small).
 #
 # Parts 1 and 2 also run the previous code, side by side in the same run:
 # BENCH_BASE (a git revision, default 82240e5, the code before issue 22's
@@ -46,7 +50,7 @@
 # PARALLEL (9, campaigns of the table at once), BIN (bin, where starter,
 # devstack, worker and gendata are), DEEP_ROUNDS (5), MEM_ROUNDS (2),
 # BENCH_FROM (1: the first part to run; 4 runs the deep parts only, 5 the
-# memory part only), BENCH_TO (5: the last part to run), T1_RUNS (3: runs
+# memory part only, 6 the trainers), BENCH_TO (6: the last part to run), T1_RUNS (3: runs
 # of `starter experiment table1` for each code in part 2).
 #
 # The machine's load is printed before each part: on 2 cores anything else
@@ -62,7 +66,7 @@ PG=${BENCH_POSTGRES:-1}
 DEEP_ROUNDS=${DEEP_ROUNDS:-5}
 MEM_ROUNDS=${MEM_ROUNDS:-2}
 FROM=${BENCH_FROM:-1}
-TO=${BENCH_TO:-5}
+TO=${BENCH_TO:-6}
 BASE=${BENCH_BASE:-82240e5}
 [ "$FROM" -le 2 ] || { PG=0; BASE=none; } # the PostgreSQL and base columns belong to parts 1 and 2
 for b in starter devstack gendata worker; do
@@ -296,9 +300,17 @@ PY
 
 fi
 [ "$TO" -ge 4 ] || exit 0
+# part6: the trainers (scripts/bench-trainers.sh), when TO reaches it.
+part6() {
+	[ "$TO" -ge 6 ] || return 0
+	echo
+	echo "== 6. sites training with their own program (trainer protocol)"
+	BIN="$BIN" BENCH_DIR="$OUT/trainers" ./scripts/bench-trainers.sh
+}
 if [ ! -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
 	echo
 	echo "parts 4 and 5 skipped: Fashion-MNIST not installed (make fashion-mnist)"
+	part6
 	exit 0
 fi
 fed="$OUT/fm05"
@@ -356,6 +368,7 @@ done
 
 fi
 [ "$TO" -ge 5 ] || exit 0
+if [ "$FROM" -le 5 ]; then
 echo
 echo "== 5. deep memory at ConvNet-2 size: 10 sites, every component a process, $MEM_ROUNDS rounds"
 # ConvNet-2 (6.6 M parameters at 62 classes, 6.5 M with Fashion-MNIST's 10)
@@ -403,3 +416,5 @@ for rd in range(1, rounds + 1):
     total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(d) for f in fs)
     print(f"round {rd}: {total / 1e6:.1f} MB written")
 PY
+fi
+part6

@@ -3,6 +3,7 @@ package trainer
 import (
 	"bytes"
 	"context"
+	"io"
 	"encoding/json"
 	"errors"
 	"os"
@@ -388,5 +389,22 @@ func TestSweepOrphans(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(root); len(entries) != 0 {
 		t.Errorf("root not empty: %v", entries)
+	}
+}
+
+// BenchmarkRunTask is the runner's cost of one task of a program that
+// does next to nothing (this test binary, reading task.json and writing a
+// result): the directory, task.json, fork and exec of a process group,
+// the output pumps, the wait and the clean-up. A real program adds its
+// own start-up (`import torch` alone takes 2 s on this machine).
+func BenchmarkRunTask(b *testing.B) {
+	root := b.TempDir()
+	os.Setenv("TRAINER_HELPER", "ok")
+	defer os.Unsetenv("TRAINER_HELPER")
+	r := Runner{Root: root, Log: io.Discard}
+	for b.Loop() {
+		if _, err := r.Run(context.Background(), []string{os.Args[0]}, task(TaskEvaluate), nil, nil); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
