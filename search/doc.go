@@ -20,8 +20,10 @@
 // objective is always maximised (validation AUC or accuracy); a loss would
 // be negated by the caller.
 //
-// Sources: T. Akiba et al., Optuna (optuna/optuna at commit 1d8ce7bb,
-// 5.0.0.dev: samplers/_tpe/sampler.py, samplers/_tpe/parzen_estimator.py,
+// Sources: T. Akiba et al., Optuna (optuna/optuna, release 4.9.0 and
+// master at commit 1d8ce7bb, 5.0.0.dev, whose definitions used here agree
+// but for the defaults noted: samplers/_tpe/sampler.py,
+// samplers/_tpe/parzen_estimator.py,
 // samplers/_tpe/probability_distributions.py, samplers/_tpe/_truncnorm.py,
 // samplers/_random.py, _transform.py, pruners/_successive_halving.py,
 // pruners/_hyperband.py); L. Li et al., "Hyperband: a novel bandit-based

@@ -126,9 +126,9 @@ func Suggest(space Space, s Strategy, history []Trial, seed uint64, index int) (
 		return nil, err
 	}
 	switch s.sampler() {
-	case Grid:
+	case StrategyGrid:
 		return SuggestGrid(space, index)
-	case TPE:
+	case StrategyTPE:
 		return SuggestTPE(space, history, seed, index, DefaultTPE())
 	}
 	return SuggestRandom(space, seed, index), nil

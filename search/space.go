@@ -155,9 +155,9 @@ func compileDim(d Dimension) (Dim, error) {
 	rng := fmt.Sprintf("%s [%s, %s]", label, fmtNum(lo), fmtNum(hi))
 	switch {
 	case dim.Kind == IntRange && p.Kind != method.Int:
-		return Dim{}, fmt.Errorf("int on a %s hyper-parameter; use uniform or log_uniform for a float, choice for a name", kindName(p.Kind))
+		return Dim{}, fmt.Errorf("int on %s hyper-parameter; use uniform or log_uniform for a float, choice for a name", article(p.Kind))
 	case dim.Kind != IntRange && p.Kind != method.Float:
-		return Dim{}, fmt.Errorf("%s on an %s hyper-parameter; use int for an integer, choice for a name", label, kindName(p.Kind))
+		return Dim{}, fmt.Errorf("%s on %s hyper-parameter; use int for an integer, choice for a name", label, article(p.Kind))
 	case isBad(lo) || isBad(hi):
 		return Dim{}, fmt.Errorf("%s: bounds must be finite numbers", rng)
 	case !(lo < hi):

@@ -14,17 +14,17 @@ type Strategy string
 // scheduler decides how many rounds a trial trains and which paused trial
 // resumes.
 const (
-	Grid         Strategy = "grid"      // every point of a choice grid, in order, each to max rounds
-	Random       Strategy = "random"    // random points, each to max rounds
-	TPE          Strategy = "tpe"       // TPE points, each to max rounds
-	ASHAStrategy Strategy = "asha"      // random points under ASHA with paused-trial promotion
-	TPEASHA      Strategy = "tpe+asha"  // TPE points under ASHA
-	HyperbandS   Strategy = "hyperband" // random points under Hyperband's brackets
+	StrategyGrid      Strategy = "grid"      // every point of a choice grid, in order, each to max rounds
+	StrategyRandom    Strategy = "random"    // random points, each to max rounds
+	StrategyTPE       Strategy = "tpe"       // TPE points, each to max rounds
+	StrategyASHA      Strategy = "asha"      // random points under ASHA with paused-trial promotion
+	StrategyTPEASHA   Strategy = "tpe+asha"  // TPE points under ASHA
+	StrategyHyperband Strategy = "hyperband" // random points under Hyperband's brackets
 )
 
 // Strategies lists the strategies in the order the sweep file's
 // documentation gives them.
-var Strategies = []Strategy{Grid, Random, ASHAStrategy, TPE, TPEASHA, HyperbandS}
+var Strategies = []Strategy{StrategyGrid, StrategyRandom, StrategyASHA, StrategyTPE, StrategyTPEASHA, StrategyHyperband}
 
 // Validate reports an unknown strategy.
 func (s Strategy) Validate() error {
@@ -39,10 +39,10 @@ func (s Strategy) Validate() error {
 // sampler returns the strategy's sampler: Grid, Random or TPE.
 func (s Strategy) sampler() Strategy {
 	switch s {
-	case ASHAStrategy, HyperbandS:
-		return Random
-	case TPEASHA:
-		return TPE
+	case StrategyASHA, StrategyHyperband:
+		return StrategyRandom
+	case StrategyTPEASHA:
+		return StrategyTPE
 	}
 	return s
 }
@@ -161,9 +161,9 @@ func NewSchedule(s Strategy, o ASHAOptions, maxRounds int) (Schedule, error) {
 	sc := Schedule{Strategy: s, MaxRounds: maxRounds}
 	var err error
 	switch s {
-	case ASHAStrategy, TPEASHA:
+	case StrategyASHA, StrategyTPEASHA:
 		sc.ASHA, err = NewASHA(o, maxRounds)
-	case HyperbandS:
+	case StrategyHyperband:
 		sc.Hyperband, err = NewHyperband(o, maxRounds)
 	default:
 		if o != (ASHAOptions{}) {
@@ -184,12 +184,12 @@ func NewSchedule(s Strategy, o ASHAOptions, maxRounds int) (Schedule, error) {
 // stops on its budget.
 func (sc Schedule) Next(trials []Trial) Action {
 	switch sc.Strategy {
-	case ASHAStrategy, TPEASHA:
+	case StrategyASHA, StrategyTPEASHA:
 		if a, ok := sc.ASHA.NextToPromote(trials); ok {
 			return a
 		}
 		return Action{Kind: Start, Trial: nextIndex(trials), ToRound: sc.ASHA.Rungs()[0]}
-	case HyperbandS:
+	case StrategyHyperband:
 		if a, ok := sc.Hyperband.NextToPromote(trials); ok {
 			return a
 		}
