@@ -123,7 +123,7 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		files, err = campaign.WriteReport(outDir, rep)
 		return err
-	})
+	}, nil)
 	if err != nil {
 		return err
 	}

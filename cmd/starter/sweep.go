@@ -3,18 +3,24 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
 	"time"
 
+	"github.com/ptopofl/ptopofl/activities"
 	"github.com/ptopofl/ptopofl/campaign"
 	"github.com/ptopofl/ptopofl/eval"
 )
 
 // runSweep runs a sweep file: `starter sweep FILE.yaml`.
 func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	conn, rest, err := parseCommand("sweep", args, stderr, nil, func(rest []string) error {
+	var trainerFlags stringList
+	conn, rest, err := parseCommand("sweep", args, stderr, func(fs *flag.FlagSet) func() error {
+		fs.Var(&trainerFlags, "trainer", `with --local: a training program NAME=COMMAND the in-process site workers run for campaigns of model "external" that name trainer NAME (repeatable)`)
+		return nil
+	}, func(rest []string) error {
 		if len(rest) != 1 {
 			return inputErrorf("want one sweep file: starter sweep FILE.yaml")
 		}
@@ -35,7 +41,11 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	out, err := executeSweep(ctx, conn, plan, stderr, nil)
+	trainers, err := parseTrainers(trainerFlags, conn.local)
+	if err != nil {
+		return err
+	}
+	out, err := executeSweep(ctx, conn, plan, stderr, nil, trainers)
 	if err != nil {
 		return err
 	}
@@ -49,7 +59,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // executeSweep connects, starts the local workers if asked, runs (or
 // re-attaches to) the sweep and reads its results table back from S3;
 // then, if after is not nil, calls it while the connection is still open.
-func executeSweep(ctx context.Context, conn *connFlags, plan campaign.SweepPlan, stderr io.Writer, after func(*env, campaign.SweepOutput) error) (campaign.SweepOutput, error) {
+func executeSweep(ctx context.Context, conn *connFlags, plan campaign.SweepPlan, stderr io.Writer, after func(*env, campaign.SweepOutput) error, trainers activities.Trainers) (campaign.SweepOutput, error) {
 	start := time.Now()
 	var progress io.Writer
 	if conn.format != "json" {
@@ -60,6 +70,7 @@ func executeSweep(ctx context.Context, conn *connFlags, plan campaign.SweepPlan,
 		return campaign.SweepOutput{}, err
 	}
 	defer e.Close()
+	e.svc.Trainers = trainers
 	if conn.local {
 		stop, err := e.svc.StartSweepWorkers(plan, progress)
 		if err != nil {

@@ -115,7 +115,7 @@ func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stdout, "results    "+out.Results)
 		fmt.Fprintln(stdout, "campaigns  "+campaignNames(out.Rows))
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		return err
 	}
