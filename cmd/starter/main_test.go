@@ -96,6 +96,18 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"status"}, "CAMPAIGN"},                                                   // 6
 		{[]string{"frobnicate"}, "unknown command"},                                        // 7
 		{[]string{"table", "--local", "--federation", fed, "--variant", "x"}, "--variant"}, // 8
+		// Model "external": the trainer must be the in-process sites' (9,
+		// 10), well formed (11, 12), given only with --local (13); the
+		// method must be one the protocol carries (14), and the model
+		// needs a trainer (15) and an initial model that is a model (16).
+		{[]string{"run", "--local", "--federation", fed, "--method", "fedavg", "--set", "model=external", "--set", "trainer=torch"}, `trainer "torch"`},
+		{[]string{"run", "--local", "--federation", fed, "--method", "fedavg", "--set", "model=external", "--set", "trainer=torch", "--trainer", "go=/bin/true"}, "--trainer torch=COMMAND"},
+		{[]string{"run", "--local", "--federation", fed, "--method", "fedavg", "--trainer", "go"}, "want NAME=COMMAND"},
+		{[]string{"run", "--local", "--federation", fed, "--method", "fedavg", "--trainer", "a b=/bin/true"}, "the name must be"},
+		{[]string{"run", "--method", "fedavg", "--federation", fed, "--temporal", "127.0.0.1:1", "--s3", "http://127.0.0.1:1", "--trainer", "go=/bin/true"}, "only the site workers of --local"},
+		{[]string{"run", "--local", "--federation", fed, "--method", "scaffold", "--set", "model=external", "--set", "trainer=go", "--trainer", "go=/bin/true"}, "method scaffold: needs state"},
+		{[]string{"run", "--local", "--federation", fed, "--method", "fedavg", "--set", "model=external"}, "hyperparameters.trainer"},
+		{[]string{"run", "--local", "--federation", fed, "--method", "fedavg", "--set", "model=external", "--set", "trainer=go", "--initial-model", fed + "/federation.json"}, "initial_model"},
 	}
 	for i, c := range cases {
 		code, _, stderr := runCLI(c.args...)
