@@ -58,10 +58,22 @@ func (s *Site) Name() string { return s.name }
 func (s *Site) Register(r interface {
 	RegisterActivityWithOptions(any, activity.RegisterOptions)
 }) {
-	r.RegisterActivityWithOptions(timedActivity(s.ComputeDescriptor), activity.RegisterOptions{Name: pipeline.ActivityComputeDescriptor})
-	r.RegisterActivityWithOptions(timedActivity(s.TrainLocal), activity.RegisterOptions{Name: pipeline.ActivityTrainLocal})
-	r.RegisterActivityWithOptions(timedActivity(s.Evaluate), activity.RegisterOptions{Name: pipeline.ActivityEvaluate})
-	r.RegisterActivityWithOptions(timedActivity(s.InitModel), activity.RegisterOptions{Name: pipeline.ActivityInitModel})
+	// Each heartbeats while it runs (heartbeating): the round gives every
+	// site activity a heartbeat timeout.
+	r.RegisterActivityWithOptions(timedActivity(heartbeating(s.ComputeDescriptor)), activity.RegisterOptions{Name: pipeline.ActivityComputeDescriptor})
+	r.RegisterActivityWithOptions(timedActivity(heartbeating(s.TrainLocal)), activity.RegisterOptions{Name: pipeline.ActivityTrainLocal})
+	r.RegisterActivityWithOptions(timedActivity(heartbeating(s.Evaluate)), activity.RegisterOptions{Name: pipeline.ActivityEvaluate})
+	r.RegisterActivityWithOptions(timedActivity(heartbeating(s.InitModel)), activity.RegisterOptions{Name: pipeline.ActivityInitModel})
+}
+
+// heartbeating runs a site activity under withHeartbeat, so that the whole
+// activity, its store calls and computation alike, heartbeats every third
+// of its heartbeat timeout: an attempt that stops heartbeating is one
+// whose worker is gone.
+func heartbeating[I, O any](f func(context.Context, I) (O, error)) func(context.Context, I) (O, error) {
+	return func(ctx context.Context, in I) (O, error) {
+		return withHeartbeat(ctx, func() (O, error) { return f(ctx, in) })
+	}
 }
 
 // RegisterColocated registers the site activities under

@@ -14,10 +14,9 @@ import (
 // fanOutRequest describes one fan-out phase: the same activity on every
 // listed site's own queue.
 type fanOutRequest struct {
-	Phase     string   // pipeline.PhaseDescriptor, PhaseTrain or PhaseEvaluate
-	Activity  string   // activity type name
-	Sites     []string // in spec order
-	Heartbeat bool     // set a heartbeat timeout (long-running training)
+	Phase    string   // pipeline.PhaseDescriptor, PhaseTrain or PhaseEvaluate
+	Activity string   // activity type name
+	Sites    []string // in spec order
 	// Protocol is the round's pipeline.RoundProtocol*: how the deadline
 	// is kept.
 	Protocol int
@@ -90,7 +89,7 @@ func fanOut[T any](ctx workflow.Context, spec pipeline.CampaignSpec, req fanOutR
 			lctx := workflow.WithLocalActivityOptions(fanCtx, siteLocalActivityOptions(spec))
 			f = workflow.ExecuteLocalActivity(lctx, pipeline.ColocatedActivity(site, req.Activity), req.Input(site))
 		} else {
-			actx := workflow.WithActivityOptions(fanCtx, siteActivityOptions(spec, site, req.Heartbeat))
+			actx := workflow.WithActivityOptions(fanCtx, siteActivityOptions(spec, site))
 			f = workflow.ExecuteActivity(actx, req.Activity, req.Input(site))
 		}
 		sel.AddFuture(f, func(f workflow.Future) {

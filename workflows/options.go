@@ -29,19 +29,23 @@ var siteRetryPolicy = &temporal.RetryPolicy{
 // siteActivityOptions puts a site activity on the site's own queue, so only
 // that site's worker (and data) ever runs it. ScheduleToClose is the round
 // deadline: an attempt can never outlive the fan-out that waits for it.
-// Training heartbeats, so a site worker killed mid-training is noticed after
-// TrainHeartbeat rather than after the whole StartToClose timeout.
-func siteActivityOptions(spec pipeline.CampaignSpec, site string, heartbeat bool) workflow.ActivityOptions {
-	o := workflow.ActivityOptions{
+// Every site activity heartbeats, so a site worker killed mid-activity is
+// noticed after TrainHeartbeat rather than after the whole StartToClose
+// timeout.
+func siteActivityOptions(spec pipeline.CampaignSpec, site string) workflow.ActivityOptions {
+	// Every site activity heartbeats (activities.Site wraps each in
+	// withHeartbeat), so every one gets the heartbeat timeout: an attempt
+	// whose worker died, or whose task the server handed to a poll whose
+	// answer never arrived, is noticed within TrainHeartbeat (a minute by
+	// default) and retried, instead of after its StartToClose (ten
+	// minutes).
+	return workflow.ActivityOptions{
 		TaskQueue:              pipeline.SiteTaskQueue(site),
 		ScheduleToCloseTimeout: spec.RoundDeadline,
 		StartToCloseTimeout:    spec.SiteActivityTimeout,
+		HeartbeatTimeout:       spec.TrainHeartbeat,
 		RetryPolicy:            siteRetryPolicy,
 	}
-	if heartbeat {
-		o.HeartbeatTimeout = spec.TrainHeartbeat
-	}
-	return o
 }
 
 // siteLocalActivityOptions runs a site activity as a local activity of the

@@ -275,7 +275,7 @@ func (r *round) externalModel(ctx workflow.Context) error {
 		for _, site := range sorted {
 			res := fanOut[pipeline.InitModelOutput](ctx, r.spec, fanOutRequest{
 				Phase: pipeline.PhaseInit, Protocol: r.protocol, Colocated: r.colocated, Activity: pipeline.ActivityInitModel,
-				Sites: []string{site}, Heartbeat: true,
+				Sites: []string{site},
 				Input: func(site string) any {
 					return pipeline.InitModelInput{SiteCall: r.siteCall(site, pipeline.PurposeTrain)}
 				},
@@ -401,7 +401,7 @@ func (r *round) train(ctx workflow.Context) ([]pipeline.SiteUpdate, error) {
 		clusters[r.carry.Clusters[i].Site] = &r.carry.Clusters[i]
 	}
 	res := fanOut[pipeline.TrainLocalOutput](ctx, r.spec, fanOutRequest{
-		Phase: pipeline.PhaseTrain, Protocol: r.protocol, Colocated: r.colocated, Activity: pipeline.ActivityTrainLocal, Sites: r.active, Heartbeat: true,
+		Phase: pipeline.PhaseTrain, Protocol: r.protocol, Colocated: r.colocated, Activity: pipeline.ActivityTrainLocal, Sites: r.active,
 		Input: func(site string) any {
 			return pipeline.TrainLocalInput{
 				SiteCall:    r.siteCall(site, pipeline.PurposeTrain),

@@ -39,10 +39,15 @@ const ErrTypeInjectedFault = "InjectedFault"
 //     empty), every attempt waits Delay before it runs, heartbeating as
 //     training does, so that the site is a straggler that only the round
 //     deadline (or the attempt's own timeout) cuts short.
+//   - Lose: the first attempt of each activity of that type in the rounds
+//     listed in Rounds (every round when empty) is lost: it never answers
+//     and never heartbeats, as an activity task whose worker vanished or
+//     whose poll response never arrived, until the server times it out.
 type Faults struct {
 	Rate   float64
 	Seed   uint64
 	Delay  time.Duration
+	Lose   string // an activity type (pipeline.ActivityEvaluate, ...)
 	Rounds []int
 	// Log receives one line per injected failure ("fault: injected
 	// failure: ...") and per delayed attempt ("fault: delaying ..."), so a
@@ -51,7 +56,7 @@ type Faults struct {
 }
 
 // Enabled reports whether f injects anything.
-func (f Faults) Enabled() bool { return f.Rate > 0 || f.Delay > 0 }
+func (f Faults) Enabled() bool { return f.Rate > 0 || f.Delay > 0 || f.Lose != "" }
 
 // Validate checks the fault settings a user gave.
 func (f Faults) Validate() error {
@@ -80,6 +85,11 @@ func (f Faults) Fails(campaign string, round int, site, activityType string, att
 	fmt.Fprintf(h, "ptopofl-fault\x00%d\x00%s\x00%d\x00%s\x00%s\x00%d", f.Seed, campaign, round, site, activityType, attempt)
 	u := float64(binary.BigEndian.Uint64(h.Sum(nil))>>11) / (1 << 53)
 	return u < f.Rate
+}
+
+// loses reports whether the attempt of activityType in round is lost.
+func (f Faults) loses(round int, activityType string, attempt int) bool {
+	return f.Lose != "" && f.Lose == activityType && attempt == 1 && (len(f.Rounds) == 0 || slices.Contains(f.Rounds, round))
 }
 
 // delays reports whether attempts of round are held back.
@@ -128,6 +138,11 @@ func (a *faultActivity) ExecuteActivity(ctx context.Context, in *interceptor.Exe
 	if f.Fails(call.Campaign, call.Round, a.fi.site, name, attempt) {
 		a.fi.logf("injected failure: %s", what)
 		return nil, temporal.NewApplicationError("injected fault: "+what, ErrTypeInjectedFault)
+	}
+	if f.loses(call.Round, name, attempt) {
+		a.fi.logf("losing %s", what)
+		<-ctx.Done() // no answer, no heartbeat: the server's timeouts notice
+		return nil, ctx.Err()
 	}
 	if f.delays(call.Round) {
 		a.fi.logf("delaying %s by %v", what, f.Delay)
