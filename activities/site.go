@@ -181,7 +181,33 @@ func (s *Site) prepare(call pipeline.SiteCall) (*dataset.SiteData, method.Prepar
 		// column overflowing the scaler, say) is still the data's fault.
 		return nil, method.PreparedSite{}, method.Config{}, pipeline.NewBadSiteDataError(s.name, c.Data.TrainFile, 0, "%v", c.DeriveErr)
 	}
+	if cfg.ValidationFraction > 0 {
+		d, p, err := s.validationView(call, cfg, c.Data)
+		return d, p, cfg, err
+	}
 	return c.Data, c.Derived, cfg, nil
+}
+
+// validationView is the site's data under validation_fraction: the
+// training rows it trains on (the held-out ones removed, drawn with the
+// campaign seed and the site, the same in every round:
+// method.ValidationRows) and their preparation with the validation split
+// (method.PrepareSiteValidation). A split that leaves too few rows, or a
+// single class to standardise, is the site's data's problem.
+func (s *Site) validationView(call pipeline.SiteCall, cfg method.Config, d *dataset.SiteData) (*dataset.SiteData, method.PreparedSite, error) {
+	seed := pipeline.DeriveSeed(call.CampaignSeed, 0, s.name, pipeline.PurposeValidation)
+	train, val, err := method.ValidationRows(len(d.Train.X), cfg.ValidationFraction, seed)
+	if err != nil {
+		return nil, method.PreparedSite{}, pipeline.NewBadSiteDataError(s.name, d.TrainFile, 0, "%v", err)
+	}
+	p, err := method.PrepareSiteValidation(s.name, d.Train.X, d.Train.Y, d.Test.X, d.Test.Y, train, val)
+	if err != nil {
+		return nil, method.PreparedSite{}, pipeline.NewBadSiteDataError(s.name, d.TrainFile, 0, "%v", err)
+	}
+	view, tbl := *d, *d.Train
+	tbl.X, tbl.Y = method.Pick(d.Train.X, d.Train.Y, train)
+	view.Train = &tbl
+	return &view, p, nil
 }
 
 // descriptorSeed is the seed of a site's descriptor subsample. It depends on
@@ -215,6 +241,12 @@ func (s *Site) ComputeDescriptor(ctx context.Context, in pipeline.ComputeDescrip
 		return pipeline.ComputeDescriptorOutput{}, err
 	}
 	d := c.Data
+	if cfg.ValidationFraction > 0 {
+		// The descriptor of the rows the site trains on.
+		if d, _, err = s.validationView(in.SiteCall, cfg, d); err != nil {
+			return pipeline.ComputeDescriptorOutput{}, err
+		}
+	}
 	if cfg.DP.On {
 		if err := s.checkRecords(in.SiteCall, len(d.Train.X), len(d.Test.X), d.TrainFile); err != nil {
 			return pipeline.ComputeDescriptorOutput{}, err
@@ -407,7 +439,7 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 		}
 		// The model to score is the site's own update (nothing the
 		// aggregation sends back changes it), so no pushed model.
-		ev, err := s.score(in.SiteCall, in, cfg, test, nil, out.State)
+		ev, err := s.score(in.SiteCall, in, cfg, test, p.Val, nil, out.State)
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(fmt.Errorf("evaluate: %w", err))
 		}
@@ -495,23 +527,34 @@ func (s *Site) Evaluate(ctx context.Context, in pipeline.EvaluateInput) (pipelin
 	if err != nil {
 		return pipeline.EvaluateOutput{}, wrap(err)
 	}
-	ev, err := s.score(in.SiteCall, in, cfg, test, pushed, state)
+	ev, err := s.score(in.SiteCall, in, cfg, test, p.Val, pushed, state)
 	if err != nil {
 		return pipeline.EvaluateOutput{}, wrap(err)
 	}
 	return ev, nil
 }
 
-// score evaluates, on the site's test split, the model the method scores
+// score evaluates, on the site's test split (and its validation split val,
+// when it holds one out), the model the method scores
 // the site with (learn.EvaluationParams) given the pushed model and the
 // site's state after the round: exactly (plainScore), or under dp record
 // through the noised score counts of dpScore, drawn from the stream of
 // the activity's input in.
-func (s *Site) score(call pipeline.SiteCall, in any, cfg method.Config, test learn.Data, pushed []float64, state learn.SiteState) (pipeline.EvaluateOutput, error) {
+func (s *Site) score(call pipeline.SiteCall, in any, cfg method.Config, test, val learn.Data, pushed []float64, state learn.SiteState) (pipeline.EvaluateOutput, error) {
 	if !cfg.DP.On {
 		ev, err := plainScore(cfg, test, pushed, state)
 		ev.Add(pipeline.ReleaseMetrics, 2)
-		return ev, err
+		if err != nil || len(val.X) == 0 {
+			return ev, err
+		}
+		// The same model on the held-out training rows.
+		v, err := plainScore(cfg, val, pushed, state)
+		if err != nil {
+			return pipeline.EvaluateOutput{}, fmt.Errorf("validation: %w", err)
+		}
+		ev.ValAUC, ev.ValAccuracy, ev.NumVal = &v.AUC, &v.Accuracy, v.NumTest
+		ev.Add(pipeline.ReleaseMetrics, 2)
+		return ev, nil
 	}
 	st, err := s.dpStream(call, purposeMetrics, in)
 	if err != nil {

@@ -55,6 +55,14 @@ type Result struct {
 	// aggregation (the manifests' mean accuracy); absent for tabular ones.
 	FinalAccAggregate *float64  `json:"final_acc_aggregate,omitempty"`
 	AccCurveAggregate []float64 `json:"acc_curve_aggregate,omitempty"`
+	// FinalValAUC and FinalValAcc are the last round's mean validation
+	// scores, ValAUCCurve and ValAccCurve their curves (validation_fraction:
+	// the training rows each site held out; absent without it). A sweep
+	// selects on these and reports final_auc.
+	FinalValAUC *float64  `json:"final_val_auc,omitempty"`
+	FinalValAcc *float64  `json:"final_val_acc,omitempty"`
+	ValAUCCurve []float64 `json:"val_auc_curve,omitempty"`
+	ValAccCurve []float64 `json:"val_acc_curve,omitempty"`
 	// Privacy is what a dp record campaign spent: the largest ε of any
 	// site, the δ, and every site's ε (absent without dp record).
 	Privacy *PrivacyResult `json:"privacy,omitempty"`
@@ -109,6 +117,11 @@ func ResultFromOutput(spec pipeline.CampaignSpec, bucket string, out pipeline.Ca
 	}
 	if n := len(r.AccCurve); n > 0 {
 		r.FinalAcc = r.AccCurve[n-1]
+	}
+	if n := len(out.ValAUCCurve); n > 0 && n == len(out.ValAccCurve) {
+		r.ValAUCCurve, r.ValAccCurve = out.ValAUCCurve, out.ValAccCurve
+		va, vc := out.ValAUCCurve[n-1], out.ValAccCurve[n-1]
+		r.FinalValAUC, r.FinalValAcc = &va, &vc
 	}
 	for _, c := range out.Clusters {
 		r.Clusters[c.Site] = c.Cluster

@@ -2,10 +2,10 @@ package campaign
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"context"
 	"fmt"
 	"math"
 	"os"

@@ -96,6 +96,9 @@ type Config struct {
 	// passed, for model "external" (IsExternal); empty otherwise.
 	Trainer       string
 	TrainerParams TrainerParams
+	// ValidationFraction is the share of each site's training rows held
+	// out for validation (ValidationRows); 0 holds out none.
+	ValidationFraction float64
 	// DP is the privacy configuration. Under dp record Resolve also sets
 	// Site.DP and DeepSite.Train.DP (clip and noise multiplier); their
 	// Random, the site's secret stream, is the caller's to set.

@@ -69,6 +69,9 @@ type Hyperparameters struct {
 	DPDescriptorNoise float64 `json:"dp_descriptor_noise,omitempty"`
 	DPMetricsNoise    float64 `json:"dp_metrics_noise,omitempty"`
 	DPDescriptorShare float64 `json:"dp_descriptor_share,omitempty"`
+	// ValidationFraction is the share of each site's training rows held
+	// out for validation (validation.go).
+	ValidationFraction float64 `json:"validation_fraction,omitempty"`
 	// Trainer and TrainerParams select a site's own training program
 	// (model "external", see external.go).
 	Trainer       string        `json:"trainer,omitempty"`
@@ -515,6 +518,16 @@ var Params = []Param{
 		},
 		field: func(h *Hyperparameters) any { return &h.DPDescriptorShare },
 		core:  func(v Value, c *Config) { c.DP.DescriptorShare = v.Num }},
+	{Name: "validation_fraction", Doc: "the share of each site's training rows held out, by a seeded draw, as its validation split: the site trains on the rest and reports its validation AUC and accuracy every round beside the test ones, so that a sweep can select on validation and report test; 0 holds out nothing (tabular models, not under dp record)", Kind: Float,
+		Quiet: true, ZeroIsSetting: true,
+		Check: func(v Value) string {
+			if !(v.Num >= 0 && v.Num <= 0.5) {
+				return "must be in [0, 0.5]"
+			}
+			return ""
+		},
+		field: func(h *Hyperparameters) any { return &h.ValidationFraction },
+		core:  func(v Value, c *Config) { c.ValidationFraction = v.Num }},
 	// The sites' own training program (model "external"). Both are
 	// Quiet: a campaign of ours carries neither.
 	{Name: "trainer", Doc: `the name under which every site runs its own training program for model "external" (a site worker maps it to a command with --trainer NAME=COMMAND; the server never names a command)`, Kind: Text,
@@ -685,6 +698,16 @@ func (h Hyperparameters) Validate(m learn.Method) error {
 	}
 	if err := h.validateExternal(m); err != nil {
 		return err
+	}
+	if h.ValidationFraction > 0 {
+		switch {
+		case h.IsDeep():
+			return fmt.Errorf("hyperparameters.validation_fraction = %v: not yet for image networks (model %q); tabular models only", h.ValidationFraction, h.Model)
+		case h.IsExternal():
+			return fmt.Errorf("hyperparameters.validation_fraction = %v: a site's own program reads its whole training file, so no rows can be held out from it (model %q)", h.ValidationFraction, ModelExternal)
+		case h.IsDP():
+			return fmt.Errorf("hyperparameters.validation_fraction = %v: not under dp %q (the privacy plan counts every training record)", h.ValidationFraction, DPRecord)
+		}
 	}
 	return h.validatePrivacy(m)
 }

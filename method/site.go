@@ -15,6 +15,10 @@ type PreparedSite struct {
 	Train, Test       learn.Data
 	Scaler            learn.Scaler
 	RawTrain, RawTest learn.Data
+	// Val and RawVal are the training rows the site holds out for
+	// validation (PrepareSiteValidation), standardised and raw; empty
+	// when it holds out none.
+	Val, RawVal learn.Data
 }
 
 // Splits returns the training and test data a site uses: standardised, or

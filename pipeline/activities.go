@@ -186,6 +186,12 @@ type EvaluateOutput struct {
 	AUC      float64 `json:"auc"`
 	Accuracy float64 `json:"accuracy"`
 	NumTest  int     `json:"n_test"`
+	// ValAUC and ValAccuracy are the same scores on the training rows the
+	// site holds out (validation_fraction), NumVal their count; absent
+	// when it holds out none.
+	ValAUC      *float64 `json:"val_auc,omitempty"`
+	ValAccuracy *float64 `json:"val_accuracy,omitempty"`
+	NumVal      int      `json:"n_val,omitempty"`
 	// Missing names the scores a site's own program (model "external")
 	// did not report ("auc" or "accuracy"); their fields are 0 and mean
 	// nothing, and the round's means leave them out.

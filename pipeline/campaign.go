@@ -69,6 +69,10 @@ type CampaignState struct {
 	// UpdateAccCurve is the curve of RoundMetrics.UpdateAccuracy (deep
 	// campaigns; empty otherwise).
 	UpdateAccCurve []float64 `json:"update_acc_curve,omitempty"`
+	// ValAUCCurve and ValAccCurve are the curves of RoundMetrics.ValAUC
+	// and ValAccuracy (validation_fraction; empty otherwise).
+	ValAUCCurve []float64 `json:"val_auc_curve,omitempty"`
+	ValAccCurve []float64 `json:"val_acc_curve,omitempty"`
 	// Privacy is the privacy ledger of a dp record campaign: every round's
 	// releases, charged before the round is dispatched, so that a round
 	// that ran in an earlier run or attempt stays paid for; nil otherwise.
@@ -109,6 +113,9 @@ type CampaignWorkflowOutput struct {
 	StopReason   string        `json:"stop_reason,omitempty"`
 	// UpdateAccCurve is CampaignState.UpdateAccCurve.
 	UpdateAccCurve []float64 `json:"update_acc_curve,omitempty"`
+	// ValAUCCurve and ValAccCurve are CampaignState's.
+	ValAUCCurve []float64 `json:"val_auc_curve,omitempty"`
+	ValAccCurve []float64 `json:"val_acc_curve,omitempty"`
 	// Privacy is the ε spent so far under dp record (the last charged
 	// round's record); nil otherwise.
 	Privacy *RoundPrivacy `json:"privacy,omitempty"`

@@ -74,6 +74,12 @@ type SiteMetrics struct {
 	// (model "external": "auc" or "accuracy"); those fields are 0 and
 	// the round's means leave the site out of them.
 	Missing []string `json:"missing,omitempty"`
+	// ValAUC and ValAccuracy score the same model on the training rows
+	// the site holds out (validation_fraction), NumVal of them; absent
+	// when it holds out none.
+	ValAUC      *float64 `json:"val_auc,omitempty"`
+	ValAccuracy *float64 `json:"val_accuracy,omitempty"`
+	NumVal      int      `json:"n_val,omitempty"`
 }
 
 // RoundMetrics is the unweighted mean over the sites evaluated in a round
@@ -90,6 +96,10 @@ type RoundMetrics struct {
 	// "external"); its mean is 0 and means nothing. A score some sites
 	// left out is the mean over the others.
 	Missing []string `json:"missing,omitempty"`
+	// ValAUC and ValAccuracy are the unweighted means of the sites'
+	// validation scores (validation_fraction; absent without one).
+	ValAUC      *float64 `json:"val_auc,omitempty"`
+	ValAccuracy *float64 `json:"val_accuracy,omitempty"`
 }
 
 // SeedRecord is one derived seed used in a round.

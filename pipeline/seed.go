@@ -11,6 +11,9 @@ const (
 	PurposeTrain      = "train"      // local training (initialisation, batches)
 	PurposeCluster    = "cluster"    // clustering ties and initialisation
 	PurposeAggregate  = "aggregate"  // randomised aggregation rules
+	// PurposeValidation draws the training rows a site holds out for
+	// validation (method.ValidationRows; round 0: the same rows every round).
+	PurposeValidation = "validation"
 )
 
 // DeriveSeed returns the seed of one random choice of a campaign, so that

@@ -118,6 +118,8 @@ func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (
 		LastManifest:   c.st.LastManifest,
 		StopReason:     c.st.StopReason,
 		UpdateAccCurve: c.st.UpdateAccCurve,
+		ValAUCCurve:    c.st.ValAUCCurve,
+		ValAccCurve:    c.st.ValAccCurve,
 		Privacy:        c.st.LastPrivacy,
 	}
 	for _, cl := range c.st.Carry.Clusters {
@@ -192,6 +194,10 @@ func (c *campaign) runRound(ctx workflow.Context) error {
 	c.st.AccCurve = append(c.st.AccCurve, out.Mean.Accuracy)
 	if out.Mean.UpdateAccuracy != nil {
 		c.st.UpdateAccCurve = append(c.st.UpdateAccCurve, *out.Mean.UpdateAccuracy)
+	}
+	if out.Mean.ValAUC != nil && out.Mean.ValAccuracy != nil {
+		c.st.ValAUCCurve = append(c.st.ValAUCCurve, *out.Mean.ValAUC)
+		c.st.ValAccCurve = append(c.st.ValAccCurve, *out.Mean.ValAccuracy)
 	}
 	manifest := out.Manifest
 	mean := out.Mean

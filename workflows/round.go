@@ -500,8 +500,8 @@ func (r *round) evaluate(ctx workflow.Context) error {
 	if err := r.quorum(ctx, pipeline.PhaseEvaluate); err != nil {
 		return err
 	}
-	var sumAUC, sumAcc, sumUpdate float64
-	nUpdate, nAUC, nAcc := 0, 0, 0
+	var sumAUC, sumAcc, sumUpdate, sumValAUC, sumValAcc float64
+	nUpdate, nAUC, nAcc, nVal := 0, 0, 0, 0
 	for _, site := range r.active {
 		out := res.OK[site]
 		if !r.evaluatesInTraining() {
@@ -518,6 +518,12 @@ func (r *round) evaluate(ctx workflow.Context) error {
 			nUpdate++
 		}
 		sm.Missing = out.Missing
+		if out.ValAUC != nil && out.ValAccuracy != nil {
+			sm.ValAUC, sm.ValAccuracy, sm.NumVal = out.ValAUC, out.ValAccuracy, out.NumVal
+			sumValAUC += *out.ValAUC
+			sumValAcc += *out.ValAccuracy
+			nVal++
+		}
 		r.m.Metrics = append(r.m.Metrics, sm)
 		// A score a site's own program did not report (model "external")
 		// stays out of the mean.
@@ -543,6 +549,12 @@ func (r *round) evaluate(ctx workflow.Context) error {
 		r.m.Mean.Accuracy = sumAcc / float64(nAcc)
 	} else {
 		r.m.Mean.Missing = append(r.m.Mean.Missing, "accuracy")
+	}
+	// Validation scores (validation_fraction): a mean only when every
+	// evaluated site held some rows out.
+	if nVal == n {
+		va, vc := sumValAUC/float64(n), sumValAcc/float64(n)
+		r.m.Mean.ValAUC, r.m.Mean.ValAccuracy = &va, &vc
 	}
 	// Deep sites also scored their update before the aggregation; the mean
 	// is over every evaluated site only when all of them did.
