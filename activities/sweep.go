@@ -117,6 +117,7 @@ func (s *Server) campaignRows(ctx context.Context, sweep string, c pipeline.Swee
 		NumSites: len(c.Spec.Sites), MinSites: c.Spec.MinSites,
 		Hyperparameters: c.Spec.Hyperparameters,
 		FinalAUC:        math.NaN(), FinalAcc: math.NaN(), FinalUpdateAcc: math.NaN(), BestAUC: math.NaN(), Epsilon: math.NaN(),
+		FinalValAUC: math.NaN(), FinalValAcc: math.NaN(),
 		SpecHash: c.Spec.SpecHash(), SpecKey: artifact.SpecKey(c.Spec.Campaign),
 		ArtifactsPrefix: artifact.CampaignPrefix(c.Spec.Campaign),
 	}
@@ -140,7 +141,10 @@ func (s *Server) campaignRows(ctx context.Context, sweep string, c pipeline.Swee
 			Participants: len(m.Participants), Dropped: len(m.Dropped), NumClusters: numClusters(m.Clusters),
 			NumFlagged: len(m.Flagged), Flagged: strings.Join(m.Flagged, ","),
 			DescriptorsRecomputed: m.DescriptorsRecomputed, ManifestKey: ref.Key, ManifestSHA256: ref.SHA256,
-			UpdateAcc: math.NaN(), Epsilon: math.NaN(),
+			UpdateAcc: math.NaN(), Epsilon: math.NaN(), ValAUC: math.NaN(), ValAcc: math.NaN(),
+		}
+		if m.Mean.ValAUC != nil && m.Mean.ValAccuracy != nil {
+			cr.ValAUC, cr.ValAcc = *m.Mean.ValAUC, *m.Mean.ValAccuracy
 		}
 		if m.Privacy != nil {
 			cr.Epsilon = m.Privacy.Epsilon()
@@ -157,6 +161,7 @@ func (s *Server) campaignRows(ctx context.Context, sweep string, c pipeline.Swee
 		row.RoundsDone = r
 		auc = append(auc, m.Mean.AUC)
 		row.FinalAUC, row.FinalAcc, row.FinalUpdateAcc, row.Epsilon = m.Mean.AUC, m.Mean.Accuracy, cr.UpdateAcc, cr.Epsilon
+		row.FinalValAUC, row.FinalValAcc = cr.ValAUC, cr.ValAcc
 		if math.IsNaN(row.BestAUC) || m.Mean.AUC > row.BestAUC {
 			row.BestAUC = m.Mean.AUC
 		}

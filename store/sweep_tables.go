@@ -53,6 +53,11 @@ type SweepResultRow struct {
 	// manifest's mean update_accuracy; `starter run`'s final_acc for a
 	// deep campaign); NaN for tabular campaigns, which do not record it.
 	FinalUpdateAcc float64 `json:"final_update_acc"`
+	// FinalValAUC and FinalValAcc are the last committed round's mean
+	// validation scores (validation_fraction: the training rows each site
+	// held out), on which a configuration is selected; NaN without them.
+	FinalValAUC float64 `json:"final_val_auc"`
+	FinalValAcc float64 `json:"final_val_acc"`
 	// Epsilon is, under dp record, the largest ε any site has spent by
 	// the last committed round (its manifest's privacy record); NaN
 	// otherwise.
@@ -88,6 +93,8 @@ type SweepCurveRow struct {
 	AUC                   float64 `json:"auc"`
 	Acc                   float64 `json:"acc"`
 	UpdateAcc             float64 `json:"update_acc"` // deep campaigns; NaN otherwise
+	ValAUC                float64 `json:"val_auc"`    // validation_fraction; NaN otherwise
+	ValAcc                float64 `json:"val_acc"`    // validation_fraction; NaN otherwise
 	Epsilon               float64 `json:"epsilon"`    // the largest ε of any site so far (dp record); NaN otherwise
 	SitesEvaluated        int     `json:"sites_evaluated"`
 	Participants          int     `json:"participants"`
@@ -329,7 +336,9 @@ func (r SweepResultRow) MarshalJSON() ([]byte, error) {
 		FinalAUC       *float64 `json:"final_auc"`
 		FinalAcc       *float64 `json:"final_acc"`
 		FinalUpdateAcc *float64 `json:"final_update_acc"`
+		FinalValAUC    *float64 `json:"final_val_auc"`
+		FinalValAcc    *float64 `json:"final_val_acc"`
 		Epsilon        *float64 `json:"epsilon"`
 		BestAUC        *float64 `json:"best_auc"`
-	}{plain(r), nullable(r.FinalAUC), nullable(r.FinalAcc), nullable(r.FinalUpdateAcc), nullable(r.Epsilon), nullable(r.BestAUC)})
+	}{plain(r), nullable(r.FinalAUC), nullable(r.FinalAcc), nullable(r.FinalUpdateAcc), nullable(r.FinalValAUC), nullable(r.FinalValAcc), nullable(r.Epsilon), nullable(r.BestAUC)})
 }

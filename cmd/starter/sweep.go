@@ -16,6 +16,9 @@ import (
 
 // runSweep runs a sweep file: `starter sweep FILE.yaml`.
 func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "replay" {
+		return runSweepReplay(ctx, args[1:], stdout, stderr)
+	}
 	var trainerFlags stringList
 	conn, rest, err := parseCommand("sweep", args, stderr, func(fs *flag.FlagSet) func() error {
 		fs.Var(&trainerFlags, "trainer", `with --local: a training program NAME=COMMAND the in-process site workers run for campaigns of model "external" that name trainer NAME (repeatable)`)

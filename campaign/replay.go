@@ -1,0 +1,159 @@
+package campaign
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/ptopofl/ptopofl/artifact"
+	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/method"
+	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/search"
+	"github.com/ptopofl/ptopofl/store"
+)
+
+// ReplayTableOptions selects what of a finished grid sweep a replay reads:
+// one method (required when the sweep has several), the federations (all
+// when empty), and the metric (val_auc or val_acc; the test metric beside
+// it is the matching final_auc or final_acc).
+type ReplayTableOptions struct {
+	Method      string
+	Federations []string
+	Metric      string
+}
+
+// ReplayTable builds search.Table from what grid sweep sweep left in S3
+// (its spec and curves.parquet): the space is the grid's (one choice
+// dimension per hyper-parameter its settings set, values in the order they
+// first appear), and each setting's row is, round by round, the mean over
+// the sweep's seeds and the selected federations of the validation metric
+// (the training rows each site held out: validation_fraction) and of the
+// matching test metric. A sweep run without validation_fraction has no
+// validation metric and is refused: a replay never selects on the test
+// split.
+func (s *Service) ReplayTable(ctx context.Context, sweep string, o ReplayTableOptions) (search.Table, error) {
+	var spec pipeline.SweepSpec
+	if _, err := s.Store.GetJSONKey(ctx, artifact.SweepSpecKey(sweep), &spec); err != nil {
+		return search.Table{}, fmt.Errorf("sweep %s: %w", sweep, err)
+	}
+	if o.Metric == "" {
+		o.Metric = "val_auc"
+	}
+	if o.Metric != "val_auc" && o.Metric != "val_acc" {
+		return search.Table{}, inputErrorf("--metric %q: want val_auc or val_acc", o.Metric)
+	}
+	m := o.Method
+	if m == "" {
+		if len(spec.Methods) != 1 {
+			return search.Table{}, inputErrorf("sweep %s runs %d methods: name one (--method)", sweep, len(spec.Methods))
+		}
+		m = string(spec.Methods[0].Method)
+	}
+	var settings []pipeline.SweepSetting
+	for _, st := range spec.Settings {
+		if len(st.Methods) == 0 || slices.Contains(st.Methods, learn.Method(m)) {
+			settings = append(settings, st)
+		}
+	}
+	if len(settings) < 2 {
+		return search.Table{}, inputErrorf("sweep %s: %d grid settings for method %s; a replay needs a grid", sweep, len(settings), m)
+	}
+	// The space: one choice dimension per hyper-parameter the settings set.
+	var names []string
+	values := map[string][]method.ParamValue{}
+	for _, st := range settings {
+		for _, pv := range st.Set {
+			if _, ok := values[pv.Name]; !ok {
+				names = append(names, pv.Name)
+			}
+			if !slices.Contains(values[pv.Name], pv) {
+				values[pv.Name] = append(values[pv.Name], pv)
+			}
+		}
+	}
+	dims := make([]search.Dimension, len(names))
+	for i, n := range names {
+		dims[i].Name = n
+		for _, pv := range values[n] {
+			if pv.Text != "" {
+				dims[i].Choice = append(dims[i].Choice, pv.Text)
+			} else {
+				dims[i].Choice = append(dims[i].Choice, pv.Value)
+			}
+		}
+	}
+	space, err := search.NewSpace(dims)
+	if err != nil {
+		return search.Table{}, fmt.Errorf("sweep %s: %w", sweep, err)
+	}
+	_, cb, err := s.Store.GetKey(ctx, artifact.SweepCurvesKey(sweep))
+	if err != nil {
+		return search.Table{}, fmt.Errorf("sweep %s: %w", sweep, err)
+	}
+	curves, err := store.DecodeSweepCurves(cb)
+	if err != nil {
+		return search.Table{}, err
+	}
+	type sums struct{ val, test []float64 }
+	perSetting := map[string]map[string]*sums{} // setting → campaign → its curve
+	for _, c := range curves {
+		if c.Method != m || (len(o.Federations) > 0 && !slices.Contains(o.Federations, c.Federation)) || c.Outcome != pipeline.OutcomeCommitted {
+			continue
+		}
+		v, t := c.ValAUC, c.AUC
+		if o.Metric == "val_acc" {
+			v, t = c.ValAcc, c.Acc
+		}
+		if math.IsNaN(v) {
+			return search.Table{}, inputErrorf("sweep %s: campaign %s has no validation metric: run the grid with validation_fraction > 0 (a replay never selects on the test split)", sweep, c.Campaign)
+		}
+		if perSetting[c.Setting] == nil {
+			perSetting[c.Setting] = map[string]*sums{}
+		}
+		cs := perSetting[c.Setting][c.Campaign]
+		if cs == nil {
+			cs = &sums{}
+			perSetting[c.Setting][c.Campaign] = cs
+		}
+		if c.Round != len(cs.val)+1 {
+			return search.Table{}, fmt.Errorf("sweep %s: campaign %s: round %d out of order in curves.parquet", sweep, c.Campaign, c.Round)
+		}
+		cs.val, cs.test = append(cs.val, v), append(cs.test, t)
+	}
+	table := search.Table{Space: space}
+	for _, st := range settings {
+		camps := perSetting[st.Label]
+		if len(camps) == 0 {
+			return search.Table{}, fmt.Errorf("sweep %s: setting %s has no committed rounds", sweep, st.Label)
+		}
+		ids := make([]string, 0, len(camps))
+		for id := range camps {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids) // the mean's summation order, fixed
+		rounds := len(camps[ids[0]].val)
+		row := search.TableRow{Val: make([]float64, rounds), Test: make([]float64, rounds)}
+		for _, id := range ids {
+			c := camps[id]
+			if len(c.val) != rounds {
+				return search.Table{}, fmt.Errorf("sweep %s: setting %s: campaign %s has %d rounds, another %d", sweep, st.Label, id, len(c.val), rounds)
+			}
+			for r := range rounds {
+				row.Val[r] += c.val[r] / float64(len(ids))
+				row.Test[r] += c.test[r] / float64(len(ids))
+			}
+		}
+		for _, n := range names {
+			i := slices.IndexFunc(st.Set, func(pv method.ParamValue) bool { return pv.Name == n })
+			if i < 0 {
+				return search.Table{}, fmt.Errorf("sweep %s: setting %s does not set %s: not a grid over the space", sweep, st.Label, n)
+			}
+			row.Config = append(row.Config, method.ParamValue{Name: n, Value: st.Set[i].Value, Text: st.Set[i].Text})
+		}
+		table.Rows = append(table.Rows, row)
+	}
+	return table, nil
+}
