@@ -104,9 +104,10 @@ type ReplayEvent struct {
 	Incumbent Incumbent `json:"incumbent"`
 }
 
-// Incumbent is the best trial so far: the highest validation metric at
-// its last trained round, ties to the trial that trained more rounds,
-// then to the lower index.
+// Incumbent is the best trial so far: among the trials trained to the most
+// rounds any trial has reached (the top rung: a metric after 3 rounds is
+// not comparable with one after 15), the highest validation metric, ties
+// to the lower index.
 type Incumbent struct {
 	Trial  int     `json:"trial"`
 	Config Config  `json:"config"`
@@ -252,13 +253,17 @@ func suggestWith(space Space, s Strategy, history []Trial, seed uint64, index in
 // when none has trained.
 func incumbent(table Table, trials []Trial, rows []int) Incumbent {
 	best := Incumbent{Trial: -1, Val: math.Inf(-1)}
+	top := 0
+	for _, t := range trials {
+		top = max(top, t.Rounds())
+	}
 	for i, t := range trials {
 		r := t.Rounds()
-		if r == 0 {
+		if r == 0 || r < top {
 			continue
 		}
 		v := orWorst(t.Values[r-1])
-		if best.Trial >= 0 && (v < best.Val || (v == best.Val && r <= best.Round)) {
+		if best.Trial >= 0 && v <= best.Val {
 			continue
 		}
 		row := table.Rows[rows[i]]
