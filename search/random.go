@@ -131,5 +131,44 @@ func Suggest(space Space, s Strategy, history []Trial, seed uint64, index int) (
 	case StrategyTPE:
 		return SuggestTPE(space, history, seed, index, DefaultTPE())
 	}
-	return SuggestRandom(space, seed, index), nil
+	return suggestRandomFresh(space, history, seed, index), nil
+}
+
+// freshDraws bounds the draws suggestRandomFresh makes for a point no
+// trial has had.
+const freshDraws = 64
+
+// suggestRandomFresh is SuggestRandom in a space of choices only (a grid):
+// it draws from the same stream until it finds a configuration no trial
+// of history has had (failed ones aside), so that a random search over a
+// grid does not spend its budget on points it already knows; with every
+// point taken, or none found in freshDraws draws, it returns the first
+// draw. The first draw is SuggestRandom's, so a history without that
+// point gives the same suggestion; a continuous space ignores history.
+func suggestRandomFresh(space Space, history []Trial, seed uint64, index int) Config {
+	first := SuggestRandom(space, seed, index)
+	size, err := space.GridSize()
+	if err != nil || len(history) == 0 {
+		return first
+	}
+	seen := map[string]bool{}
+	for _, t := range history {
+		if t.State != Failed && t.Config != nil {
+			seen[t.Config.key()] = true
+		}
+	}
+	if len(seen) >= size {
+		return first
+	}
+	r := newRNG(seed, index)
+	for range freshDraws {
+		c := make(Config, len(space.Dims))
+		for i, d := range space.Dims {
+			c[i] = d.value(d.fromUnit(r.float64()))
+		}
+		if !seen[c.key()] {
+			return c
+		}
+	}
+	return first
 }

@@ -63,7 +63,8 @@ func tpeGamma(n int) int { return min(int(math.Ceil(0.1*float64(n))), 25) }
 // trials without a final value (or a NaN one, which Optuna records as
 // FAIL) are ignored. Paused and pruned trials are Optuna's PRUNED: their
 // value is their last one. While fewer than StartupTrials complete,
-// paused or pruned trials exist, it returns SuggestRandom. Otherwise
+// paused or pruned trials exist, it returns a random point (over a grid, one
+// no trial has had: suggestRandomFresh). Otherwise
 // (_sample, _split_trials) the n finished trials split into a good group
 // of tpeGamma(n): the best complete trials by final value, then if
 // needed the pruned ones that trained furthest, best last value first;
@@ -84,7 +85,7 @@ func SuggestTPE(space Space, history []Trial, seed uint64, index int, opts TPEOp
 	opts = opts.withDefaults()
 	below, above, n := splitTrials(space, history, index)
 	if n < opts.StartupTrials {
-		return SuggestRandom(space, seed, index), nil
+		return suggestRandomFresh(space, history, seed, index), nil
 	}
 	// taken holds the configurations of the other trials that are not
 	// failed, busy those of the running ones (membership only, never
