@@ -275,6 +275,7 @@ func (s *Site) computeDeepDescriptor(ctx context.Context, in pipeline.ComputeDes
 // (learn.TopologySampleWeights), and its deep variant acts through the
 // server's clustering, trust and blending alone.
 func (s *Site) trainDeep(ctx context.Context, in pipeline.TrainLocalInput, cfg method.Config) (pipeline.TrainLocalOutput, error) {
+	cfg = cfg.DriftLR(in.Cluster != nil && in.Cluster.Reclustered) // §3.5
 	p, trainFile, err := s.deepSiteFiles(in.SiteCall, cfg)
 	if err != nil {
 		return pipeline.TrainLocalOutput{}, err

@@ -346,6 +346,9 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 	if err != nil {
 		return pipeline.TrainLocalOutput{}, err
 	}
+	// A site that drift re-clustered this round trains at drift_lr_factor
+	// times its learning rate (§3.5).
+	cfg = cfg.DriftLR(in.Cluster != nil && in.Cluster.Reclustered)
 	wrap := func(err error) error { return fmt.Errorf("site %s round %d: %w", s.name, in.Round, err) }
 	train, test := p.Splits(cfg.DP.On)
 	if cfg.DP.On {

@@ -99,6 +99,9 @@ type Config struct {
 	// ValidationFraction is the share of each site's training rows held
 	// out for validation (ValidationRows); 0 holds out none.
 	ValidationFraction float64
+	// DriftLRFactor multiplies a pTopoFL site's local learning rate in
+	// the round drift re-clusters it (DriftLR); 0 leaves it.
+	DriftLRFactor float64
 	// DP is the privacy configuration. Under dp record Resolve also sets
 	// Site.DP and DeepSite.Train.DP (clip and noise multiplier); their
 	// Random, the site's secret stream, is the caller's to set.
@@ -235,4 +238,19 @@ func TrainSeed(preset string, campaignSeed uint64, siteIndex int, derived uint64
 		return uint32(campaignSeed) + uint32(siteIndex)
 	}
 	return uint32(derived)
+}
+
+// DriftLR returns c with the local learning rate of a pTopoFL site that
+// drift re-clustered this round (reclustered) multiplied by
+// DriftLRFactor (paper §3.5: "its local learning rate can be increased to
+// accelerate adaptation to the new distribution"): the tabular gradient
+// descent's and a deep model's. Any other site, method or factor 1 gets c
+// unchanged.
+func (c Config) DriftLR(reclustered bool) Config {
+	if c.Method != learn.PTopoFL || !reclustered || c.DriftLRFactor == 1 || c.DriftLRFactor == 0 {
+		return c
+	}
+	c.Site.LocalGD.LR *= c.DriftLRFactor
+	c.DeepSite.Train.LR *= c.DriftLRFactor
+	return c
 }

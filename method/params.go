@@ -72,6 +72,9 @@ type Hyperparameters struct {
 	// ValidationFraction is the share of each site's training rows held
 	// out for validation (validation.go).
 	ValidationFraction float64 `json:"validation_fraction,omitempty"`
+	// DriftLRFactor multiplies a re-clustered site's local learning rate
+	// (§3.5).
+	DriftLRFactor float64 `json:"drift_lr_factor,omitempty"`
 	// Trainer and TrainerParams select a site's own training program
 	// (model "external", see external.go).
 	Trainer       string        `json:"trainer,omitempty"`
@@ -528,6 +531,20 @@ var Params = []Param{
 		},
 		field: func(h *Hyperparameters) any { return &h.ValidationFraction },
 		core:  func(v Value, c *Config) { c.ValidationFraction = v.Num }},
+	{Name: "drift_lr_factor", Doc: "pTopoFL's drift-triggered learning-rate increase (§3.5: a site whose drift Δ passes drift_threshold is re-clustered \"and its local learning rate can be increased to accelerate adaptation\"): the factor on its local lr in the round it is re-clustered; 1 leaves it (the paper gives no factor; gradient-descent training only: local_solver gd or a deep model)", Kind: Float,
+		Methods: []learn.Method{learn.PTopoFL}, Quiet: true, Default: num(1),
+		Check: func(v Value) string {
+			if !(v.Num >= 1 && v.Num <= 100) {
+				return "must be in [1, 100]"
+			}
+			return ""
+		},
+		field: func(h *Hyperparameters) any { return &h.DriftLRFactor },
+		core: func(v Value, c *Config) {
+			if v.Num != 1 {
+				c.DriftLRFactor = v.Num // 0 in Config: off
+			}
+		}},
 	// The sites' own training program (model "external"). Both are
 	// Quiet: a campaign of ours carries neither.
 	{Name: "trainer", Doc: `the name under which every site runs its own training program for model "external" (a site worker maps it to a command with --trainer NAME=COMMAND; the server never names a command)`, Kind: Text,
@@ -698,6 +715,9 @@ func (h Hyperparameters) Validate(m learn.Method) error {
 	}
 	if err := h.validateExternal(m); err != nil {
 		return err
+	}
+	if m == learn.PTopoFL && h.DriftLRFactor != 0 && h.DriftLRFactor != 1 && !h.IsDeep() && h.LocalSolver != learn.SolverGD {
+		return fmt.Errorf("hyperparameters.drift_lr_factor = %v: L-BFGS (local_solver %q) has no learning rate; set local_solver \"gd\"", h.DriftLRFactor, h.LocalSolver)
 	}
 	if h.ValidationFraction > 0 {
 		switch {

@@ -94,7 +94,9 @@ func TestValidationFractionRefused(t *testing.T) {
 		0: {func(h *Hyperparameters) { h.ValidationFraction = 0.6 }, "must be in [0, 0.5]"},
 		1: {func(h *Hyperparameters) { h.ValidationFraction, h.Model = 0.2, ModelCNN }, "not yet for image networks"},
 		2: {func(h *Hyperparameters) { h.ValidationFraction, h.Model, h.Trainer = 0.2, ModelExternal, "t" }, "whole training file"},
-		3: {func(h *Hyperparameters) { h.ValidationFraction, h.DP, h.DPNoise, h.LocalSolver = 0.2, DPRecord, 1, "gd" }, "not under dp"},
+		3: {func(h *Hyperparameters) {
+			h.ValidationFraction, h.DP, h.DPNoise, h.LocalSolver = 0.2, DPRecord, 1, "gd"
+		}, "not under dp"},
 		4: {func(h *Hyperparameters) { h.ValidationFraction = 0.2 }, ""},
 	} {
 		h := Defaults(Default)

@@ -15,7 +15,10 @@ import (
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/campaign"
 	"github.com/ptopofl/ptopofl/dataset"
+	"github.com/ptopofl/ptopofl/learn"
+	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/store"
 )
 
 // threeClusters is a site file of n points in three tight groups ten apart
@@ -157,4 +160,79 @@ func TestDriftReclustersOnceInDefaultCampaign(t *testing.T) {
 		}
 	}
 	t.Logf("drift:\n%s", strings.Join(trace, "\n"))
+
+	// drift_lr_factor (§3.5): the same campaign with the factor 3. In round
+	// 3, the round drift re-clusters c0, c0 trains at 3 × lr and every
+	// other site at lr: each site's local model equals learn.UpdateSite
+	// from the model it started the round with, its round-3 data and
+	// descriptor, at that rate, bit for bit (and differs at the other).
+	h.DriftLRFactor = 3
+	spec.Campaign, spec.Hyperparameters = "drift-lr", h
+	run, err = s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: spec.Campaign, TaskQueue: pipeline.ServerTaskQueue},
+		pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Get(ctx, &out); err != nil {
+		t.Fatalf("campaign with drift_lr_factor failed: %v", err)
+	}
+	var m pipeline.RoundManifest
+	if _, err := s.store.GetJSONKey(ctx, artifact.ManifestKey(spec.Campaign, 3), &m); err != nil {
+		t.Fatal(err)
+	}
+	refs := map[string]map[string]pipeline.ArtifactRef{}
+	for _, list := range [][]pipeline.ArtifactRecord{m.Inputs, m.Outputs} {
+		for _, a := range list {
+			if refs[a.Role] == nil {
+				refs[a.Role] = map[string]pipeline.ArtifactRef{}
+			}
+			refs[a.Role][a.Site] = a.Ref
+		}
+	}
+	cfg, err := method.Resolve(learn.PTopoFL, method.Default, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, site := range []string{"c0", "c1", "u0", "u1"} {
+		get := func(role string) []float64 {
+			ref, ok := refs[role][site]
+			if !ok {
+				t.Fatalf("round 3: no %s for %s", role, site)
+			}
+			rec, err := s.store.GetModel(ctx, artifact.Ref(ref))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rec.Params
+		}
+		b, err := s.store.Get(ctx, artifact.Ref(refs[pipeline.RoleDescriptor][site]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		desc, err := store.DecodeDescriptor(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := dataset.LoadSiteRound(dir, site, 3, dataset.SiteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := method.PrepareSite(site, d.Train.X, d.Train.Y, d.Test.X, d.Test.Y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		train := func(c method.Config) []float64 {
+			o, err := learn.UpdateSite(learn.SiteInput{Method: learn.PTopoFL, Round: 3, Train: p.Train, TopologyX: d.Train.X,
+				Descriptor: desc.Descriptor, Pushed: get(pipeline.RoleStartModel), Config: c.Site})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return o.Params
+		}
+		got := get(pipeline.RoleLocalModel)
+		at, other := cfg.DriftLR(site == "c0"), cfg.DriftLR(site != "c0")
+		if !sameBits(got, train(at)) || sameBits(got, train(other)) {
+			t.Errorf("round 3, site %s: local model not trained at lr %v (re-clustered: %v)", site, at.Site.LocalGD.LR, site == "c0")
+		}
+	}
 }
