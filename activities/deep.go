@@ -172,6 +172,15 @@ func (s *Site) deepSiteFiles(call pipeline.SiteCall, cfg method.Config) (method.
 	if err != nil {
 		return method.DeepSite{}, "", pipeline.NewBadSiteDataError(s.name, d.Files[0], 0, "%v", err)
 	}
+	if cfg.ValidationFraction > 0 {
+		// The images it trains on, and those it holds out (the same in
+		// every round: validationView's draw).
+		train, val, err := method.ValidationRows(p.Train.N, cfg.ValidationFraction, pipeline.DeriveSeed(call.CampaignSeed, 0, s.name, pipeline.PurposeValidation))
+		if err != nil {
+			return method.DeepSite{}, "", pipeline.NewBadSiteDataError(s.name, d.Files[0], 0, "%v", err)
+		}
+		p = p.HoldOut(train, val)
+	}
 	return p, d.Files[0], nil
 }
 
@@ -358,7 +367,7 @@ func (s *Site) trainDeep(ctx context.Context, in pipeline.TrainLocalInput, cfg m
 			return pipeline.TrainLocalOutput{}, temporal.NewNonRetryableApplicationError(
 				wrap(fmt.Errorf("asked to evaluate in training, but %s scores the aggregated model", in.Method)).Error(), "BadRequest", nil)
 		}
-		ev, err := s.scoreDeep(in.SiteCall, in, purposeMetrics, net, cfg, p.Test, nil, out.State)
+		ev, err := s.scoreDeep(in.SiteCall, in, purposeMetrics, net, cfg, p.Test, p.Val, nil, out.State)
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(fmt.Errorf("evaluate: %w", err))
 		}
@@ -416,7 +425,7 @@ func (s *Site) evaluateDeep(ctx context.Context, in pipeline.EvaluateInput, cfg 
 	if err != nil {
 		return pipeline.EvaluateOutput{}, wrap(err)
 	}
-	ev, err := s.scoreDeep(in.SiteCall, in, purposeMetrics, net, cfg, p.Test, pushed, toNNState(st))
+	ev, err := s.scoreDeep(in.SiteCall, in, purposeMetrics, net, cfg, p.Test, p.Val, pushed, toNNState(st))
 	if err != nil {
 		return pipeline.EvaluateOutput{}, wrap(err)
 	}
@@ -427,11 +436,21 @@ func (s *Site) evaluateDeep(ctx context.Context, in pipeline.EvaluateInput, cfg 
 // (nn.EvaluationParams) on its test images: its top-1 accuracy and macro
 // AUC, or under dp record its noised top-1 accuracy alone (dpTop1, drawn
 // from the stream of the activity's input in and purpose).
-func (s *Site) scoreDeep(call pipeline.SiteCall, in any, purpose string, net *nn.Network, cfg method.Config, test nn.Data, pushed []float32, state nn.SiteState) (pipeline.EvaluateOutput, error) {
+func (s *Site) scoreDeep(call pipeline.SiteCall, in any, purpose string, net *nn.Network, cfg method.Config, test, val nn.Data, pushed []float32, state nn.SiteState) (pipeline.EvaluateOutput, error) {
 	ev, err := plainScoreDeep(net, cfg, test, pushed, state)
 	if err != nil || !cfg.DP.On {
 		ev.Add(pipeline.ReleaseMetrics, 2)
-		return ev, err
+		if err != nil || val.N == 0 {
+			return ev, err
+		}
+		// The same model on the held-out training images.
+		v, err := plainScoreDeep(net, cfg, val, pushed, state)
+		if err != nil {
+			return pipeline.EvaluateOutput{}, fmt.Errorf("validation: %w", err)
+		}
+		ev.ValAUC, ev.ValAccuracy, ev.NumVal = &v.AUC, &v.Accuracy, v.NumTest
+		ev.Add(pipeline.ReleaseMetrics, 2)
+		return ev, nil
 	}
 	st, err := s.dpStream(call, purpose, in)
 	if err != nil {

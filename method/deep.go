@@ -17,10 +17,40 @@ import (
 // float64 vectors holding float32 values (package aggregation works on
 // float64; a float32 converts to float64 and back exactly).
 
-// DeepSite is a site's images as its network reads them.
+// DeepSite is a site's images as its network reads them. Val holds the
+// training images the site holds out for validation (HoldOut); empty when
+// it holds out none.
 type DeepSite struct {
-	Shape       nn.Shape
-	Train, Test nn.Data
+	Shape            nn.Shape
+	Train, Test, Val nn.Data
+}
+
+// HoldOut returns p with the training images val moved to Val and Train
+// keeping the images train lists (method.ValidationRows), in their order.
+func (p DeepSite) HoldOut(train, val []int) DeepSite {
+	p.Train, p.Val = PickImages(p.Train, train), PickImages(p.Train, val)
+	return p
+}
+
+// PickImages returns the images of d listed in rows, in that order, with
+// their labels (and weights, when d has them).
+func PickImages(d nn.Data, rows []int) nn.Data {
+	if d.N == 0 {
+		return nn.Data{}
+	}
+	size := len(d.X) / d.N
+	out := nn.Data{N: len(rows), X: make([]float32, len(rows)*size), Labels: make([]int, len(rows))}
+	if d.Weights != nil {
+		out.Weights = make([]float32, len(rows))
+	}
+	for k, i := range rows {
+		copy(out.X[k*size:(k+1)*size], d.X[i*size:(i+1)*size])
+		out.Labels[k] = d.Labels[i]
+		if d.Weights != nil {
+			out.Weights[k] = d.Weights[i]
+		}
+	}
+	return out
 }
 
 // PrepareDeepSite checks a site's images against the network of cfg

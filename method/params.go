@@ -521,7 +521,7 @@ var Params = []Param{
 		},
 		field: func(h *Hyperparameters) any { return &h.DPDescriptorShare },
 		core:  func(v Value, c *Config) { c.DP.DescriptorShare = v.Num }},
-	{Name: "validation_fraction", Doc: "the share of each site's training rows held out, by a seeded draw, as its validation split: the site trains on the rest and reports its validation AUC and accuracy every round beside the test ones, so that a sweep can select on validation and report test; 0 holds out nothing (tabular models, not under dp record)", Kind: Float,
+	{Name: "validation_fraction", Doc: "the share of each site's training rows held out, by a seeded draw, as its validation split: the site trains on the rest and reports its validation AUC and accuracy every round beside the test ones, so that a sweep can select on validation and report test; 0 holds out nothing (not under dp record, not for model external)", Kind: Float,
 		Quiet: true, ZeroIsSetting: true,
 		Check: func(v Value) string {
 			if !(v.Num >= 0 && v.Num <= 0.5) {
@@ -721,8 +721,6 @@ func (h Hyperparameters) Validate(m learn.Method) error {
 	}
 	if h.ValidationFraction > 0 {
 		switch {
-		case h.IsDeep():
-			return fmt.Errorf("hyperparameters.validation_fraction = %v: not yet for image networks (model %q); tabular models only", h.ValidationFraction, h.Model)
 		case h.IsExternal():
 			return fmt.Errorf("hyperparameters.validation_fraction = %v: a site's own program reads its whole training file, so no rows can be held out from it (model %q)", h.ValidationFraction, ModelExternal)
 		case h.IsDP():

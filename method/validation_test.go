@@ -83,16 +83,16 @@ func TestPrepareSiteValidation(t *testing.T) {
 }
 
 // TestValidationFractionRefused: validation_fraction is checked for range
-// and refused where it cannot hold: image networks (not yet), a site's own
-// program (it reads the whole file), dp record (the plan counts every
-// training record).
+// and refused where it cannot hold: a site's own program (it reads the whole
+// file), dp record (the plan counts every training record); image networks
+// take it (1).
 func TestValidationFractionRefused(t *testing.T) {
 	for i, c := range []struct {
 		set  func(h *Hyperparameters)
 		want string
 	}{
 		0: {func(h *Hyperparameters) { h.ValidationFraction = 0.6 }, "must be in [0, 0.5]"},
-		1: {func(h *Hyperparameters) { h.ValidationFraction, h.Model = 0.2, ModelCNN }, "not yet for image networks"},
+		1: {func(h *Hyperparameters) { h.ValidationFraction, h.Model = 0.2, ModelCNN }, ""},
 		2: {func(h *Hyperparameters) { h.ValidationFraction, h.Model, h.Trainer = 0.2, ModelExternal, "t" }, "whole training file"},
 		3: {func(h *Hyperparameters) {
 			h.ValidationFraction, h.DP, h.DPNoise, h.LocalSolver = 0.2, DPRecord, 1, "gd"

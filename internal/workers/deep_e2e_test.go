@@ -151,3 +151,94 @@ func TestDeepCampaignMatchesSimulate(t *testing.T) {
 		})
 	}
 }
+
+// TestDeepValidationFraction runs a 3-round deep-small FedAvg campaign
+// with validation_fraction 0.25 over a 3-site image federation and
+// requires, bit for bit, the curves and final models of simulate.RunDeep
+// on the images each site trains on (method.ValidationRows with the
+// campaign seed and the site), and every site's validation scores in the
+// last manifest equal to method.EvaluateDeep of its final model on the
+// images it held out.
+func TestDeepValidationFraction(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the local stack")
+	}
+	s := startStack(t)
+	s.dataDir = filepath.Join(t.TempDir(), "images")
+	var fed []dataset.ImageSite
+	var sites []pipeline.Site
+	for k := range 3 {
+		name := fmt.Sprintf("site%d", k)
+		fed = append(fed, dataset.ImageSite{Name: name, Train: bandImages(40+8*k, uint64(100+k)), Test: bandImages(20, uint64(200+k))})
+		sites = append(sites, pipeline.Site{Name: name})
+	}
+	if err := dataset.WriteImageFederation(s.dataDir, fed, dataset.ImageManifest{Generator: "test", Classes: 3}); err != nil {
+		t.Fatal(err)
+	}
+	const seed, rounds, frac = 17, 3, 0.25
+	var sims []simulate.DeepSite
+	var vals []nn.Data
+	for _, f := range fed {
+		d, err := dataset.LoadImageSite(s.dataDir, f.Name, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := method.DeepSite{Shape: nn.Shape{H: 8, W: 8, C: 1},
+			Train: nn.Data{N: d.Train.N, X: d.Train.Pixels, Labels: d.Train.Labels},
+			Test:  nn.Data{N: d.Test.N, X: d.Test.Pixels, Labels: d.Test.Labels}}
+		tr, val, err := method.ValidationRows(p.Train.N, frac, pipeline.DeriveSeed(seed, 0, f.Name, pipeline.PurposeValidation))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p = p.HoldOut(tr, val)
+		sims = append(sims, simulate.DeepSite{Name: f.Name, Shape: p.Shape, Train: p.Train, Test: p.Test})
+		vals = append(vals, p.Val)
+	}
+	startWorkers(t, s, sites)
+	h := method.Defaults(method.DeepSmall)
+	h.Classes, h.NSub, h.ValidationFraction = 3, 30, frac
+	mc, err := method.Resolve(learn.FedAvg, method.DeepSmall, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeds := simulate.DeepSeeds{
+		Init:       pipeline.DeriveSeed(seed, 0, "", pipeline.PurposeTrain),
+		Train:      func(r int, site string) uint64 { return pipeline.DeriveSeed(seed, r, site, pipeline.PurposeTrain) },
+		Descriptor: func(site string) uint64 { return pipeline.DeriveSeed(seed, 0, site, pipeline.PurposeDescriptor) },
+	}
+	want, err := simulate.RunDeep(sims, simulate.Config{Config: mc, Rounds: rounds}, seeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := pipeline.CampaignSpec{Campaign: "deep-val", Method: learn.FedAvg, Preset: method.DeepSmall, Rounds: rounds, Seed: seed,
+		Sites: sites, Bucket: s.store.Bucket(), Hyperparameters: h}
+	out, err := runExternal(t, s, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameBits(out.AccCurve, want.AccCurve) || !sameBits(out.AUCCurve, want.AUCCurve) {
+		t.Errorf("curves\n got acc %v auc %v\nwant acc %v auc %v", out.AccCurve, out.AUCCurve, want.AccCurve, want.AUCCurve)
+	}
+	held, man := heldModels(t, s, spec.Campaign, rounds)
+	net, err := mc.NewNetwork(nn.Shape{H: 8, W: 8, C: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, site := range sites {
+		if !sameBits(held[site.Name], want.Held[i]) {
+			t.Errorf("site %s: final model differs from simulate.RunDeep's", site.Name)
+		}
+		auc, acc, err := method.EvaluateDeep(net, method.ToFloat32(held[site.Name]), vals[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		sm := man.Metrics[i]
+		if sm.ValAUC == nil || sm.ValAccuracy == nil || *sm.ValAUC != auc || *sm.ValAccuracy != acc || sm.NumVal != vals[i].N {
+			t.Errorf("site %s: manifest validation %+v, want auc %v acc %v on %d images", site.Name, sm, auc, acc, vals[i].N)
+		}
+	}
+	if len(out.ValAccCurve) != rounds {
+		t.Errorf("validation accuracy curve %v, want %d points", out.ValAccCurve, rounds)
+	}
+	t.Logf("accuracy %v, validation accuracy %v", out.AccCurve, out.ValAccCurve)
+}
