@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -247,6 +248,79 @@ type SweepOutput struct {
 	Curves         string                 `json:"curves"`
 	Rows           []store.SweepResultRow `json:"rows"`
 	WallSeconds    float64                `json:"wall_seconds"`
+	// Strategy is how the sweep chose its configurations ("grid": every
+	// one); RoundsSpent the campaign-rounds its campaigns trained; Trials
+	// the configurations (method and setting) it started, each run over
+	// every federation and seed; Best the trial with the highest mean
+	// validation AUC (validation_fraction), nil when its campaigns have
+	// none: a sweep never selects on the test split it reports.
+	Strategy    string     `json:"strategy"`
+	RoundsSpent int        `json:"rounds_spent"`
+	Trials      int        `json:"trials"`
+	Best        *SweepBest `json:"best"`
+}
+
+// SweepBest is SweepOutput.Best: a trial's hyper-parameter values (with
+// its method), its mean validation and test AUC over its campaigns (every
+// federation and seed), and those campaigns.
+type SweepBest struct {
+	Method    string         `json:"method"`
+	Setting   map[string]any `json:"setting"`
+	ValAUC    float64        `json:"val_auc"`
+	FinalAUC  float64        `json:"final_auc"`
+	Campaigns []string       `json:"campaigns"`
+}
+
+// summarise fills o's Strategy, RoundsSpent, Trials and Best from its rows
+// and spec's settings.
+func (o *SweepOutput) summarise(spec pipeline.SweepSpec) {
+	o.Strategy = "grid"
+	type trial struct {
+		method, setting string
+		val, test       []float64
+		campaigns       []string
+	}
+	var trials []*trial
+	index := map[[2]string]*trial{}
+	for _, r := range o.Rows {
+		o.RoundsSpent += r.RoundsDone
+		k := [2]string{r.Method, r.Setting}
+		t := index[k]
+		if t == nil {
+			t = &trial{method: r.Method, setting: r.Setting}
+			index[k] = t
+			trials = append(trials, t)
+		}
+		t.val, t.test = append(t.val, r.FinalValAUC), append(t.test, r.FinalAUC)
+		t.campaigns = append(t.campaigns, r.Campaign)
+	}
+	o.Trials = len(trials)
+	mean := func(x []float64) float64 {
+		s := 0.0
+		for _, v := range x {
+			s += v
+		}
+		return s / float64(len(x))
+	}
+	for _, t := range trials {
+		v := mean(t.val)
+		if math.IsNaN(v) || (o.Best != nil && v <= o.Best.ValAUC) {
+			continue // no validation (or a failed campaign), or not better
+		}
+		setting := map[string]any{}
+		for _, st := range spec.Settings {
+			if st.Label == t.setting {
+				for _, pv := range st.Set {
+					if pv.Text != "" {
+						setting[pv.Name] = pv.Text
+					} else {
+						setting[pv.Name] = pv.Value
+					}
+				}
+			}
+		}
+		o.Best = &SweepBest{Method: t.method, Setting: setting, ValAUC: v, FinalAUC: mean(t.test), Campaigns: t.campaigns}
+	}
 }
 
 // sortedKeys is the keys of m in order.

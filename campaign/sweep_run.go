@@ -92,11 +92,13 @@ func (s *Service) RunSweep(ctx context.Context, spec pipeline.SweepSpec, progres
 	if err != nil {
 		return SweepOutput{}, fmt.Errorf("sweep %s: %w", spec.Sweep, err)
 	}
-	return SweepOutput{
+	out := SweepOutput{
 		Sweep: res.Sweep, State: res.State, CampaignsDone: res.CampaignsDone, CampaignsTotal: res.CampaignsTotal,
 		Failed: res.Failed, Results: res.Results.String(), Curves: res.Curves.String(), Rows: rows,
 		WallSeconds: time.Since(start).Seconds(),
-	}, nil
+	}
+	out.summarise(spec)
+	return out, nil
 }
 
 // SeedGroup is one grid point of a sweep (federation, method, setting) and

@@ -117,6 +117,10 @@ func printSweep(w io.Writer, out campaign.SweepOutput) {
 	}
 	fmt.Fprintf(w, "\nsweep %s: %s, %d/%d campaigns (%d failed) in %.1fs\nresults    %s\ncurves     %s\n",
 		out.Sweep, out.State, out.CampaignsDone, out.CampaignsTotal, out.Failed, out.WallSeconds, out.Results, out.Curves)
+	if b := out.Best; b != nil {
+		fmt.Fprintf(w, "best       %s %v: validation AUC %.4f, test AUC %.4f (selected on validation; %d campaigns)\n",
+			b.Method, b.Setting, b.ValAUC, b.FinalAUC, len(b.Campaigns))
+	}
 }
 
 // meanStd is eval.MeanStd with a standard deviation of 0 for one value, as

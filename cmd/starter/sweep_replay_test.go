@@ -24,8 +24,35 @@ func TestSweepReplay(t *testing.T) {
 		file := filepath.Join(tmp, name+".yaml")
 		os.WriteFile(file, []byte("sweep: "+name+"\nrounds: 4\nseeds: [1]\nmethods: [ptopofl]\nfederations: [{name: tiny, path: fed}]\n"+extra+
 			"grid:\n  beta: [0, 1]\n  lr: [0.05, 0.1]\nconcurrency: 2\n"), 0o644)
-		if code, _, stderr := runCLI("sweep", file, "--local", "--data-dir", filepath.Join(tmp, "stack")); code != 0 {
+		code, stdout, stderr := runCLI("sweep", file, "--local", "--data-dir", filepath.Join(tmp, "stack"), "--format", "json")
+		if code != 0 {
 			t.Fatalf("sweep %s: exit %d\n%s", name, code, stderr)
+		}
+		// The contract of a sweep's JSON (issue 23): strategy,
+		// rounds_spent, trials and best; best only with a validation
+		// metric (never selected on test).
+		var out struct {
+			Strategy    string `json:"strategy"`
+			RoundsSpent int    `json:"rounds_spent"`
+			Trials      int    `json:"trials"`
+			Best        *struct {
+				Setting   map[string]any `json:"setting"`
+				ValAUC    float64        `json:"val_auc"`
+				FinalAUC  float64        `json:"final_auc"`
+				Campaigns []string       `json:"campaigns"`
+			} `json:"best"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+			t.Fatalf("sweep %s: %v", name, err)
+		}
+		if out.Strategy != "grid" || out.RoundsSpent != 16 || out.Trials != 4 {
+			t.Errorf("sweep %s: strategy %q, rounds_spent %d, trials %d; want grid, 4 × 4, 4", name, out.Strategy, out.RoundsSpent, out.Trials)
+		}
+		switch {
+		case name == "test-grid" && out.Best != nil:
+			t.Errorf("sweep without validation: best %+v, want none", out.Best)
+		case name == "val-grid" && (out.Best == nil || len(out.Best.Setting) != 2 || len(out.Best.Campaigns) != 1 || !(out.Best.ValAUC > 0)):
+			t.Errorf("sweep with validation: best %+v, want a setting of beta and lr from one campaign", out.Best)
 		}
 	}
 	replay := func(args ...string) replayOutput {
