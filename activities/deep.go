@@ -45,20 +45,19 @@ import (
 // wait frees, at its isolated speed, for about 1 % of the slot's time.
 var deepSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
 
-// inDeepSlot runs a deep site activity's body f holding one of deepSlots,
-// heartbeating while it waits for the slot and while it runs
-// (withHeartbeat); a cancelled activity stops waiting for a slot.
+// inDeepSlot runs a deep site activity's body f holding one of deepSlots;
+// a cancelled activity stops waiting for a slot. The activity heartbeats
+// while it waits and runs (the heartbeating wrapper every site activity is
+// registered with).
 func inDeepSlot[T any](ctx context.Context, f func() (T, error)) (T, error) {
-	return withHeartbeat(ctx, func() (T, error) {
-		select {
-		case deepSlots <- struct{}{}:
-		case <-ctx.Done():
-			var zero T
-			return zero, ctx.Err()
-		}
-		defer func() { <-deepSlots }()
-		return f()
-	})
+	select {
+	case deepSlots <- struct{}{}:
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+	defer func() { <-deepSlots }()
+	return f()
 }
 
 // oneThread runs f with net on one thread: the process's CPUs are shared

@@ -128,12 +128,19 @@ func (s *Site) command(cfg method.Config) ([]string, error) {
 	return argv, nil
 }
 
-// externalData returns the site's files for call, as its worker reads them
-// (absolute paths; a tabular site's from the round's shift directory),
-// whether they are images, and the number of training records.
-func (s *Site) externalData(call pipeline.SiteCall, cfg method.Config) (train, test []string, images bool, n, nTest int, err error) {
+// siteFiles is a site's data as its own program gets them: the absolute
+// paths of each split's files (a tabular site's from the round's shift
+// directory), whether they are images, and the record counts.
+type siteFiles struct {
+	train, test   []string
+	images        bool
+	nTrain, nTest int
+}
+
+// externalData returns the site's files for call, as its worker reads them.
+func (s *Site) externalData(call pipeline.SiteCall, cfg method.Config) (siteFiles, error) {
 	if call.Site != s.name {
-		return nil, nil, false, 0, 0, temporal.NewNonRetryableApplicationError(
+		return siteFiles{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("site %s: asked to run for site %q; check the task queue routing", s.name, call.Site),
 			"WrongSite", nil)
 	}
@@ -145,25 +152,25 @@ func (s *Site) externalData(call pipeline.SiteCall, cfg method.Config) (train, t
 		if err != nil {
 			var de *dataset.SiteDataError
 			if errors.As(err, &de) {
-				return nil, nil, false, 0, 0, pipeline.NewBadSiteDataError(de.Site, de.File, de.Line, "%s", de.Msg)
+				return siteFiles{}, pipeline.NewBadSiteDataError(de.Site, de.File, de.Line, "%s", de.Msg)
 			}
-			return nil, nil, false, 0, 0, err
+			return siteFiles{}, err
 		}
 		f, err := absAll(d.Files[:])
 		if err != nil {
-			return nil, nil, false, 0, 0, err
+			return siteFiles{}, err
 		}
-		return f[:2], f[2:], true, d.Train.N, d.Test.N, nil
+		return siteFiles{train: f[:2], test: f[2:], images: true, nTrain: d.Train.N, nTest: d.Test.N}, nil
 	}
 	c, err := s.load(call)
 	if err != nil {
-		return nil, nil, false, 0, 0, err
+		return siteFiles{}, err
 	}
 	f, err := absAll([]string{c.Data.TrainFile, c.Data.TestFile})
 	if err != nil {
-		return nil, nil, false, 0, 0, err
+		return siteFiles{}, err
 	}
-	return f[:1], f[1:], false, len(c.Data.Train.X), len(c.Data.Test.X), nil
+	return siteFiles{train: f[:1], test: f[1:], nTrain: len(c.Data.Train.X), nTest: len(c.Data.Test.X)}, nil
 }
 
 func absAll(paths []string) ([]string, error) {
@@ -232,7 +239,7 @@ func (s *Site) runTask(ctx context.Context, call pipeline.SiteCall, cfg method.C
 	if activity.IsActivity(ctx) {
 		r.Progress = func(p json.RawMessage) { activity.RecordHeartbeat(ctx, p) }
 	}
-	res, err := withHeartbeat(ctx, func() (trainer.Result, error) { return r.Run(ctx, argv, task, stage, collect) })
+	res, err := r.Run(ctx, argv, task, stage, collect)
 	if err == nil {
 		return res, nil
 	}
@@ -406,13 +413,13 @@ func (s *Site) putModel(ctx context.Context, key string, rec store.ModelRecord, 
 // campaign seed alone (as our deep models' initialisation), whose model
 // and layout are written to RoundKeys.Init and InitLayout.
 func (s *Site) initExternal(ctx context.Context, in pipeline.InitModelInput, cfg method.Config) (pipeline.InitModelOutput, error) {
-	train, test, _, _, _, err := s.externalData(in.SiteCall, cfg)
+	files, err := s.externalData(in.SiteCall, cfg)
 	if err != nil {
 		return pipeline.InitModelOutput{}, err
 	}
 	var params []float64
 	var layout safetensors.Layout
-	task := trainer.Task{Task: trainer.TaskInit, Seed: deepInitSeed(in.SiteCall), TrainData: train, TestData: test}
+	task := trainer.Task{Task: trainer.TaskInit, Seed: deepInitSeed(in.SiteCall), TrainData: files.train, TestData: files.test}
 	_, err = s.runTask(ctx, in.SiteCall, cfg, task, nil, func(dir string, _ trainer.Result) error {
 		var err error
 		params, layout, err = readModelOut(filepath.Join(dir, trainer.ModelOutFile))
@@ -476,13 +483,13 @@ func (s *Site) trainExternal(ctx context.Context, in pipeline.TrainLocalInput, c
 	if err != nil {
 		return pipeline.TrainLocalOutput{}, err
 	}
-	train, test, _, _, nTest, err := s.externalData(in.SiteCall, cfg)
+	files, err := s.externalData(in.SiteCall, cfg)
 	if err != nil {
 		return pipeline.TrainLocalOutput{}, err
 	}
 	var params []float64
 	var mismatch string
-	task := trainer.Task{Task: trainer.TaskTrain, Seed: in.Seed, TrainData: train, TestData: test}
+	task := trainer.Task{Task: trainer.TaskTrain, Seed: in.Seed, TrainData: files.train, TestData: files.test}
 	res, err := s.runTask(ctx, in.SiteCall, cfg, task,
 		func(dir string) error {
 			return s.stageModel(ctx, *in.StartModel, layout, filepath.Join(dir, trainer.ModelInFile))
@@ -528,7 +535,7 @@ func (s *Site) trainExternal(ctx context.Context, in pipeline.TrainLocalInput, c
 	// A program may report its trained model's own scores on the test
 	// split (before aggregation), as our deep models do.
 	if acc, ok := res.Metrics["accuracy"]; ok && acc >= 0 && acc <= 1 {
-		upd := pipeline.EvaluateOutput{Accuracy: acc, NumTest: nTest}
+		upd := pipeline.EvaluateOutput{Accuracy: acc, NumTest: files.nTest}
 		upd.Missing = []string{"auc"}
 		if auc, ok := res.Metrics["auc"]; ok && auc >= 0 && auc <= 1 {
 			upd.AUC, upd.Missing = auc, nil
@@ -541,7 +548,7 @@ func (s *Site) trainExternal(ctx context.Context, in pipeline.TrainLocalInput, c
 			return pipeline.TrainLocalOutput{}, temporal.NewNonRetryableApplicationError(
 				wrap(fmt.Errorf("asked to evaluate in training, but %s scores the aggregated model", in.Method)).Error(), "BadRequest", nil)
 		}
-		ev, err := s.evaluateExternal(ctx, in.SiteCall, cfg, out.Model, layout, test, train)
+		ev, err := s.evaluateExternal(ctx, in.SiteCall, cfg, out.Model, layout, files)
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, err
 		}
@@ -556,8 +563,8 @@ func (s *Site) trainExternal(ctx context.Context, in pipeline.TrainLocalInput, c
 // points at. The result must hold accuracy or auc (or both): a score the
 // program does not report is recorded as missing (EvaluateOutput.Missing),
 // never as a number.
-func (s *Site) evaluateExternal(ctx context.Context, call pipeline.SiteCall, cfg method.Config, ref pipeline.ArtifactRef, layout safetensors.Layout, test, train []string) (pipeline.EvaluateOutput, error) {
-	task := trainer.Task{Task: trainer.TaskEvaluate, Seed: call.Seed, TrainData: train, TestData: test}
+func (s *Site) evaluateExternal(ctx context.Context, call pipeline.SiteCall, cfg method.Config, ref pipeline.ArtifactRef, layout safetensors.Layout, files siteFiles) (pipeline.EvaluateOutput, error) {
+	task := trainer.Task{Task: trainer.TaskEvaluate, Seed: call.Seed, TrainData: files.train, TestData: files.test}
 	res, err := s.runTask(ctx, call, cfg, task,
 		func(dir string) error { return s.stageModel(ctx, ref, layout, filepath.Join(dir, trainer.ModelInFile)) }, nil)
 	if err != nil {
@@ -597,11 +604,11 @@ func (s *Site) evaluateExternalCall(ctx context.Context, in pipeline.EvaluateInp
 	if err != nil {
 		return pipeline.EvaluateOutput{}, err
 	}
-	train, test, _, _, _, err := s.externalData(in.SiteCall, cfg)
+	files, err := s.externalData(in.SiteCall, cfg)
 	if err != nil {
 		return pipeline.EvaluateOutput{}, err
 	}
-	return s.evaluateExternal(ctx, in.SiteCall, cfg, in.Model, layout, test, train)
+	return s.evaluateExternal(ctx, in.SiteCall, cfg, in.Model, layout, files)
 }
 
 // descriptorExternal is ComputeDescriptor for model "external" on image
@@ -612,8 +619,8 @@ func (s *Site) evaluateExternalCall(ctx context.Context, in pipeline.EvaluateInp
 // comes from its raw rows, as for our own models (descriptor reports
 // false).
 func (s *Site) descriptorExternal(ctx context.Context, in pipeline.ComputeDescriptorInput, cfg method.Config) (out pipeline.ComputeDescriptorOutput, done bool, err error) {
-	train, test, images, n, _, err := s.externalData(in.SiteCall, cfg)
-	if err != nil || !images {
+	files, err := s.externalData(in.SiteCall, cfg)
+	if err != nil || !files.images {
 		return pipeline.ComputeDescriptorOutput{}, false, err
 	}
 	if cfg.LabelAware() {
@@ -631,17 +638,17 @@ func (s *Site) descriptorExternal(ctx context.Context, in pipeline.ComputeDescri
 	}
 	rows := in.Rows
 	if len(rows) == 0 {
-		rows = method.DescriptorRows(n, cfg.NSub, descriptorSeed(in.SiteCall))
+		rows = method.DescriptorRows(files.nTrain, cfg.NSub, descriptorSeed(in.SiteCall))
 	} else {
 		for _, r := range rows {
-			if r < 0 || r >= n {
-				return out, true, pipeline.NewBadSiteDataError(s.name, train[0], 0, "descriptor_rows names row %d of %d training images", r, n)
+			if r < 0 || r >= files.nTrain {
+				return out, true, pipeline.NewBadSiteDataError(s.name, files.train[0], 0, "descriptor_rows names row %d of %d training images", r, files.nTrain)
 			}
 		}
 	}
 	var x [][]float64
 	var bad string
-	task := trainer.Task{Task: trainer.TaskEmbed, Seed: in.Seed, TrainData: train, TestData: test, Rows: rows}
+	task := trainer.Task{Task: trainer.TaskEmbed, Seed: in.Seed, TrainData: files.train, TestData: files.test, Rows: rows}
 	_, err = s.runTask(ctx, in.SiteCall, cfg, task,
 		func(dir string) error {
 			return s.stageModel(ctx, *in.Model, layout, filepath.Join(dir, trainer.ModelInFile))
@@ -666,7 +673,7 @@ func (s *Site) descriptorExternal(ctx context.Context, in pipeline.ComputeDescri
 	if err != nil {
 		return out, true, fmt.Errorf("site %s round %d: %w", s.name, in.Round, err)
 	}
-	out.NumTrain = n
+	out.NumTrain = files.nTrain
 	return out, true, nil
 }
 

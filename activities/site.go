@@ -58,21 +58,8 @@ func (s *Site) Name() string { return s.name }
 func (s *Site) Register(r interface {
 	RegisterActivityWithOptions(any, activity.RegisterOptions)
 }) {
-	// Each heartbeats while it runs (heartbeating): the round gives every
-	// site activity a heartbeat timeout.
-	r.RegisterActivityWithOptions(timedActivity(heartbeating(s.ComputeDescriptor)), activity.RegisterOptions{Name: pipeline.ActivityComputeDescriptor})
-	r.RegisterActivityWithOptions(timedActivity(heartbeating(s.TrainLocal)), activity.RegisterOptions{Name: pipeline.ActivityTrainLocal})
-	r.RegisterActivityWithOptions(timedActivity(heartbeating(s.Evaluate)), activity.RegisterOptions{Name: pipeline.ActivityEvaluate})
-	r.RegisterActivityWithOptions(timedActivity(heartbeating(s.InitModel)), activity.RegisterOptions{Name: pipeline.ActivityInitModel})
-}
-
-// heartbeating runs a site activity under withHeartbeat, so that the whole
-// activity, its store calls and computation alike, heartbeats every third
-// of its heartbeat timeout: an attempt that stops heartbeating is one
-// whose worker is gone.
-func heartbeating[I, O any](f func(context.Context, I) (O, error)) func(context.Context, I) (O, error) {
-	return func(ctx context.Context, in I) (O, error) {
-		return withHeartbeat(ctx, func() (O, error) { return f(ctx, in) })
+	for _, a := range s.activities() {
+		r.RegisterActivityWithOptions(a.fn, activity.RegisterOptions{Name: a.name})
 	}
 }
 
@@ -84,16 +71,37 @@ func heartbeating[I, O any](f func(context.Context, I) (O, error)) func(context.
 func (s *Site) RegisterColocated(r interface {
 	RegisterActivityWithOptions(any, activity.RegisterOptions)
 }) {
-	for _, a := range []struct {
-		name string
-		fn   any
-	}{
-		{pipeline.ActivityComputeDescriptor, timedActivity(s.ComputeDescriptor)},
-		{pipeline.ActivityTrainLocal, timedActivity(s.TrainLocal)},
-		{pipeline.ActivityEvaluate, timedActivity(s.Evaluate)},
-		{pipeline.ActivityInitModel, timedActivity(s.InitModel)},
-	} {
+	for _, a := range s.activities() {
 		r.RegisterActivityWithOptions(a.fn, activity.RegisterOptions{Name: pipeline.ColocatedActivity(s.name, a.name)})
+	}
+}
+
+// siteActivity is one site activity as it is registered: its pipeline
+// name and its function.
+type siteActivity struct {
+	name string
+	fn   any
+}
+
+// activities are the site's activities, each timed (timedActivity) and
+// heartbeating while it runs (heartbeating): the round gives every site
+// activity a heartbeat timeout.
+func (s *Site) activities() []siteActivity {
+	return []siteActivity{
+		{pipeline.ActivityComputeDescriptor, timedActivity(heartbeating(s.ComputeDescriptor))},
+		{pipeline.ActivityTrainLocal, timedActivity(heartbeating(s.TrainLocal))},
+		{pipeline.ActivityEvaluate, timedActivity(heartbeating(s.Evaluate))},
+		{pipeline.ActivityInitModel, timedActivity(heartbeating(s.InitModel))},
+	}
+}
+
+// heartbeating runs a site activity under withHeartbeat, so that the whole
+// activity, its store calls and computation alike, heartbeats every third
+// of its heartbeat timeout: an attempt that stops heartbeating is one
+// whose worker is gone, and a cancelled one returns at once.
+func heartbeating[I, O any](f func(context.Context, I) (O, error)) func(context.Context, I) (O, error) {
+	return func(ctx context.Context, in I) (O, error) {
+		return withHeartbeat(ctx, func() (O, error) { return f(ctx, in) })
 	}
 }
 
@@ -328,7 +336,7 @@ func pairs(ps []tda.Pair) []store.Pair {
 // TrainLocal runs one round of the method's local update (learn.UpdateSite)
 // from the model and state the workflow hands over, and writes the local
 // model to ModelKey, the site's new state and any control-variate message
-// beside it. It heartbeats while training.
+// beside it.
 func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pipeline.TrainLocalOutput, error) {
 	if cfg, deep, err := deepConfig(in.SiteCall); err != nil || deep {
 		if err != nil {
@@ -390,7 +398,7 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 		sin.Descriptor = rec.Descriptor
 	}
 
-	out, err := withHeartbeat(ctx, func() (learn.SiteOutput, error) { return learn.UpdateSite(sin) })
+	out, err := learn.UpdateSite(sin)
 	if err != nil {
 		return pipeline.TrainLocalOutput{}, wrap(err)
 	}

@@ -3,9 +3,9 @@ package trainer
 import (
 	"bytes"
 	"context"
-	"io"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"

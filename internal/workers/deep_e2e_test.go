@@ -41,6 +41,24 @@ func bandImages(n int, seed uint64) *dataset.Images {
 	return im
 }
 
+// bandFederation writes a 3-site image federation of bandImages into dir,
+// sites <prefix>0..<prefix>2 with 40, 48 and 56 training and 20 test
+// images, and returns its sites.
+func bandFederation(t *testing.T, dir, prefix string) ([]dataset.ImageSite, []pipeline.Site) {
+	t.Helper()
+	var fed []dataset.ImageSite
+	var sites []pipeline.Site
+	for k := range 3 {
+		name := fmt.Sprintf("%s%d", prefix, k)
+		fed = append(fed, dataset.ImageSite{Name: name, Train: bandImages(40+8*k, uint64(100+k)), Test: bandImages(20, uint64(200+k))})
+		sites = append(sites, pipeline.Site{Name: name})
+	}
+	if err := dataset.WriteImageFederation(dir, fed, dataset.ImageManifest{Generator: "test", Classes: 3}); err != nil {
+		t.Fatal(err)
+	}
+	return fed, sites
+}
+
 // TestDeepCampaignMatchesSimulate runs 3-round deep-small campaigns (the
 // anchor's CNN on 8×8 images, 3 classes) of every method (the paper's, the
 // local baseline and the robust aggregators) over a 3-site image federation on the
@@ -54,17 +72,8 @@ func TestDeepCampaignMatchesSimulate(t *testing.T) {
 	}
 	s := startStack(t)
 	s.dataDir = filepath.Join(t.TempDir(), "images")
-	var fed []dataset.ImageSite
+	fed, sites := bandFederation(t, s.dataDir, "site")
 	var sims []simulate.DeepSite
-	var sites []pipeline.Site
-	for k := range 3 {
-		name := fmt.Sprintf("site%d", k)
-		fed = append(fed, dataset.ImageSite{Name: name, Train: bandImages(40+8*k, uint64(100+k)), Test: bandImages(20, uint64(200+k))})
-		sites = append(sites, pipeline.Site{Name: name})
-	}
-	if err := dataset.WriteImageFederation(s.dataDir, fed, dataset.ImageManifest{Generator: "test", Classes: 3}); err != nil {
-		t.Fatal(err)
-	}
 	for _, f := range fed {
 		// What the site reads back from the IDX files.
 		d, err := dataset.LoadImageSite(s.dataDir, f.Name, 3)
@@ -165,16 +174,7 @@ func TestDeepValidationFraction(t *testing.T) {
 	}
 	s := startStack(t)
 	s.dataDir = filepath.Join(t.TempDir(), "images")
-	var fed []dataset.ImageSite
-	var sites []pipeline.Site
-	for k := range 3 {
-		name := fmt.Sprintf("site%d", k)
-		fed = append(fed, dataset.ImageSite{Name: name, Train: bandImages(40+8*k, uint64(100+k)), Test: bandImages(20, uint64(200+k))})
-		sites = append(sites, pipeline.Site{Name: name})
-	}
-	if err := dataset.WriteImageFederation(s.dataDir, fed, dataset.ImageManifest{Generator: "test", Classes: 3}); err != nil {
-		t.Fatal(err)
-	}
+	fed, sites := bandFederation(t, s.dataDir, "site")
 	const seed, rounds, frac = 17, 3, 0.25
 	var sims []simulate.DeepSite
 	var vals []nn.Data

@@ -52,6 +52,17 @@ func siteRecords(t *testing.T, dir string, sites []pipeline.Site) ([]pipeline.Si
 
 func runCampaign(t *testing.T, s *stack, spec pipeline.CampaignSpec) pipeline.CampaignWorkflowOutput {
 	t.Helper()
+	out, err := awaitCampaign(t, s, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// awaitCampaign validates spec, runs its campaign to the end (10 minutes
+// at most) and returns its output and error.
+func awaitCampaign(t *testing.T, s *stack, spec pipeline.CampaignSpec) (pipeline.CampaignWorkflowOutput, error) {
+	t.Helper()
 	if err := spec.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -63,10 +74,8 @@ func runCampaign(t *testing.T, s *stack, spec pipeline.CampaignSpec) pipeline.Ca
 		t.Fatal(err)
 	}
 	var out pipeline.CampaignWorkflowOutput
-	if err := run.Get(ctx, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	err = run.Get(ctx, &out)
+	return out, err
 }
 
 // descriptorObjects decodes every object of campaign c that decodes as a

@@ -20,7 +20,6 @@ import (
 	"github.com/ptopofl/ptopofl/activities"
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/campaign"
-	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/internal/workers"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
@@ -196,23 +195,11 @@ func (l testLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// runExternal runs spec to its end and returns its output.
+// runExternal is runCampaign with the spec's defaults filled in and the
+// campaign's error returned, for the tests that expect one.
 func runExternal(t *testing.T, s *stack, spec pipeline.CampaignSpec) (pipeline.CampaignWorkflowOutput, error) {
 	t.Helper()
-	spec = spec.WithDefaults()
-	if err := spec.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: spec.Campaign, TaskQueue: pipeline.ServerTaskQueue},
-		pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: spec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out pipeline.CampaignWorkflowOutput
-	err = run.Get(ctx, &out)
-	return out, err
+	return awaitCampaign(t, s, spec.WithDefaults())
 }
 
 // heldModels returns the model each site holds after round r.
@@ -307,16 +294,7 @@ func TestExternalTrainerMatchesInProcess(t *testing.T) {
 
 	t.Run("deep-small", func(t *testing.T) {
 		s.dataDir = filepath.Join(t.TempDir(), "images")
-		var fed []dataset.ImageSite
-		var sites []pipeline.Site
-		for k := range 3 {
-			name := fmt.Sprintf("img%d", k)
-			fed = append(fed, dataset.ImageSite{Name: name, Train: bandImages(40+8*k, uint64(100+k)), Test: bandImages(20, uint64(200+k))})
-			sites = append(sites, pipeline.Site{Name: name})
-		}
-		if err := dataset.WriteImageFederation(s.dataDir, fed, dataset.ImageManifest{Generator: "test", Classes: 3}); err != nil {
-			t.Fatal(err)
-		}
+		_, sites := bandFederation(t, s.dataDir, "img")
 		startWorkersWith(t, s, sites, opts)
 		inProcess := map[learn.Method]pipeline.CampaignWorkflowOutput{}
 		for _, m := range []learn.Method{learn.FedAvg, learn.PTopoFL} {

@@ -1,12 +1,8 @@
 package workers_test
 
 import (
-	"context"
 	"math"
 	"testing"
-	"time"
-
-	"go.temporal.io/sdk/client"
 
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
@@ -61,20 +57,7 @@ func TestValidationFraction(t *testing.T) {
 			h.ValidationFraction = frac
 			spec := pipeline.CampaignSpec{Campaign: "val-" + string(m), Method: m, Preset: method.Paper, Rounds: rounds, Seed: seed,
 				Sites: sites, Bucket: s.store.Bucket(), Hyperparameters: h}.WithDefaults()
-			if err := spec.Validate(); err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: spec.Campaign, TaskQueue: pipeline.ServerTaskQueue},
-				pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: spec})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out pipeline.CampaignWorkflowOutput
-			if err := run.Get(ctx, &out); err != nil {
-				t.Fatal(err)
-			}
+			out := runCampaign(t, s, spec)
 			if !sameBits(out.AUCCurve, refAUC) {
 				t.Errorf("test AUC curve %v, simulate on the training rows %v", out.AUCCurve, refAUC)
 			}
