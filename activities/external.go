@@ -58,7 +58,11 @@ type Trainers map[string][]string
 
 // ParseTrainer reads one --trainer flag, NAME=COMMAND: COMMAND is split
 // into words at white space, with no shell and no quoting (a command that
-// needs either is a script).
+// needs either is a script). The program runs in its task directory, so a
+// relative path the worker can see — the program itself when it names a
+// directory ("bin/trainer"), or an argument naming a file that exists
+// ("examples/trainers/pytorch/tabular.py") — is made absolute against the
+// worker's working directory; a bare name is looked up in PATH.
 func ParseTrainer(flag string) (name string, argv []string, err error) {
 	name, command, ok := strings.Cut(flag, "=")
 	if !ok {
@@ -70,6 +74,20 @@ func ParseTrainer(flag string) (name string, argv []string, err error) {
 	argv = strings.Fields(command)
 	if len(argv) == 0 {
 		return "", nil, fmt.Errorf("--trainer %s: empty command", name)
+	}
+	for i, a := range argv {
+		if filepath.IsAbs(a) || !strings.Contains(a, "/") {
+			continue
+		}
+		if _, err := os.Stat(a); err != nil {
+			if i == 0 {
+				return "", nil, fmt.Errorf("--trainer %s: program %s: %w", name, a, err)
+			}
+			continue // not a file here: passed as it is
+		}
+		if argv[i], err = filepath.Abs(a); err != nil {
+			return "", nil, fmt.Errorf("--trainer %s: %w", name, err)
+		}
 	}
 	return name, argv, nil
 }
