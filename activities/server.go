@@ -50,6 +50,7 @@ func (s *Server) Register(r interface {
 	r.RegisterActivityWithOptions(s.ChargePrivacy, activity.RegisterOptions{Name: pipeline.ActivityChargePrivacy})
 	r.RegisterActivityWithOptions(s.RecordSweep, activity.RegisterOptions{Name: pipeline.ActivityRecordSweep})
 	r.RegisterActivityWithOptions(s.BuildSweepResults, activity.RegisterOptions{Name: pipeline.ActivityBuildSweepResults})
+	r.RegisterActivityWithOptions(s.SearchNext, activity.RegisterOptions{Name: pipeline.ActivitySearchNext})
 }
 
 func (s *Server) checkBucket(bucket string) error {

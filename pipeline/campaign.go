@@ -40,6 +40,14 @@ type CampaignWorkflowInput struct {
 	// one workflow task). Carried by continue-as-new; a deployment with site
 	// workers of their own leaves it empty.
 	ColocatedQueue string `json:"colocated_queue,omitempty"`
+	// StopAfterRound, when set below the spec's rounds, ends this run
+	// after committing that round, with state StatePaused and the
+	// campaign's state in the output's Resume: an adaptive sweep pauses a
+	// trial at a rung this way and promotes it later by starting the same
+	// campaign (same workflow ID and attempt) from Resume, so that it
+	// continues from its last round instead of training again. Carried by
+	// continue-as-new.
+	StopAfterRound int `json:"stop_after_round,omitempty"`
 }
 
 // ResumePoint answers QueryResume: where a new attempt of the campaign
@@ -103,7 +111,7 @@ type RoundCarry struct {
 type CampaignWorkflowOutput struct {
 	Campaign     string        `json:"campaign"`
 	Method       learn.Method  `json:"method"`
-	State        string        `json:"state"` // StateDone or StateStopped
+	State        string        `json:"state"` // StateDone, StateStopped, or StatePaused at StopAfterRound
 	RoundsDone   int           `json:"rounds_done"`
 	AUCCurve     []float64     `json:"auc_curve"`
 	AccCurve     []float64     `json:"acc_curve"`
@@ -119,6 +127,9 @@ type CampaignWorkflowOutput struct {
 	// Privacy is the ε spent so far under dp record (the last charged
 	// round's record); nil otherwise.
 	Privacy *RoundPrivacy `json:"privacy,omitempty"`
+	// Resume is, for a run that paused at its input's StopAfterRound,
+	// the state a later run continues from; nil otherwise.
+	Resume *CampaignState `json:"resume,omitempty"`
 }
 
 // CampaignStatus answers the status query and acknowledges every update.

@@ -145,6 +145,10 @@ type SweepSpec struct {
 	// the workflow does not do): one entry per federation, method and
 	// setting, whose Set applies after the setting's.
 	Privacy []SweepPrivacy `json:"privacy,omitempty"`
+	// Search, when set, makes the sweep adaptive: instead of the grid of
+	// Settings, the sweep's strategy proposes trials from a search space
+	// and decides how many rounds each trains (SweepSearch).
+	Search *SweepSearch `json:"search,omitempty"`
 }
 
 // SweepPrivacy is the planned noise of the dp record campaigns of one
@@ -339,6 +343,11 @@ func (s SweepSpec) validate(validateCampaign func(CampaignSpec) error) error {
 		}
 		seen[f.Name] = true
 	}
+	if s.Search != nil {
+		if err := s.Search.validate(s); err != nil {
+			return err
+		}
+	}
 	labels := map[string]bool{}
 	for i, set := range s.Settings {
 		if err := artifact.ValidateName(set.Label); err != nil {
@@ -414,6 +423,8 @@ type SweepState struct {
 	PauseReason string            `json:"pause_reason,omitempty"`
 	Stopping    bool              `json:"stopping"`
 	StopReason  string            `json:"stop_reason,omitempty"`
+	// Search is an adaptive sweep's trials (Spec.Search); nil for a grid.
+	Search *SearchState `json:"search,omitempty"`
 }
 
 // CampaignOutcome is how one campaign of a sweep ended: small, references only.
@@ -426,6 +437,9 @@ type CampaignOutcome struct {
 	FinalAcc     float64      `json:"final_acc"`
 	LastManifest *ArtifactRef `json:"last_manifest,omitempty"`
 	Error        string       `json:"error,omitempty"`
+	// Search says, for an adaptive sweep's campaign, its trial, rung and
+	// status; nil in a grid sweep.
+	Search *OutcomeSearch `json:"search,omitempty"`
 }
 
 // SweepStatus answers the status query and acknowledges every update.
@@ -436,6 +450,9 @@ type SweepStatus struct {
 	CampaignsTotal int      `json:"campaigns_total"`
 	Failed         int      `json:"failed"`
 	Running        []string `json:"running,omitempty"` // campaign names
+	// Trials is, for an adaptive sweep, the trials started so far
+	// (CampaignsTotal then counts their campaigns, not a grid's).
+	Trials int `json:"trials,omitempty"`
 	PauseReason    string   `json:"pause_reason,omitempty"`
 	StopReason     string   `json:"stop_reason,omitempty"`
 }
@@ -451,6 +468,9 @@ type SweepWorkflowOutput struct {
 	Curves         ArtifactRef       `json:"curves"`
 	Outcomes       []CampaignOutcome `json:"outcomes"`
 	StopReason     string            `json:"stop_reason,omitempty"`
+	// Search is an adaptive sweep's trials at the end (their resume
+	// states included): `starter sweep extend` continues from it.
+	Search *SearchState `json:"search,omitempty"`
 }
 
 // RecordSweepInput asks the server to write the sweep's spec and every
@@ -470,6 +490,9 @@ type RecordSweepOutput struct {
 type BuildSweepResultsInput struct {
 	Spec     SweepSpec         `json:"spec"`
 	Outcomes []CampaignOutcome `json:"outcomes"`
+	// Trials are an adaptive sweep's trials (without resume states):
+	// Outcomes' indices refer to Spec.SearchCampaigns(Trials).
+	Trials []SearchTrial `json:"trials,omitempty"`
 }
 
 // BuildSweepResultsOutput: the two tables.

@@ -178,21 +178,15 @@ func Replay(table Table, s Strategy, opts ReplayOptions, seed uint64) (ReplayRes
 		// next action. With nothing running, nothing can change: the
 		// replay ends.
 		for len(running) < workers {
-			a := sc.Next(trials)
-			if opts.Budget > 0 && res.Spent+committed+a.Cost() > opts.Budget {
+			a, c, why, err := sc.Decide(table.Space, trials, seed, opts.TPE,
+				Limits{Budget: opts.Budget, Trials: opts.Trials, Spent: res.Spent, Committed: committed})
+			if err != nil {
+				return ReplayResult{}, fmt.Errorf("replay %s: trial %d: %w", s, a.Trial, err)
+			}
+			if why != "" {
 				break
 			}
 			if a.Kind == Start {
-				if opts.Trials > 0 && len(trials) >= opts.Trials {
-					break
-				}
-				c, err := suggestWith(table.Space, s, trials, seed, a.Trial, opts.TPE)
-				if errors.Is(err, ErrGridExhausted) {
-					break
-				}
-				if err != nil {
-					return ReplayResult{}, fmt.Errorf("replay %s: trial %d: %w", s, a.Trial, err)
-				}
 				row, ok := rowOf[canonical(table.Space, c).key()]
 				if !ok {
 					return ReplayResult{}, fmt.Errorf("replay %s: trial %d: %s is not in the table", s, a.Trial, c)
@@ -247,6 +241,45 @@ func suggestWith(space Space, s Strategy, history []Trial, seed uint64, index in
 		return SuggestTPE(space, history, seed, index, tpe)
 	}
 	return Suggest(space, s, history, seed, index)
+}
+
+// Limits bound what Schedule.Decide may start: Budget campaign-rounds in
+// all (0: none), of which Spent are trained and Committed being trained,
+// and Trials trials (0: none). A trial runs PerTrial campaigns (0: 1), so
+// an action costs PerTrial·Action.Cost() campaign-rounds.
+type Limits struct {
+	Budget, Trials, Spent, Committed, PerTrial int
+}
+
+// Why Schedule.Decide takes no action.
+const (
+	WhyBudget = "budget"         // the next action does not fit the budget
+	WhyTrials = "trials"         // the trial cap is reached
+	WhyGrid   = "grid exhausted" // every grid point has been started
+)
+
+// Decide returns the action to take next given trials (Next), with the
+// new trial's configuration for a start (Suggest, TPE with tpe, over
+// space from the sweep's seed), or a reason (WhyBudget, WhyTrials,
+// WhyGrid) to take none now: a running trial's report may make a
+// promotion fit later. It is a pure function of its arguments: a sweep
+// runs it as an activity, and a replay in a loop.
+func (sc Schedule) Decide(space Space, trials []Trial, seed uint64, tpe TPEOptions, lim Limits) (Action, Config, string, error) {
+	a := sc.Next(trials)
+	if lim.Budget > 0 && lim.Spent+lim.Committed+max(lim.PerTrial, 1)*a.Cost() > lim.Budget {
+		return a, nil, WhyBudget, nil
+	}
+	if a.Kind != Start {
+		return a, nil, "", nil
+	}
+	if lim.Trials > 0 && len(trials) >= lim.Trials {
+		return a, nil, WhyTrials, nil
+	}
+	c, err := suggestWith(space, sc.Strategy, trials, seed, a.Trial, tpe)
+	if errors.Is(err, ErrGridExhausted) {
+		return a, nil, WhyGrid, nil
+	}
+	return a, c, "", err
 }
 
 // incumbent returns the best of trials (Incumbent's order); Trial is −1

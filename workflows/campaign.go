@@ -70,20 +70,23 @@ func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (
 		return pipeline.CampaignWorkflowOutput{}, err
 	}
 
+	// held: the run has committed its StopAfterRound (an adaptive
+	// sweep's rung) and ends paused there.
+	held := func() bool { return in.StopAfterRound > 0 && c.st.NextRound > in.StopAfterRound }
 	roundsThisRun := 0
 	for c.st.NextRound <= spec.Rounds {
 		// Pause acts between rounds; a stop also releases a paused campaign.
 		if err := workflow.Await(ctx, func() bool { return !c.st.Paused || c.st.Stopping }); err != nil {
 			return pipeline.CampaignWorkflowOutput{}, err
 		}
-		if c.st.Stopping {
+		if c.st.Stopping || held() {
 			break
 		}
 		if err := c.runRound(ctx); err != nil {
 			return pipeline.CampaignWorkflowOutput{}, err
 		}
 		roundsThisRun++
-		if c.st.Stopping || c.st.NextRound > spec.Rounds {
+		if c.st.Stopping || c.st.NextRound > spec.Rounds || held() {
 			break
 		}
 		if roundsThisRun >= spec.ContinueAsNewEvery || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
@@ -95,12 +98,18 @@ func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (
 			// The original spec, not the defaulted one: defaults are
 			// re-applied by the next run, so both runs see the same spec.
 			return pipeline.CampaignWorkflowOutput{}, workflow.NewContinueAsNewError(ctx, CampaignWorkflow,
-				pipeline.CampaignWorkflowInput{Spec: in.Spec, State: &c.st, Attempt: in.Attempt, Supersedes: c.supersedes, ColocatedQueue: in.ColocatedQueue})
+				pipeline.CampaignWorkflowInput{Spec: in.Spec, State: &c.st, Attempt: in.Attempt, Supersedes: c.supersedes, ColocatedQueue: in.ColocatedQueue, StopAfterRound: in.StopAfterRound})
 		}
 	}
 
 	c.finished = pipeline.StateDone
-	if c.st.NextRound <= spec.Rounds {
+	var resume *pipeline.CampaignState
+	switch {
+	case c.st.NextRound <= spec.Rounds && !c.st.Stopping && held():
+		c.finished = pipeline.StatePaused
+		st := c.st
+		resume = &st
+	case c.st.NextRound <= spec.Rounds:
 		c.finished = pipeline.StateStopped
 	}
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
@@ -121,6 +130,7 @@ func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (
 		ValAUCCurve:    c.st.ValAUCCurve,
 		ValAccCurve:    c.st.ValAccCurve,
 		Privacy:        c.st.LastPrivacy,
+		Resume:         resume,
 	}
 	for _, cl := range c.st.Carry.Clusters {
 		if cl.Flagged {

@@ -65,6 +65,9 @@ func SweepWorkflow(ctx workflow.Context, in pipeline.SweepWorkflowInput) (pipeli
 	if in.State != nil {
 		s.st = *in.State
 	}
+	if spec.Search != nil && s.st.Search == nil {
+		s.st.Search = &pipeline.SearchState{Budget: spec.Search.Budget, TrialCap: spec.Search.Trials}
+	}
 	if err := s.registerHandlers(ctx); err != nil {
 		return pipeline.SweepWorkflowOutput{}, err
 	}
@@ -77,6 +80,9 @@ func SweepWorkflow(ctx workflow.Context, in pipeline.SweepWorkflowInput) (pipeli
 		s.st.Recorded = true
 	}
 
+	if spec.Search != nil {
+		return s.runSearch(ctx, in)
+	}
 	startedThisRun := 0
 	total := len(campaigns)
 	runLimitReached := func() bool {
@@ -150,19 +156,31 @@ type sweep struct {
 	building       bool
 	finished       string
 	colocatedQueue string // the input's ColocatedQueue, passed to every campaign
+	search         searchSweep
 }
 
 // start launches campaign c as a child workflow and records its outcome
 // when it ends, from a coroutine of its own so that up to Concurrency
 // children run at once.
 func (s *sweep) start(ctx workflow.Context, c pipeline.SweepCampaign) {
+	s.launch(ctx, c, pipeline.CampaignWorkflowInput{Spec: c.Spec, ColocatedQueue: s.colocatedQueue},
+		func(o pipeline.CampaignOutcome, _ pipeline.CampaignWorkflowOutput) { s.st.Outcomes = append(s.st.Outcomes, o) })
+}
+
+// launch starts campaign c as a child workflow with input in and calls
+// done with its outcome (and its output, zero when it failed) when it
+// ends, from a coroutine of its own.
+func (s *sweep) launch(ctx workflow.Context, c pipeline.SweepCampaign, in pipeline.CampaignWorkflowInput,
+	done func(pipeline.CampaignOutcome, pipeline.CampaignWorkflowOutput)) {
 	s.running[c.Index] = true
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		// Deterministic: a replayed sweep finds the same child again.
+		// Deterministic: a replayed sweep finds the same child again. A
+		// promoted trial's campaign starts a new run under the ID of
+		// the one that paused (closed by then).
 		WorkflowID: c.WorkflowID,
 		TaskQueue:  pipeline.ServerTaskQueue,
 	})
-	fut := workflow.ExecuteChildWorkflow(cctx, pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: c.Spec, ColocatedQueue: s.colocatedQueue})
+	fut := workflow.ExecuteChildWorkflow(cctx, pipeline.CampaignWorkflowName, in)
 	s.children[c.Index] = fut
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		var out pipeline.CampaignWorkflowOutput
@@ -186,9 +204,9 @@ func (s *sweep) start(ctx workflow.Context, c pipeline.SweepCampaign) {
 				o.FinalAcc = out.AccCurve[n-1]
 			}
 		}
-		s.st.Outcomes = append(s.st.Outcomes, o)
 		delete(s.running, c.Index)
 		delete(s.children, c.Index)
+		done(o, out)
 	})
 }
 
@@ -241,6 +259,21 @@ func (s *sweep) status() pipeline.SweepStatus {
 	for _, o := range s.st.Outcomes {
 		if o.State == pipeline.StateFailed {
 			st.Failed++
+		}
+	}
+	if s.st.Search != nil {
+		// An adaptive sweep: its campaigns so far, done when not running.
+		st.CampaignsDone, st.CampaignsTotal, st.Failed = 0, len(s.campaigns), 0
+		for _, t := range s.st.Search.Trials {
+			st.Trials++
+			for _, c := range t.Campaigns {
+				if !c.Running && c.Outcome.State != "" {
+					st.CampaignsDone++
+				}
+				if c.Outcome.State == pipeline.StateFailed {
+					st.Failed++
+				}
+			}
 		}
 	}
 	for _, i := range s.runningIndices() {
@@ -310,6 +343,45 @@ func (s *sweep) registerHandlers(ctx workflow.Context) error {
 		if err != nil {
 			return err
 		}
+	}
+	if s.spec.Search == nil {
+		return nil
+	}
+	return workflow.SetUpdateHandlerWithOptions(ctx, pipeline.UpdateExtend,
+		func(ctx workflow.Context, in pipeline.ExtendInput) (pipeline.SweepStatus, error) {
+			s.st.Search.Budget += in.Budget
+			s.st.Search.TrialCap += in.Trials
+			s.search.idle = false
+			return s.status(), nil
+		},
+		workflow.UpdateHandlerOptions{
+			Validator: func(ctx workflow.Context, in pipeline.ExtendInput) error {
+				if s.finished != "" || s.building {
+					return fmt.Errorf("sweep %s has ended", name)
+				}
+				if s.st.Stopping {
+					return fmt.Errorf("sweep %s is stopping", name)
+				}
+				return ValidateExtend(name, s.st.Search, in)
+			},
+		})
+}
+
+// ValidateExtend checks an extension of an adaptive sweep's budget: each
+// amount ≥ 0, at least one > 0, and only limits the sweep has (one it
+// does not have is no limit, so adding to it means nothing).
+func ValidateExtend(sweep string, st *pipeline.SearchState, in pipeline.ExtendInput) error {
+	switch {
+	case st == nil:
+		return fmt.Errorf("sweep %s is a grid: there is no budget to extend", sweep)
+	case in.Budget < 0 || in.Trials < 0:
+		return fmt.Errorf("extend sweep %s: campaign-rounds %d, trials %d: must be ≥ 0", sweep, in.Budget, in.Trials)
+	case in.Budget == 0 && in.Trials == 0:
+		return fmt.Errorf("extend sweep %s: give --campaign-rounds N or --trials N", sweep)
+	case in.Budget > 0 && st.Budget == 0:
+		return fmt.Errorf("extend sweep %s: it has no campaign-rounds budget (trials cap %d); extend --trials", sweep, st.TrialCap)
+	case in.Trials > 0 && st.TrialCap == 0:
+		return fmt.Errorf("extend sweep %s: it has no trials cap (campaign-rounds budget %d); extend --campaign-rounds", sweep, st.Budget)
 	}
 	return nil
 }

@@ -1,0 +1,80 @@
+package activities
+
+import (
+	"context"
+	"math"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ptopofl/ptopofl/method"
+	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/search"
+)
+
+// SearchNext decides what an adaptive sweep trains next
+// (search.Schedule.Decide over the sweep's trials): a pure function of
+// its input, so a retried or replayed call gives the same answer. A
+// trial's score after round r is the mean of its campaigns' objective
+// after round r (NaN, the worst, when any of them has none), over the
+// rounds every one of its campaigns has trained. The budget counts the
+// rounds the campaigns have trained and those their running actions will
+// train.
+func (s *Server) SearchNext(_ context.Context, in pipeline.SearchNextInput) (pipeline.SearchNextOutput, error) {
+	return SearchNext(in)
+}
+
+// SearchNext is Server.SearchNext without a server: it reads no store.
+func SearchNext(in pipeline.SearchNextInput) (pipeline.SearchNextOutput, error) {
+	bad := func(err error) (pipeline.SearchNextOutput, error) {
+		return pipeline.SearchNextOutput{}, temporal.NewNonRetryableApplicationError("search: "+err.Error(), pipeline.ErrTypeInvalidSpec, nil)
+	}
+	space, err := search.NewSpace(in.Search.Dims)
+	if err != nil {
+		return bad(err)
+	}
+	sc, err := search.NewSchedule(in.Search.Strategy, in.Search.ASHA, in.MaxRounds)
+	if err != nil {
+		return bad(err)
+	}
+	trials := make([]search.Trial, len(in.History))
+	lim := search.Limits{Budget: in.Budget, Trials: in.Trials, PerTrial: in.PerTrial}
+	for i, t := range in.History {
+		trials[i] = search.Trial{Index: t.Index, Config: search.Config(t.Config), State: t.State, Values: trialValues(t), Target: t.Target}
+		for _, c := range t.Campaigns {
+			lim.Spent += c.Outcome.RoundsDone
+			if c.Running {
+				lim.Committed += max(t.Target-c.Outcome.RoundsDone, 0)
+			}
+		}
+	}
+	a, config, why, err := sc.Decide(space, trials, in.Search.Seed, in.Search.TPE, lim)
+	if err != nil {
+		return bad(err)
+	}
+	if why != "" {
+		return pipeline.SearchNextOutput{Reason: why}, nil
+	}
+	return pipeline.SearchNextOutput{Action: &a, Config: []method.ParamValue(config)}, nil
+}
+
+// trialValues returns t's score after each round every one of its
+// campaigns has trained: the mean of their objective values, NaN when any
+// is NaN.
+func trialValues(t pipeline.SearchTrial) []float64 {
+	if len(t.Campaigns) == 0 {
+		return nil
+	}
+	n := math.MaxInt
+	for _, c := range t.Campaigns {
+		n = min(n, len(c.Values))
+	}
+	out := make([]float64, n)
+	for r := range n {
+		sum := 0.0
+		for _, c := range t.Campaigns {
+			sum += c.Values[r]
+		}
+		out[r] = sum / float64(len(t.Campaigns))
+	}
+	return out
+}

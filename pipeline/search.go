@@ -1,0 +1,196 @@
+package pipeline
+
+import (
+	"fmt"
+
+	"github.com/ptopofl/ptopofl/method"
+	"github.com/ptopofl/ptopofl/search"
+)
+
+// ActivitySearchNext asks the server what an adaptive sweep trains next
+// (SearchNextInput → SearchNextOutput): the sampler and the scheduler of
+// package search, run as an activity so that the sweep workflow does no
+// float arithmetic and draws no random number.
+const ActivitySearchNext = "SearchNext"
+
+// UpdateExtend adds budget to a running adaptive sweep (ExtendInput →
+// SweepStatus).
+const UpdateExtend = "extend"
+
+// Objectives a sweep may rank trials on: validation metrics only, so that
+// a sweep never selects on the test split it reports.
+const (
+	ObjectiveValAUC = "val_auc"
+	ObjectiveValAcc = "val_acc"
+)
+
+// SweepSearch is an adaptive sweep's search (the sweep file's `search:`,
+// `strategy:`, `budget:`, `objective:`, `asha:`, `tpe:` and `seed:`): a
+// trial is one configuration of Dims, run as one campaign per federation
+// and seed of the sweep with the sweep's one method; its score after round
+// r is the mean of those campaigns' Objective after round r.
+type SweepSearch struct {
+	Dims     []search.Dimension `json:"dims"`
+	Strategy search.Strategy    `json:"strategy"`
+	// Budget is the most campaign-rounds to train, over every campaign (a
+	// trial trained from round a to b on k campaigns costs k·(b − a));
+	// Trials the most trials to start. 0: no limit; a strategy other than
+	// grid needs at least one of them.
+	Budget    int                `json:"budget,omitempty"`
+	Trials    int                `json:"trials,omitempty"`
+	Objective string             `json:"objective"`
+	ASHA      search.ASHAOptions `json:"asha,omitzero"`
+	TPE       search.TPEOptions  `json:"tpe,omitzero"`
+	Seed      uint64             `json:"seed"`
+}
+
+// validate checks the search against the sweep s it belongs to.
+func (q SweepSearch) validate(s SweepSpec) error {
+	space, err := search.NewSpace(q.Dims)
+	if err != nil {
+		return err
+	}
+	if _, err := search.NewSchedule(q.Strategy, q.ASHA, s.Rounds); err != nil {
+		return err
+	}
+	switch {
+	case q.Objective != ObjectiveValAUC && q.Objective != ObjectiveValAcc:
+		return fmt.Errorf("objective.metric = %q: want %s or %s (a sweep selects on the validation split, never on the test split it reports)",
+			q.Objective, ObjectiveValAUC, ObjectiveValAcc)
+	case q.Budget < 0 || q.Trials < 0:
+		return fmt.Errorf("budget: campaign_rounds = %d, trials = %d: must be ≥ 0", q.Budget, q.Trials)
+	case q.Strategy != search.StrategyGrid && q.Budget == 0 && q.Trials == 0:
+		return fmt.Errorf("budget: strategy %s needs budget.campaign_rounds or budget.trials (only a grid ends by itself)", q.Strategy)
+	case len(s.Methods) != 1:
+		return fmt.Errorf("methods: a search sweep tunes one method; %d given (run one sweep per method)", len(s.Methods))
+	case len(s.Settings) > 1 || len(s.Settings) == 1 && s.Settings[0].Label != "base":
+		return fmt.Errorf("grid/variants: not with search (strategy grid searches a space of choices)")
+	}
+	if q.Strategy == search.StrategyGrid {
+		if _, err := space.GridSize(); err != nil {
+			return err
+		}
+	}
+	for i, f := range s.Federations {
+		if f.Rounds != 0 && f.Rounds != s.Rounds {
+			return fmt.Errorf("federations[%d].rounds = %d: a search sweep's campaigns all run the sweep's %d rounds (rungs are rounds)", i, f.Rounds, s.Rounds)
+		}
+	}
+	h := s.Methods[0].Hyperparameters
+	if h.ValidationFraction <= 0 {
+		return fmt.Errorf("hyperparameters.validation_fraction: a search sweep ranks trials on each site's validation split; set it (e.g. 0.2)")
+	}
+	for _, d := range q.Dims {
+		if d.Name == "validation_fraction" || d.Name == "dp" {
+			return fmt.Errorf("search.%s: not searchable (it changes what the objective measures)", d.Name)
+		}
+	}
+	return nil
+}
+
+// SearchTrialLabel is the setting label of trial i, "t0007": part of its
+// campaigns' names.
+func SearchTrialLabel(i int) string { return fmt.Sprintf("t%04d", i) }
+
+// SearchState is an adaptive sweep's trials and the budget added to it by
+// `starter sweep extend`; carried by continue-as-new and returned in the
+// sweep's output so that a finished sweep can be extended.
+type SearchState struct {
+	Trials []SearchTrial `json:"trials"`
+	// Budget and TrialCap are the sweep's limits (SweepSearch's Budget
+	// and Trials, 0: none) as extended since.
+	Budget   int `json:"budget,omitempty"`
+	TrialCap int `json:"trial_cap,omitempty"`
+}
+
+// SearchTrial is one trial of an adaptive sweep and where it stands.
+type SearchTrial struct {
+	Index  int                 `json:"index"`
+	Config []method.ParamValue `json:"config"`
+	State  search.State        `json:"state"`
+	// Rung and Bracket are those of its last action; FromRound and
+	// Target the rounds that action trains (FromRound+1 … Target).
+	Rung      int `json:"rung"`
+	Bracket   int `json:"bracket"`
+	FromRound int `json:"from_round"`
+	Target    int `json:"target"`
+	// Campaigns, one per federation and seed, in the order of
+	// SweepSpec.TrialCampaigns.
+	Campaigns []SearchCampaign `json:"campaigns"`
+}
+
+// SearchCampaign is one campaign of a trial: its last outcome, its
+// objective after each round trained, and, while the trial is paused at
+// a rung, the state the campaign resumes from when promoted.
+type SearchCampaign struct {
+	Campaign string          `json:"campaign"`
+	Outcome  CampaignOutcome `json:"outcome"`
+	Values   []float64       `json:"values,omitempty"`
+	Resume   *CampaignState  `json:"resume,omitempty"`
+	Running  bool            `json:"running,omitempty"`
+}
+
+// ExtendInput is the argument of UpdateExtend: campaign-rounds and trials
+// to add to the sweep's budget.
+type ExtendInput struct {
+	Budget int `json:"budget,omitempty"`
+	Trials int `json:"trials,omitempty"`
+}
+
+// SearchNextInput asks what to train next, given the trials so far (their
+// Resume states left out) and the budget with any extension.
+type SearchNextInput struct {
+	Search    SweepSearch   `json:"search"`
+	MaxRounds int           `json:"max_rounds"`
+	PerTrial  int           `json:"per_trial"` // campaigns per trial
+	Budget    int           `json:"budget"`
+	Trials    int           `json:"trials"`
+	History   []SearchTrial `json:"history"`
+}
+
+// SearchNextOutput is the next action (nil when nothing fits the budget,
+// the trial cap or what is left of a grid: wait for a running trial, or
+// end) with the new trial's configuration for a start, and why none.
+type SearchNextOutput struct {
+	Action *search.Action      `json:"action,omitempty"`
+	Config []method.ParamValue `json:"config,omitempty"`
+	Reason string              `json:"reason,omitempty"`
+}
+
+// TrialCampaigns returns the campaigns of trial i with configuration
+// config: one per federation and seed, named as a grid's
+// ("<sweep>-<federation>-<method>-t0007-s<seed>"), with index j (their
+// position in this list).
+func (s SweepSpec) TrialCampaigns(i int, config []method.ParamValue) ([]SweepCampaign, error) {
+	t := s.WithDefaults()
+	t.Settings = []SweepSetting{{Label: SearchTrialLabel(i), Set: config}}
+	return t.Campaigns()
+}
+
+// SearchCampaigns returns every campaign of the sweep's trials, in trial
+// order, with Index their position in the list, which
+// BuildSweepResultsInput's outcomes of a search sweep refer to.
+func (s SweepSpec) SearchCampaigns(trials []SearchTrial) ([]SweepCampaign, error) {
+	var out []SweepCampaign
+	for _, tr := range trials {
+		cs, err := s.TrialCampaigns(tr.Index, tr.Config)
+		if err != nil {
+			return nil, fmt.Errorf("trial %d: %w", tr.Index, err)
+		}
+		for _, c := range cs {
+			c.Index = len(out)
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// OutcomeSearch is where a search sweep's campaign stood when the sweep
+// ended: its trial, the trial's last rung, and its status (search.Complete,
+// search.Pruned, search.Failed) with the round it stopped at when pruned.
+type OutcomeSearch struct {
+	Trial         int    `json:"trial"`
+	Rung          int    `json:"rung"`
+	Status        string `json:"status"`
+	PrunedAtRound int    `json:"pruned_at_round,omitempty"`
+}

@@ -1,0 +1,269 @@
+package workflows
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ptopofl/ptopofl/method"
+	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/search"
+)
+
+// searchSweep is the adaptive part of a sweep's in-memory state.
+type searchSweep struct {
+	perTrial int  // campaigns per trial: federations × seeds
+	idle     bool // the last SearchNext took no action; ask again once a trial reports or the budget grows
+	why      string
+}
+
+// runSearch is SweepWorkflow for a sweep with a search (pipeline.SweepSearch):
+// instead of a fixed grid it asks the SearchNext activity, whenever it
+// has room for one more trial's campaigns, what to train next: a new trial
+// (its configuration from the sampler, its campaigns one per federation
+// and seed, trained to the first rung) or a promotion of a paused trial
+// (its campaigns resumed from their last round, pipeline.CampaignWorkflowInput's
+// StopAfterRound and State, to the next rung). Every decision is an
+// activity's recorded result and every campaign a child workflow with a
+// deterministic ID, so a replay after any crash takes the same decisions
+// and finds the same children. When SearchNext has nothing that fits the
+// budget, the sweep waits for a running trial to report and asks again,
+// and ends when nothing runs. A trial left paused at the end is reported
+// pruned at its last round; `starter sweep extend` may still promote it.
+func (s *sweep) runSearch(ctx workflow.Context, in pipeline.SweepWorkflowInput) (pipeline.SweepWorkflowOutput, error) {
+	spec, q := s.spec, *s.spec.Search
+	ss := s.st.Search
+	s.campaigns = nil
+	for _, t := range ss.Trials {
+		if _, err := s.addTrialCampaigns(t); err != nil {
+			return pipeline.SweepWorkflowOutput{}, err
+		}
+	}
+	probe, err := spec.TrialCampaigns(0, nil)
+	if err != nil {
+		return pipeline.SweepWorkflowOutput{}, err
+	}
+	s.search.perTrial = len(probe)
+	room := max(spec.Concurrency, s.search.perTrial)
+	actx := workflow.WithActivityOptions(ctx, serverActivityOptions())
+
+	startedThisRun := 0
+	runLimitReached := func() bool {
+		return startedThisRun >= spec.ContinueAsNewEvery || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+	}
+	for {
+		var canAsk bool
+		err := workflow.Await(ctx, func() bool {
+			canAsk = !s.st.Paused && !s.st.Stopping && !s.search.idle &&
+				len(s.running)+s.search.perTrial <= room && !runLimitReached()
+			drained := len(s.running) == 0 && (s.st.Stopping || s.search.idle || runLimitReached())
+			return canAsk || drained
+		})
+		if err != nil {
+			return pipeline.SweepWorkflowOutput{}, err
+		}
+		if !canAsk {
+			break
+		}
+		var next pipeline.SearchNextOutput
+		err = workflow.ExecuteActivity(actx, pipeline.ActivitySearchNext, pipeline.SearchNextInput{
+			Search: q, MaxRounds: spec.Rounds, PerTrial: s.search.perTrial,
+			Budget: ss.Budget, Trials: ss.TrialCap, History: historyOf(ss.Trials),
+		}).Get(ctx, &next)
+		if err != nil {
+			return pipeline.SweepWorkflowOutput{}, fmt.Errorf("sweep %s: search: %w", spec.Sweep, err)
+		}
+		if next.Action == nil {
+			s.search.idle, s.search.why = true, next.Reason
+			continue
+		}
+		n, err := s.act(ctx, *next.Action, next.Config)
+		if err != nil {
+			return pipeline.SweepWorkflowOutput{}, err
+		}
+		startedThisRun += n
+	}
+
+	if !s.st.Stopping && !s.search.idle {
+		// The run limit, with every child of this run finished.
+		if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+			return pipeline.SweepWorkflowOutput{}, err
+		}
+		return pipeline.SweepWorkflowOutput{}, workflow.NewContinueAsNewError(ctx, SweepWorkflow,
+			pipeline.SweepWorkflowInput{Spec: in.Spec, State: &s.st, ColocatedQueue: in.ColocatedQueue})
+	}
+
+	s.building = true
+	outcomes := searchOutcomes(ss.Trials)
+	rctx := workflow.WithActivityOptions(ctx, func() workflow.ActivityOptions {
+		o := serverActivityOptions()
+		o.StartToCloseTimeout = sweepResultsTimeout
+		return o
+	}())
+	var res pipeline.BuildSweepResultsOutput
+	if err := workflow.ExecuteActivity(rctx, pipeline.ActivityBuildSweepResults,
+		pipeline.BuildSweepResultsInput{Spec: spec, Outcomes: outcomes, Trials: historyOf(ss.Trials)}).Get(ctx, &res); err != nil {
+		return pipeline.SweepWorkflowOutput{}, fmt.Errorf("sweep %s: build results: %w", spec.Sweep, err)
+	}
+	s.finished = pipeline.SweepDone
+	if s.st.Stopping {
+		s.finished = pipeline.SweepStopped
+	}
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return pipeline.SweepWorkflowOutput{}, err
+	}
+	st := s.status()
+	return pipeline.SweepWorkflowOutput{
+		Sweep: spec.Sweep, State: s.finished,
+		CampaignsDone: st.CampaignsDone, CampaignsTotal: st.CampaignsTotal, Failed: st.Failed,
+		Results: res.Results, Curves: res.Curves, Outcomes: outcomes, StopReason: s.st.StopReason,
+		Search: ss,
+	}, nil
+}
+
+// addTrialCampaigns appends trial t's campaigns to s.campaigns, indexed by
+// their position there, and returns their indices.
+func (s *sweep) addTrialCampaigns(t pipeline.SearchTrial) ([]int, error) {
+	cs, err := s.spec.TrialCampaigns(t.Index, t.Config)
+	if err != nil {
+		return nil, fmt.Errorf("sweep %s: trial %d: %w", s.spec.Sweep, t.Index, err)
+	}
+	if len(t.Campaigns) != 0 && len(t.Campaigns) != len(cs) {
+		return nil, fmt.Errorf("sweep %s: trial %d: %d campaigns recorded, %d expected", s.spec.Sweep, t.Index, len(t.Campaigns), len(cs))
+	}
+	var idx []int
+	for _, c := range cs {
+		c.Index = len(s.campaigns)
+		s.campaigns = append(s.campaigns, c)
+		idx = append(idx, c.Index)
+	}
+	return idx, nil
+}
+
+// act carries out action a: it starts a new trial with configuration
+// config, or promotes a paused one, launching its campaigns. It returns
+// how many campaigns it launched.
+func (s *sweep) act(ctx workflow.Context, a search.Action, config []method.ParamValue) (int, error) {
+	ss := s.st.Search
+	var ti int
+	switch a.Kind {
+	case search.Start:
+		if a.Trial != len(ss.Trials) {
+			return 0, fmt.Errorf("sweep %s: search started trial %d; %d trials exist", s.spec.Sweep, a.Trial, len(ss.Trials))
+		}
+		t := pipeline.SearchTrial{Index: a.Trial, Config: config}
+		idx, err := s.addTrialCampaigns(t)
+		if err != nil {
+			return 0, err
+		}
+		for _, i := range idx {
+			t.Campaigns = append(t.Campaigns, pipeline.SearchCampaign{Campaign: s.campaigns[i].Spec.Campaign})
+		}
+		ss.Trials = append(ss.Trials, t)
+		ti = len(ss.Trials) - 1
+	case search.Promote:
+		if a.Trial < 0 || a.Trial >= len(ss.Trials) || ss.Trials[a.Trial].State != search.Paused {
+			return 0, fmt.Errorf("sweep %s: search promoted trial %d, which is not paused", s.spec.Sweep, a.Trial)
+		}
+		ti = a.Trial
+	default:
+		return 0, fmt.Errorf("sweep %s: search action %q: unknown", s.spec.Sweep, a.Kind)
+	}
+	t := &ss.Trials[ti]
+	t.State, t.Rung, t.Bracket, t.FromRound, t.Target = search.Running, a.Rung, a.Bracket, a.FromRound, a.ToRound
+	stopAfter := a.ToRound
+	if stopAfter >= s.spec.Rounds {
+		stopAfter = 0
+	}
+	first := ti * s.search.perTrial // trials' campaigns sit in trial order
+	for j := range t.Campaigns {
+		c := s.campaigns[first+j]
+		sc := &t.Campaigns[j]
+		in := pipeline.CampaignWorkflowInput{Spec: c.Spec, ColocatedQueue: s.colocatedQueue, StopAfterRound: stopAfter, State: sc.Resume}
+		sc.Resume, sc.Running = nil, true
+		j := j
+		s.launch(ctx, c, in, func(o pipeline.CampaignOutcome, out pipeline.CampaignWorkflowOutput) {
+			s.campaignDone(ti, j, o, out)
+		})
+	}
+	return len(t.Campaigns), nil
+}
+
+// campaignDone records campaign j of trial ti's outcome and, when it was
+// the trial's last running one, the trial's new state.
+func (s *sweep) campaignDone(ti, j int, o pipeline.CampaignOutcome, out pipeline.CampaignWorkflowOutput) {
+	t := &s.st.Search.Trials[ti]
+	c := &t.Campaigns[j]
+	if o.State == pipeline.StateFailed {
+		// A failure may say nothing of the rounds it had committed.
+		o.RoundsDone = max(o.RoundsDone, c.Outcome.RoundsDone)
+	}
+	c.Outcome, c.Running, c.Resume = o, false, out.Resume
+	if o.State != pipeline.StateFailed {
+		c.Values = out.ValAUCCurve
+		if s.spec.Search.Objective == pipeline.ObjectiveValAcc {
+			c.Values = out.ValAccCurve
+		}
+	}
+	s.search.idle = false
+	var failed, stopped, paused bool
+	for _, c := range t.Campaigns {
+		switch {
+		case c.Running:
+			return // the trial reports when all its campaigns have
+		case c.Outcome.State == pipeline.StateFailed:
+			failed = true
+		case c.Outcome.State == pipeline.StatePaused && c.Resume != nil:
+			paused = true
+		case c.Outcome.State != pipeline.StateDone:
+			stopped = true // stopped by the sweep (or paused without a state to resume from)
+		}
+	}
+	switch {
+	case failed:
+		t.State = search.Failed
+	case stopped:
+		t.State = search.Pruned
+	case paused:
+		t.State = search.Paused
+	default:
+		t.State = search.Complete
+	}
+}
+
+// historyOf returns trials without their resume states, which SearchNext
+// and the results do not need.
+func historyOf(trials []pipeline.SearchTrial) []pipeline.SearchTrial {
+	out := make([]pipeline.SearchTrial, len(trials))
+	for i, t := range trials {
+		t.Campaigns = append([]pipeline.SearchCampaign(nil), t.Campaigns...)
+		for j := range t.Campaigns {
+			t.Campaigns[j].Resume = nil
+		}
+		out[i] = t
+	}
+	return out
+}
+
+// searchOutcomes returns the last outcome of every campaign of trials, in
+// trial order, each with its index among them and its trial, rung and
+// status (a trial still paused counts as pruned at its last round).
+func searchOutcomes(trials []pipeline.SearchTrial) []pipeline.CampaignOutcome {
+	var out []pipeline.CampaignOutcome
+	for _, t := range trials {
+		status := t.State
+		if status == search.Paused || status == search.Running {
+			status = search.Pruned
+		}
+		for _, c := range t.Campaigns {
+			o := c.Outcome
+			o.Index = len(out)
+			o.Search = &pipeline.OutcomeSearch{Trial: t.Index, Rung: t.Rung, Status: string(status)}
+			if status == search.Pruned {
+				o.Search.PrunedAtRound = o.RoundsDone
+			}
+			out = append(out, o)
+		}
+	}
+	return out
+}
