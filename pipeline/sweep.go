@@ -452,9 +452,9 @@ type SweepStatus struct {
 	Running        []string `json:"running,omitempty"` // campaign names
 	// Trials is, for an adaptive sweep, the trials started so far
 	// (CampaignsTotal then counts their campaigns, not a grid's).
-	Trials int `json:"trials,omitempty"`
-	PauseReason    string   `json:"pause_reason,omitempty"`
-	StopReason     string   `json:"stop_reason,omitempty"`
+	Trials      int    `json:"trials,omitempty"`
+	PauseReason string `json:"pause_reason,omitempty"`
+	StopReason  string `json:"stop_reason,omitempty"`
 }
 
 // SweepWorkflowOutput is a finished sweep.

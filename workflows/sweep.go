@@ -164,7 +164,9 @@ type sweep struct {
 // children run at once.
 func (s *sweep) start(ctx workflow.Context, c pipeline.SweepCampaign) {
 	s.launch(ctx, c, pipeline.CampaignWorkflowInput{Spec: c.Spec, ColocatedQueue: s.colocatedQueue},
-		func(o pipeline.CampaignOutcome, _ pipeline.CampaignWorkflowOutput) { s.st.Outcomes = append(s.st.Outcomes, o) })
+		func(o pipeline.CampaignOutcome, _ pipeline.CampaignWorkflowOutput) {
+			s.st.Outcomes = append(s.st.Outcomes, o)
+		})
 }
 
 // launch starts campaign c as a child workflow with input in and calls
