@@ -13,6 +13,7 @@ import (
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/search"
 	"github.com/ptopofl/ptopofl/store"
 )
 
@@ -28,6 +29,9 @@ func (s *Server) RecordSweep(ctx context.Context, in pipeline.RecordSweepInput) 
 		return pipeline.RecordSweepOutput{}, err
 	}
 	campaigns, err := in.Spec.Campaigns()
+	if in.Spec.Search != nil {
+		campaigns, err = in.Spec.SearchCampaigns(in.Trials)
+	}
 	if err != nil {
 		return pipeline.RecordSweepOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrTypeInvalidSpec, err)
 	}
@@ -69,11 +73,15 @@ func (s *Server) BuildSweepResults(ctx context.Context, in pipeline.BuildSweepRe
 		return pipeline.BuildSweepResultsOutput{}, err
 	}
 	campaigns, err := in.Spec.Campaigns()
+	if in.Spec.Search != nil {
+		campaigns, err = in.Spec.SearchCampaigns(in.Trials)
+	}
 	if err != nil {
 		return pipeline.BuildSweepResultsOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrTypeInvalidSpec, err)
 	}
 	var results []store.SweepResultRow
 	var curves []store.SweepCurveRow
+	trialOf := gridTrials(campaigns)
 	for _, o := range in.Outcomes {
 		if o.Index < 0 || o.Index >= len(campaigns) {
 			return pipeline.BuildSweepResultsOutput{}, temporal.NewNonRetryableApplicationError(
@@ -83,6 +91,11 @@ func (s *Server) BuildSweepResults(ctx context.Context, in pipeline.BuildSweepRe
 		row, rounds, err := s.campaignRows(ctx, in.Spec.Sweep, c, o)
 		if err != nil {
 			return pipeline.BuildSweepResultsOutput{}, err
+		}
+		row.Strategy, row.Trial, row.RoundsTrained, row.Status = "grid", trialOf[c.Index], row.RoundsDone, gridStatus(o.State)
+		if q := in.Spec.Search; q != nil && o.Search != nil {
+			row.Strategy, row.Trial, row.Rung = string(q.Strategy), o.Search.Trial, o.Search.Rung
+			row.Status, row.PrunedAtRound = o.Search.Status, o.Search.PrunedAtRound
 		}
 		results = append(results, row)
 		curves = append(curves, rounds...)
@@ -207,4 +220,30 @@ func driftStats(cs []pipeline.SiteCluster) (maxDrift, meanDrift float64) {
 		meanDrift += c.Drift
 	}
 	return maxDrift, meanDrift / float64(len(cs))
+}
+
+// gridTrials numbers a grid's configurations, its (method, setting) pairs
+// in the order their first campaign comes: campaign index → trial.
+func gridTrials(campaigns []pipeline.SweepCampaign) map[int]int {
+	seen := map[string]int{}
+	out := make(map[int]int, len(campaigns))
+	for _, c := range campaigns {
+		k := string(c.Method) + "\x00" + c.Setting
+		t, ok := seen[k]
+		if !ok {
+			t = len(seen)
+			seen[k] = t
+		}
+		out[c.Index] = t
+	}
+	return out
+}
+
+// gridStatus is a grid campaign's results status: complete when it ran
+// every round, else its state (stopped, failed).
+func gridStatus(state string) string {
+	if state == pipeline.StateDone {
+		return string(search.Complete)
+	}
+	return state
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/search"
 	"github.com/ptopofl/ptopofl/store"
 )
 
@@ -31,6 +32,21 @@ import (
 //	variants:                       # explicit settings (after the grid)
 //	  - {label: M1, methods: [ptopofl], set: {clusters: 1}}
 //	concurrency: 4                  # campaigns at once
+//
+// An adaptive sweep replaces grid and variants with a search space, a
+// strategy and a budget (one method; validation_fraction set in
+// hyperparameters, since trials are ranked on validation):
+//
+//	search:                         # search.Dimension: uniform, log_uniform, int (log), choice
+//	  - {name: lr, log_uniform: [0.003, 0.3]}
+//	  - {name: beta, uniform: [0, 1]}
+//	  - {name: clusters, choice: [1, 2, 3]}
+//	strategy: tpe+asha              # grid | random | asha | tpe | tpe+asha (default) | hyperband
+//	budget: {campaign_rounds: 600, trials: 0}   # 0: no limit; one at least, except for grid
+//	objective: {metric: val_auc, mode: max}     # or val_acc; max only
+//	asha: {min_rounds: 1, eta: 3, grace: 0}     # asha, tpe+asha, hyperband (defaults: search.ASHAOptions)
+//	tpe: {startup_trials: 10, candidates: 24}   # tpe, tpe+asha (Optuna's defaults)
+//	seed: 1                         # the sweep's own seed: the sampler's draws
 //	continue_as_new_every: 100
 //	round_deadline: 30m
 //	bucket: ptopofl
@@ -48,6 +64,72 @@ type SweepFile struct {
 	ContinueAsNewEvery int                   `yaml:"continue_as_new_every"`
 	RoundDeadline      string                `yaml:"round_deadline"`
 	Bucket             string                `yaml:"bucket"`
+
+	Search    []search.Dimension  `yaml:"search"`
+	Strategy  string              `yaml:"strategy"`
+	Budget    *SweepFileBudget    `yaml:"budget"`
+	Objective *SweepFileObjective `yaml:"objective"`
+	ASHA      *search.ASHAOptions `yaml:"asha"`
+	TPE       *search.TPEOptions  `yaml:"tpe"`
+	Seed      uint64              `yaml:"seed"`
+}
+
+// SweepFileBudget is an adaptive sweep's budget: campaign-rounds trained
+// over every campaign, and trials started; 0 is no limit.
+type SweepFileBudget struct {
+	CampaignRounds int `yaml:"campaign_rounds"`
+	Trials         int `yaml:"trials"`
+}
+
+// SweepFileObjective is what an adaptive sweep maximises: a validation
+// metric (val_auc, the default, or val_acc), mode max.
+type SweepFileObjective struct {
+	Metric string `yaml:"metric"`
+	Mode   string `yaml:"mode"`
+}
+
+// searchOf returns sf's search (nil when it has none), or an error naming
+// the field that is set without a search space or is wrong.
+func searchOf(sf SweepFile) (*pipeline.SweepSearch, error) {
+	if len(sf.Search) == 0 {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{
+			{"strategy", sf.Strategy != ""}, {"budget", sf.Budget != nil}, {"objective", sf.Objective != nil},
+			{"asha", sf.ASHA != nil}, {"tpe", sf.TPE != nil}, {"seed", sf.Seed != 0},
+		} {
+			if f.set {
+				return nil, inputErrorf("sweep file: %s: only with a search space (search:); a sweep without one is a grid", f.name)
+			}
+		}
+		return nil, nil
+	}
+	q := &pipeline.SweepSearch{Dims: sf.Search, Strategy: search.Strategy(sf.Strategy), Objective: pipeline.ObjectiveValAUC, Seed: sf.Seed}
+	if q.Strategy == "" {
+		q.Strategy = search.StrategyTPEASHA
+	}
+	if b := sf.Budget; b != nil {
+		q.Budget, q.Trials = b.CampaignRounds, b.Trials
+	}
+	if o := sf.Objective; o != nil {
+		if o.Metric != "" {
+			q.Objective = o.Metric
+		}
+		if o.Mode != "" && o.Mode != "max" {
+			return nil, inputErrorf("sweep file: objective.mode = %q: want max (both validation metrics are maximised)", o.Mode)
+		}
+	}
+	if sf.ASHA != nil {
+		q.ASHA = *sf.ASHA
+	}
+	if sf.TPE != nil {
+		q.TPE = *sf.TPE
+	}
+	if len(sf.Grid) > 0 || len(sf.Variants) > 0 {
+		return nil, inputErrorf("sweep file: grid/variants: not with search (strategy grid searches a space of choices)")
+	}
+	return q, nil
 }
 
 // SweepFileFederation is one entry of a sweep file's federations.
@@ -207,6 +289,9 @@ func BuildSweepPlan(sf SweepFile, file, bucket string, bucketGiven bool) (SweepP
 		s.Federations = append(s.Federations, sf)
 		plan.FedDirs[name] = fed.Dir
 	}
+	if s.Search, err = searchOf(sf); err != nil {
+		return plan, err
+	}
 	s, err = PlanSweepPrivacy(s.WithDefaults(), plan.FedDirs)
 	if err != nil {
 		return plan, err
@@ -272,13 +357,23 @@ type SweepBest struct {
 }
 
 // summarise fills o's Strategy, RoundsSpent, Trials and Best from its rows
-// and spec's settings.
+// and spec. A trial is a (method, setting) pair, its score the mean of its
+// campaigns' objective (validation AUC, or accuracy when the search says
+// so); Best is the incumbent as search.Replay defines it: among the trials
+// trained to the most rounds any trial reached (a score after 3 rounds is
+// not comparable with one after 15), the highest score.
 func (o *SweepOutput) summarise(spec pipeline.SweepSpec) {
 	o.Strategy = "grid"
+	objective := pipeline.ObjectiveValAUC
+	if q := spec.Search; q != nil {
+		o.Strategy, objective = string(q.Strategy), q.Objective
+	}
 	type trial struct {
 		method, setting string
-		val, test       []float64
+		rounds          int
+		val, obj, test  []float64
 		campaigns       []string
+		h               method.Hyperparameters
 	}
 	var trials []*trial
 	index := map[[2]string]*trial{}
@@ -287,11 +382,16 @@ func (o *SweepOutput) summarise(spec pipeline.SweepSpec) {
 		k := [2]string{r.Method, r.Setting}
 		t := index[k]
 		if t == nil {
-			t = &trial{method: r.Method, setting: r.Setting}
+			t = &trial{method: r.Method, setting: r.Setting, rounds: r.RoundsDone, h: r.Hyperparameters}
 			index[k] = t
 			trials = append(trials, t)
 		}
-		t.val, t.test = append(t.val, r.FinalValAUC), append(t.test, r.FinalAUC)
+		t.rounds = min(t.rounds, r.RoundsDone)
+		score := r.FinalValAUC
+		if objective == pipeline.ObjectiveValAcc {
+			score = r.FinalValAcc
+		}
+		t.val, t.obj, t.test = append(t.val, r.FinalValAUC), append(t.obj, score), append(t.test, r.FinalAUC)
 		t.campaigns = append(t.campaigns, r.Campaign)
 	}
 	o.Trials = len(trials)
@@ -302,25 +402,51 @@ func (o *SweepOutput) summarise(spec pipeline.SweepSpec) {
 		}
 		return s / float64(len(x))
 	}
+	top := 0
 	for _, t := range trials {
-		v := mean(t.val)
-		if math.IsNaN(v) || (o.Best != nil && v <= o.Best.ValAUC) {
-			continue // no validation (or a failed campaign), or not better
+		if !math.IsNaN(mean(t.obj)) {
+			top = max(top, t.rounds)
 		}
-		setting := map[string]any{}
-		for _, st := range spec.Settings {
-			if st.Label == t.setting {
-				for _, pv := range st.Set {
-					if pv.Text != "" {
-						setting[pv.Name] = pv.Text
-					} else {
-						setting[pv.Name] = pv.Value
-					}
-				}
+	}
+	bestScore := math.Inf(-1)
+	for _, t := range trials {
+		v := mean(t.obj)
+		if math.IsNaN(v) || t.rounds < top || (o.Best != nil && v <= bestScore) {
+			continue // no validation (or a failed campaign), stopped early, or not better
+		}
+		bestScore = v
+		o.Best = &SweepBest{Method: t.method, Setting: trialSetting(spec, t.setting, t.h), ValAUC: mean(t.val), FinalAUC: mean(t.test), Campaigns: t.campaigns}
+	}
+}
+
+// trialSetting returns a trial's hyper-parameter values: a grid setting's
+// overrides, or the values of an adaptive sweep's searched dimensions in
+// the campaigns' hyper-parameters h.
+func trialSetting(spec pipeline.SweepSpec, label string, h method.Hyperparameters) map[string]any {
+	setting := map[string]any{}
+	put := func(name string, v method.Value) {
+		if v.Text != "" {
+			setting[name] = v.Text
+		} else {
+			setting[name] = v.Num
+		}
+	}
+	if spec.Search != nil {
+		for _, d := range spec.Search.Dims {
+			if p, ok := method.Lookup(d.Name); ok {
+				put(d.Name, p.Get(h))
 			}
 		}
-		o.Best = &SweepBest{Method: t.method, Setting: setting, ValAUC: v, FinalAUC: mean(t.test), Campaigns: t.campaigns}
+		return setting
 	}
+	for _, st := range spec.Settings {
+		if st.Label == label {
+			for _, pv := range st.Set {
+				put(pv.Name, method.Value{Num: pv.Value, Text: pv.Text})
+			}
+		}
+	}
+	return setting
 }
 
 // sortedKeys is the keys of m in order.

@@ -127,3 +127,59 @@ func (o SweepOutput) SeedGroups() []SeedGroup {
 	}
 	return groups
 }
+
+// ExtendSweep adds in's campaign-rounds and trials to the adaptive sweep
+// named sweep. A running sweep gets the extend update (its validator
+// refuses a grid, a limit the sweep does not have, or a sweep that is
+// stopping). A finished sweep is continued: a new run under the same
+// workflow ID starts from the trials its last run returned (paused trials
+// may then be promoted) with the extended limits and the spec it recorded
+// at sweeps/<sweep>/spec.json. It returns that spec, to await with
+// RunSweep; errors on bad input wrap ErrInput.
+func (s *Service) ExtendSweep(ctx context.Context, sweep string, in pipeline.ExtendInput) (pipeline.SweepSpec, error) {
+	var spec pipeline.SweepSpec
+	if _, err := s.Store.GetJSONKey(ctx, artifact.SweepSpecKey(sweep), &spec); err != nil {
+		return spec, fmt.Errorf("sweep %s: read its spec: %w", sweep, err)
+	}
+	if spec.Search == nil {
+		return spec, inputErrorf("sweep %s is a grid: there is no budget to extend", sweep)
+	}
+	desc, err := s.Client.DescribeWorkflowExecution(ctx, sweep, "")
+	if err != nil {
+		return spec, fmt.Errorf("sweep %s: %w", sweep, err)
+	}
+	if desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+			WorkflowID: sweep, UpdateName: pipeline.UpdateExtend, Args: []any{in},
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		})
+		if err != nil {
+			return spec, fmt.Errorf("extend sweep %s: %w", sweep, err)
+		}
+		var st pipeline.SweepStatus
+		if err := h.Get(ctx, &st); err != nil {
+			return spec, inputErrorf("extend sweep %s rejected: %v", sweep, err)
+		}
+		return spec, nil
+	}
+	var last pipeline.SweepWorkflowOutput
+	if err := s.Client.GetWorkflow(ctx, sweep, "").Get(ctx, &last); err != nil {
+		return spec, fmt.Errorf("sweep %s: its last run did not finish (%v); run its file again to re-attach or restart it", sweep, err)
+	}
+	if err := pipeline.ValidateExtend(sweep, last.Search, in); err != nil {
+		return spec, inputErrorf("%v", err)
+	}
+	st := *last.Search
+	st.Budget += in.Budget
+	st.TrialCap += in.Trials
+	_, err = s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: sweep, TaskQueue: pipeline.ServerTaskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	}, pipeline.SweepWorkflowName, pipeline.SweepWorkflowInput{
+		Spec: spec, State: &pipeline.SweepState{Recorded: true, Search: &st}, ColocatedQueue: s.ColocatedQueue,
+	})
+	if err != nil {
+		return spec, fmt.Errorf("extend sweep %s: start its next run: %w", sweep, err)
+	}
+	return spec, nil
+}

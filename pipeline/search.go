@@ -194,3 +194,22 @@ type OutcomeSearch struct {
 	Status        string `json:"status"`
 	PrunedAtRound int    `json:"pruned_at_round,omitempty"`
 }
+
+// ValidateExtend checks an extension of an adaptive sweep's budget: each
+// amount ≥ 0, at least one > 0, and only limits the sweep has (one it
+// does not have is no limit, so adding to it means nothing).
+func ValidateExtend(sweep string, st *SearchState, in ExtendInput) error {
+	switch {
+	case st == nil:
+		return fmt.Errorf("sweep %s is a grid: there is no budget to extend", sweep)
+	case in.Budget < 0 || in.Trials < 0:
+		return fmt.Errorf("extend sweep %s: campaign-rounds %d, trials %d: must be ≥ 0", sweep, in.Budget, in.Trials)
+	case in.Budget == 0 && in.Trials == 0:
+		return fmt.Errorf("extend sweep %s: give --campaign-rounds N or --trials N", sweep)
+	case in.Budget > 0 && st.Budget == 0:
+		return fmt.Errorf("extend sweep %s: it has no campaign-rounds budget (trials cap %d); extend --trials", sweep, st.TrialCap)
+	case in.Trials > 0 && st.TrialCap == 0:
+		return fmt.Errorf("extend sweep %s: it has no trials cap (campaign-rounds budget %d); extend --campaign-rounds", sweep, st.Budget)
+	}
+	return nil
+}

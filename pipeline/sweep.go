@@ -477,6 +477,10 @@ type SweepWorkflowOutput struct {
 // campaign's spec.json (deterministic keys and bytes, so idempotent).
 type RecordSweepInput struct {
 	Spec SweepSpec `json:"spec"`
+	// Trials, for an adaptive sweep, are the new trials whose campaigns'
+	// specs to write (each trial's before its campaigns start); the
+	// sweep's first call has none and writes the sweep's spec alone.
+	Trials []SearchTrial `json:"trials,omitempty"`
 }
 
 // RecordSweepOutput: the sweep spec's reference.

@@ -36,6 +36,20 @@ type SweepResultRow struct {
 	Error         string `json:"error"`
 	NumSites      int    `json:"n_sites"`
 	MinSites      int    `json:"min_sites"`
+	// Strategy is how the sweep chose its configurations ("grid", or an
+	// adaptive sweep's strategy); Trial the configuration's number (a
+	// grid's (method, setting) pairs in order); Rung the last rung its
+	// trial trained to (0 in a grid); RoundsTrained the rounds the
+	// campaign trained, each once however often it was promoted; Status
+	// complete, pruned (stopped by the strategy below the max rounds,
+	// at PrunedAtRound), stopped or failed. Tables written before these
+	// columns read as empty or zero.
+	Strategy      string `json:"strategy" parquet:"optional"`
+	Trial         int    `json:"trial" parquet:"optional"`
+	Rung          int    `json:"rung" parquet:"optional"`
+	RoundsTrained int    `json:"rounds_trained" parquet:"optional"`
+	Status        string `json:"status" parquet:"optional"`
+	PrunedAtRound int    `json:"pruned_at_round" parquet:"optional"`
 
 	// Hyperparameters are the settings the campaign ran with, one column
 	// each, named and typed as method.Params declares them.
@@ -118,11 +132,26 @@ type column[R any] struct {
 }
 
 // optional reports whether a table written before the column existed may
-// lack it: metrics (float64) and hyper-parameters; the others must be there.
+// lack it: metrics (float64), hyper-parameters and fields tagged
+// parquet:"optional" (zero when absent); the others must be there.
 func (c column[R]) optional() bool {
 	_, hyper := method.Lookup(c.name)
-	return hyper || c.typ == arrow.PrimitiveTypes.Float64
+	return optionalColumns[c.name] || hyper || c.typ == arrow.PrimitiveTypes.Float64
 }
+
+// optionalColumns are the columns of fields tagged parquet:"optional".
+var optionalColumns = func() map[string]bool {
+	out := map[string]bool{}
+	for _, t := range []reflect.Type{reflect.TypeFor[SweepResultRow](), reflect.TypeFor[SweepCurveRow]()} {
+		for i := range t.NumField() {
+			if f := t.Field(i); f.Tag.Get("parquet") == "optional" {
+				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+				out[name] = true
+			}
+		}
+	}
+	return out
+}()
 
 // fieldColumns returns one column per field of the struct R that is not
 // embedded, in declaration order, named by its json tag: string, int (as

@@ -152,6 +152,13 @@ func (s *sweep) act(ctx workflow.Context, a search.Action, config []method.Param
 			return 0, fmt.Errorf("sweep %s: search started trial %d; %d trials exist", s.spec.Sweep, a.Trial, len(ss.Trials))
 		}
 		t := pipeline.SearchTrial{Index: a.Trial, Config: config}
+		// Its campaigns' specs are recorded before they start, as a
+		// grid's are before the first.
+		actx := workflow.WithActivityOptions(ctx, serverActivityOptions())
+		if err := workflow.ExecuteActivity(actx, pipeline.ActivityRecordSweep,
+			pipeline.RecordSweepInput{Spec: s.spec, Trials: []pipeline.SearchTrial{t}}).Get(ctx, nil); err != nil {
+			return 0, fmt.Errorf("sweep %s: trial %d: record specs: %w", s.spec.Sweep, a.Trial, err)
+		}
 		idx, err := s.addTrialCampaigns(t)
 		if err != nil {
 			return 0, err

@@ -305,7 +305,7 @@ func TestValidateExtend(t *testing.T) {
 		7: {&pipeline.SearchState{TrialCap: 3}, pipeline.ExtendInput{Budget: 2}, "no campaign-rounds budget"},
 	}
 	for i, c := range cases {
-		err := ValidateExtend("sw", c.st, c.in)
+		err := pipeline.ValidateExtend("sw", c.st, c.in)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("case %d: %v", i, err)
