@@ -97,6 +97,13 @@ func SearchTrialLabel(i int) string { return fmt.Sprintf("t%04d", i) }
 // sweep's output so that a finished sweep can be extended.
 type SearchState struct {
 	Trials []SearchTrial `json:"trials"`
+	// Now is the sweep's virtual time in rounds: an action that trains
+	// rounds a+1 … b from time T ends at T + b − a, and the sweep takes
+	// the trials' reports in the order of those ends (ties to the lower
+	// trial), whatever order their campaigns really finish in. So its
+	// decisions depend on no timing, and equal search.Replay's at the same
+	// concurrency.
+	Now int `json:"now"`
 	// Budget and TrialCap are the sweep's limits (SweepSearch's Budget
 	// and Trials, 0: none) as extended since.
 	Budget   int `json:"budget,omitempty"`
@@ -109,11 +116,13 @@ type SearchTrial struct {
 	Config []method.ParamValue `json:"config"`
 	State  search.State        `json:"state"`
 	// Rung and Bracket are those of its last action; FromRound and
-	// Target the rounds that action trains (FromRound+1 … Target).
+	// Target the rounds that action trains (FromRound+1 … Target), and
+	// Start the sweep's virtual time when it began (SearchState.Now).
 	Rung      int `json:"rung"`
 	Bracket   int `json:"bracket"`
 	FromRound int `json:"from_round"`
 	Target    int `json:"target"`
+	Start     int `json:"start"`
 	// Campaigns, one per federation and seed, in the order of
 	// SweepSpec.TrialCampaigns.
 	Campaigns []SearchCampaign `json:"campaigns"`
@@ -127,7 +136,19 @@ type SearchCampaign struct {
 	Outcome  CampaignOutcome `json:"outcome"`
 	Values   []float64       `json:"values,omitempty"`
 	Resume   *CampaignState  `json:"resume,omitempty"`
-	Running  bool            `json:"running,omitempty"`
+	// Running says the campaign's child run for the trial's action is
+	// under way or its result not yet reported; Pending holds that result
+	// from the child's end until the trial reports (SearchTrial.End), when
+	// it becomes Outcome, Values and Resume.
+	Running bool          `json:"running,omitempty"`
+	Pending *SearchResult `json:"pending,omitempty"`
+}
+
+// SearchResult is a campaign's result for one action of its trial.
+type SearchResult struct {
+	Outcome CampaignOutcome `json:"outcome"`
+	Values  []float64       `json:"values,omitempty"`
+	Resume  *CampaignState  `json:"resume,omitempty"`
 }
 
 // ExtendInput is the argument of UpdateExtend: campaign-rounds and trials
@@ -212,4 +233,18 @@ func ValidateExtend(sweep string, st *SearchState, in ExtendInput) error {
 		return fmt.Errorf("extend sweep %s: it has no trials cap (campaign-rounds budget %d); extend --campaign-rounds", sweep, st.Budget)
 	}
 	return nil
+}
+
+// End is the virtual time at which t's current action ends.
+func (t SearchTrial) End() int { return t.Start + t.Target - t.FromRound }
+
+// Finished reports whether every campaign of t's current action has
+// ended (its result pending until the trial reports).
+func (t SearchTrial) Finished() bool {
+	for _, c := range t.Campaigns {
+		if c.Running && c.Pending == nil {
+			return false
+		}
+	}
+	return true
 }

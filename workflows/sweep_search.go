@@ -44,7 +44,8 @@ func (s *sweep) runSearch(ctx workflow.Context, in pipeline.SweepWorkflowInput) 
 		return pipeline.SweepWorkflowOutput{}, err
 	}
 	s.search.perTrial = len(probe)
-	room := max(spec.Concurrency, s.search.perTrial)
+	// Trials at once: the campaigns Concurrency allows, one trial at least.
+	slots := max(1, spec.Concurrency/s.search.perTrial)
 	actx := workflow.WithActivityOptions(ctx, serverActivityOptions())
 
 	startedThisRun := 0
@@ -52,36 +53,44 @@ func (s *sweep) runSearch(ctx workflow.Context, in pipeline.SweepWorkflowInput) 
 		return startedThisRun >= spec.ContinueAsNewEvery || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
 	}
 	for {
-		var canAsk bool
+		var canAsk, canReport bool
+		var due int
 		err := workflow.Await(ctx, func() bool {
-			canAsk = !s.st.Paused && !s.st.Stopping && !s.search.idle &&
-				len(s.running)+s.search.perTrial <= room && !runLimitReached()
-			drained := len(s.running) == 0 && (s.st.Stopping || s.search.idle || runLimitReached())
-			return canAsk || drained
+			running := 0
+			due, running = nextDue(ss.Trials)
+			canAsk = !s.st.Paused && !s.st.Stopping && !s.search.idle && running < slots && !runLimitReached()
+			canReport = due >= 0 && ss.Trials[due].Finished()
+			drained := running == 0 && (s.st.Stopping || s.search.idle || runLimitReached())
+			return canAsk || canReport || drained
 		})
 		if err != nil {
 			return pipeline.SweepWorkflowOutput{}, err
 		}
-		if !canAsk {
-			break
-		}
-		var next pipeline.SearchNextOutput
-		err = workflow.ExecuteActivity(actx, pipeline.ActivitySearchNext, pipeline.SearchNextInput{
-			Search: q, MaxRounds: spec.Rounds, PerTrial: s.search.perTrial,
-			Budget: ss.Budget, Trials: ss.TrialCap, History: historyOf(ss.Trials),
-		}).Get(ctx, &next)
-		if err != nil {
-			return pipeline.SweepWorkflowOutput{}, fmt.Errorf("sweep %s: search: %w", spec.Sweep, err)
-		}
-		if next.Action == nil {
-			s.search.idle, s.search.why = true, next.Reason
+		switch {
+		case canAsk:
+			var next pipeline.SearchNextOutput
+			err = workflow.ExecuteActivity(actx, pipeline.ActivitySearchNext, pipeline.SearchNextInput{
+				Search: q, MaxRounds: spec.Rounds, PerTrial: s.search.perTrial,
+				Budget: ss.Budget, Trials: ss.TrialCap, History: historyOf(ss.Trials),
+			}).Get(ctx, &next)
+			if err != nil {
+				return pipeline.SweepWorkflowOutput{}, fmt.Errorf("sweep %s: search: %w", spec.Sweep, err)
+			}
+			if next.Action == nil {
+				s.search.idle, s.search.why = true, next.Reason
+				continue
+			}
+			n, err := s.act(ctx, *next.Action, next.Config)
+			if err != nil {
+				return pipeline.SweepWorkflowOutput{}, err
+			}
+			startedThisRun += n
+			continue
+		case canReport:
+			s.report(due)
 			continue
 		}
-		n, err := s.act(ctx, *next.Action, next.Config)
-		if err != nil {
-			return pipeline.SweepWorkflowOutput{}, err
-		}
-		startedThisRun += n
+		break
 	}
 
 	if !s.st.Stopping && !s.search.idle {
@@ -177,7 +186,7 @@ func (s *sweep) act(ctx workflow.Context, a search.Action, config []method.Param
 		return 0, fmt.Errorf("sweep %s: search action %q: unknown", s.spec.Sweep, a.Kind)
 	}
 	t := &ss.Trials[ti]
-	t.State, t.Rung, t.Bracket, t.FromRound, t.Target = search.Running, a.Rung, a.Bracket, a.FromRound, a.ToRound
+	t.State, t.Rung, t.Bracket, t.FromRound, t.Target, t.Start = search.Running, a.Rung, a.Bracket, a.FromRound, a.ToRound, ss.Now
 	stopAfter := a.ToRound
 	if stopAfter >= s.spec.Rounds {
 		stopAfter = 0
@@ -196,28 +205,58 @@ func (s *sweep) act(ctx workflow.Context, a search.Action, config []method.Param
 	return len(t.Campaigns), nil
 }
 
-// campaignDone records campaign j of trial ti's outcome and, when it was
-// the trial's last running one, the trial's new state.
+// campaignDone keeps campaign j of trial ti's result until the trial
+// reports (report).
 func (s *sweep) campaignDone(ti, j int, o pipeline.CampaignOutcome, out pipeline.CampaignWorkflowOutput) {
-	t := &s.st.Search.Trials[ti]
-	c := &t.Campaigns[j]
+	c := &s.st.Search.Trials[ti].Campaigns[j]
 	if o.State == pipeline.StateFailed {
 		// A failure may say nothing of the rounds it had committed.
 		o.RoundsDone = max(o.RoundsDone, c.Outcome.RoundsDone)
 	}
-	c.Outcome, c.Running, c.Resume = o, false, out.Resume
+	r := &pipeline.SearchResult{Outcome: o, Resume: out.Resume}
 	if o.State != pipeline.StateFailed {
-		c.Values = out.ValAUCCurve
+		r.Values = out.ValAUCCurve
 		if s.spec.Search.Objective == pipeline.ObjectiveValAcc {
-			c.Values = out.ValAccCurve
+			r.Values = out.ValAccCurve
 		}
 	}
-	s.search.idle = false
+	c.Pending = r
+}
+
+// nextDue returns the running trial whose action ends first in virtual
+// time (the lower index on ties; −1 when none runs) and how many run.
+func nextDue(trials []pipeline.SearchTrial) (due, running int) {
+	due = -1
+	for i, t := range trials {
+		if t.State != search.Running {
+			continue
+		}
+		running++
+		if due < 0 || t.End() < trials[due].End() {
+			due = i
+		}
+	}
+	return due, running
+}
+
+// report takes trial ti's finished action's results: the sweep's virtual
+// time moves to the action's end, each campaign's pending result becomes
+// its outcome, and the trial becomes failed (a campaign failed), pruned
+// (the sweep stopped it), paused at its rung, or complete.
+func (s *sweep) report(ti int) {
+	ss := s.st.Search
+	t := &ss.Trials[ti]
+	ss.Now = max(ss.Now, t.End())
 	var failed, stopped, paused bool
-	for _, c := range t.Campaigns {
+	for j := range t.Campaigns {
+		c := &t.Campaigns[j]
+		if r := c.Pending; r != nil {
+			c.Outcome, c.Resume, c.Pending, c.Running = r.Outcome, r.Resume, nil, false
+			if r.Outcome.State != pipeline.StateFailed {
+				c.Values = r.Values
+			}
+		}
 		switch {
-		case c.Running:
-			return // the trial reports when all its campaigns have
 		case c.Outcome.State == pipeline.StateFailed:
 			failed = true
 		case c.Outcome.State == pipeline.StatePaused && c.Resume != nil:
@@ -236,6 +275,7 @@ func (s *sweep) campaignDone(ti, j int, o pipeline.CampaignOutcome, out pipeline
 	default:
 		t.State = search.Complete
 	}
+	s.search.idle = false
 }
 
 // historyOf returns trials without their resume states, which SearchNext
@@ -245,7 +285,9 @@ func historyOf(trials []pipeline.SearchTrial) []pipeline.SearchTrial {
 	for i, t := range trials {
 		t.Campaigns = append([]pipeline.SearchCampaign(nil), t.Campaigns...)
 		for j := range t.Campaigns {
-			t.Campaigns[j].Resume = nil
+			// A result not yet reported stays hidden: the campaign
+			// still counts as running, with its outcome before.
+			t.Campaigns[j].Resume, t.Campaigns[j].Pending = nil, nil
 		}
 		out[i] = t
 	}
