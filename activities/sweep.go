@@ -74,10 +74,18 @@ func (s *Server) BuildSweepResults(ctx context.Context, in pipeline.BuildSweepRe
 	}
 	campaigns, err := in.Spec.Campaigns()
 	if in.Spec.Search != nil {
-		campaigns, err = in.Spec.SearchCampaigns(in.Trials)
+		if in.Search == nil {
+			return pipeline.BuildSweepResultsOutput{}, temporal.NewNonRetryableApplicationError("search sweep without its record", pipeline.ErrTypeInvalidSpec, nil)
+		}
+		campaigns, err = in.Spec.SearchCampaigns(in.Search.Trials)
 	}
 	if err != nil {
 		return pipeline.BuildSweepResultsOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrTypeInvalidSpec, err)
+	}
+	if in.Search != nil {
+		if _, err := s.store.PutJSON(ctx, artifact.SweepSearchKey(in.Spec.Sweep), in.Search); err != nil {
+			return pipeline.BuildSweepResultsOutput{}, err
+		}
 	}
 	var results []store.SweepResultRow
 	var curves []store.SweepCurveRow

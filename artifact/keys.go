@@ -275,6 +275,10 @@ func SweepResultsKey(sweep string) string { return SweepPrefix(sweep) + "results
 // SweepCurvesKey is "sweeps/<sweep>/curves.parquet": one row per campaign and round.
 func SweepCurvesKey(sweep string) string { return SweepPrefix(sweep) + "curves.parquet" }
 
+// SweepSearchKey is an adaptive sweep's record of trials and actions
+// (pipeline.SearchRecord).
+func SweepSearchKey(sweep string) string { return SweepPrefix(sweep) + "search.json" }
+
 // RoundFolder returns the round of a key under a round of campaign and the
 // folder it sits in within the round ("models" for ModelKey, "control" for
 // ControlKey, "" for a file directly in the round such as ManifestKey). A

@@ -89,63 +89,17 @@ func (s *Service) ReplayTable(ctx context.Context, sweep string, o ReplayTableOp
 	if err != nil {
 		return search.Table{}, fmt.Errorf("sweep %s: %w", sweep, err)
 	}
-	_, cb, err := s.Store.GetKey(ctx, artifact.SweepCurvesKey(sweep))
-	if err != nil {
-		return search.Table{}, fmt.Errorf("sweep %s: %w", sweep, err)
-	}
-	curves, err := store.DecodeSweepCurves(cb)
+	means, err := s.settingCurves(ctx, sweep, m, o.Federations, o.Metric)
 	if err != nil {
 		return search.Table{}, err
 	}
-	type sums struct{ val, test []float64 }
-	perSetting := map[string]map[string]*sums{} // setting → campaign → its curve
-	for _, c := range curves {
-		if c.Method != m || (len(o.Federations) > 0 && !slices.Contains(o.Federations, c.Federation)) || c.Outcome != pipeline.OutcomeCommitted {
-			continue
-		}
-		v, t := c.ValAUC, c.AUC
-		if o.Metric == "val_acc" {
-			v, t = c.ValAcc, c.Acc
-		}
-		if math.IsNaN(v) {
-			return search.Table{}, inputErrorf("sweep %s: campaign %s has no validation metric: run the grid with validation_fraction > 0 (a replay never selects on the test split)", sweep, c.Campaign)
-		}
-		if perSetting[c.Setting] == nil {
-			perSetting[c.Setting] = map[string]*sums{}
-		}
-		cs := perSetting[c.Setting][c.Campaign]
-		if cs == nil {
-			cs = &sums{}
-			perSetting[c.Setting][c.Campaign] = cs
-		}
-		if c.Round != len(cs.val)+1 {
-			return search.Table{}, fmt.Errorf("sweep %s: campaign %s: round %d out of order in curves.parquet", sweep, c.Campaign, c.Round)
-		}
-		cs.val, cs.test = append(cs.val, v), append(cs.test, t)
-	}
 	table := search.Table{Space: space}
 	for _, st := range settings {
-		camps := perSetting[st.Label]
-		if len(camps) == 0 {
+		mc := means[st.Label]
+		if mc == nil {
 			return search.Table{}, fmt.Errorf("sweep %s: setting %s has no committed rounds", sweep, st.Label)
 		}
-		ids := make([]string, 0, len(camps))
-		for id := range camps {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids) // the mean's summation order, fixed
-		rounds := len(camps[ids[0]].val)
-		row := search.TableRow{Val: make([]float64, rounds), Test: make([]float64, rounds)}
-		for _, id := range ids {
-			c := camps[id]
-			if len(c.val) != rounds {
-				return search.Table{}, fmt.Errorf("sweep %s: setting %s: campaign %s has %d rounds, another %d", sweep, st.Label, id, len(c.val), rounds)
-			}
-			for r := range rounds {
-				row.Val[r] += c.val[r] / float64(len(ids))
-				row.Test[r] += c.test[r] / float64(len(ids))
-			}
-		}
+		row := search.TableRow{Val: mc.Val, Test: mc.Test}
 		for _, n := range names {
 			i := slices.IndexFunc(st.Set, func(pv method.ParamValue) bool { return pv.Name == n })
 			if i < 0 {
@@ -156,4 +110,75 @@ func (s *Service) ReplayTable(ctx context.Context, sweep string, o ReplayTableOp
 		table.Rows = append(table.Rows, row)
 	}
 	return table, nil
+}
+
+// meanCurve is one setting's per-round mean, over its campaigns, of the
+// validation metric and the matching test metric.
+type meanCurve struct {
+	Val, Test []float64
+	Campaigns int
+}
+
+// settingCurves reads sweep's curves.parquet and returns, per setting
+// label, the mean over its campaigns (method m, federations feds or all)
+// of metric (val_auc or val_acc) and of the matching test metric, round by
+// round over the rounds every one of them committed. A campaign without
+// the validation metric is refused: nothing here selects on the test split.
+func (s *Service) settingCurves(ctx context.Context, sweep, m string, feds []string, metric string) (map[string]*meanCurve, error) {
+	_, cb, err := s.Store.GetKey(ctx, artifact.SweepCurvesKey(sweep))
+	if err != nil {
+		return nil, fmt.Errorf("sweep %s: %w", sweep, err)
+	}
+	curves, err := store.DecodeSweepCurves(cb)
+	if err != nil {
+		return nil, err
+	}
+	type one struct{ val, test []float64 }
+	perSetting := map[string]map[string]*one{} // setting → campaign → its curve
+	for _, c := range curves {
+		if c.Method != m || (len(feds) > 0 && !slices.Contains(feds, c.Federation)) || c.Outcome != pipeline.OutcomeCommitted {
+			continue
+		}
+		v, t := c.ValAUC, c.AUC
+		if metric == "val_acc" {
+			v, t = c.ValAcc, c.Acc
+		}
+		if math.IsNaN(v) {
+			return nil, inputErrorf("sweep %s: campaign %s has no validation metric: run the grid with validation_fraction > 0 (a replay never selects on the test split)", sweep, c.Campaign)
+		}
+		if perSetting[c.Setting] == nil {
+			perSetting[c.Setting] = map[string]*one{}
+		}
+		cs := perSetting[c.Setting][c.Campaign]
+		if cs == nil {
+			cs = &one{}
+			perSetting[c.Setting][c.Campaign] = cs
+		}
+		if c.Round != len(cs.val)+1 {
+			return nil, fmt.Errorf("sweep %s: campaign %s: round %d out of order in curves.parquet", sweep, c.Campaign, c.Round)
+		}
+		cs.val, cs.test = append(cs.val, v), append(cs.test, t)
+	}
+	out := map[string]*meanCurve{}
+	for label, camps := range perSetting {
+		ids := make([]string, 0, len(camps))
+		for id := range camps {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids) // the mean's summation order, fixed
+		rounds := len(camps[ids[0]].val)
+		for _, id := range ids {
+			rounds = min(rounds, len(camps[id].val))
+		}
+		mc := &meanCurve{Val: make([]float64, rounds), Test: make([]float64, rounds), Campaigns: len(ids)}
+		for _, id := range ids {
+			c := camps[id]
+			for r := range rounds {
+				mc.Val[r] += c.val[r] / float64(len(ids))
+				mc.Test[r] += c.test[r] / float64(len(ids))
+			}
+		}
+		out[label] = mc
+	}
+	return out, nil
 }

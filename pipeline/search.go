@@ -88,6 +88,31 @@ func (q SweepSearch) validate(s SweepSpec) error {
 	return nil
 }
 
+// SearchEvent is one action of an adaptive sweep: it started trial
+// Trial's campaigns (Kind search.Start) or resumed them (search.Promote) at
+// virtual time Start to train rounds From+1 … To, its rung Rung.
+type SearchEvent struct {
+	Kind  search.ActionKind `json:"kind"`
+	Trial int               `json:"trial"`
+	Rung  int               `json:"rung"`
+	From  int               `json:"from"`
+	To    int               `json:"to"`
+	Start int               `json:"start"`
+}
+
+// SearchRecord is sweeps/<sweep>/search.json, written with the results: an
+// adaptive sweep's trials (without resume states), its actions and its
+// limits, from which `starter sweep report` draws the best-so-far curve
+// and the rung table.
+type SearchRecord struct {
+	Search   SweepSearch   `json:"search"`
+	PerTrial int           `json:"per_trial"`
+	Budget   int           `json:"budget"`
+	TrialCap int           `json:"trial_cap"`
+	Trials   []SearchTrial `json:"trials"`
+	Events   []SearchEvent `json:"events"`
+}
+
 // SearchTrialLabel is the setting label of trial i, "t0007": part of its
 // campaigns' names.
 func SearchTrialLabel(i int) string { return fmt.Sprintf("t%04d", i) }
@@ -104,6 +129,8 @@ type SearchState struct {
 	// decisions depend on no timing, and equal search.Replay's at the same
 	// concurrency.
 	Now int `json:"now"`
+	// Events are the actions taken, in the order the sweep took them.
+	Events []SearchEvent `json:"events,omitempty"`
 	// Budget and TrialCap are the sweep's limits (SweepSearch's Budget
 	// and Trials, 0: none) as extended since.
 	Budget   int `json:"budget,omitempty"`

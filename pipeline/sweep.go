@@ -494,9 +494,10 @@ type RecordSweepOutput struct {
 type BuildSweepResultsInput struct {
 	Spec     SweepSpec         `json:"spec"`
 	Outcomes []CampaignOutcome `json:"outcomes"`
-	// Trials are an adaptive sweep's trials (without resume states):
-	// Outcomes' indices refer to Spec.SearchCampaigns(Trials).
-	Trials []SearchTrial `json:"trials,omitempty"`
+	// Search is an adaptive sweep's record, written as
+	// sweeps/<sweep>/search.json; Outcomes' indices refer to
+	// Spec.SearchCampaigns(Search.Trials).
+	Search *SearchRecord `json:"search,omitempty"`
 }
 
 // BuildSweepResultsOutput: the two tables.

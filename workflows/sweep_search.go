@@ -111,7 +111,9 @@ func (s *sweep) runSearch(ctx workflow.Context, in pipeline.SweepWorkflowInput) 
 	}())
 	var res pipeline.BuildSweepResultsOutput
 	if err := workflow.ExecuteActivity(rctx, pipeline.ActivityBuildSweepResults,
-		pipeline.BuildSweepResultsInput{Spec: spec, Outcomes: outcomes, Trials: historyOf(ss.Trials)}).Get(ctx, &res); err != nil {
+		pipeline.BuildSweepResultsInput{Spec: spec, Outcomes: outcomes, Search: &pipeline.SearchRecord{
+			Search: q, PerTrial: s.search.perTrial, Budget: ss.Budget, TrialCap: ss.TrialCap, Trials: historyOf(ss.Trials), Events: ss.Events,
+		}}).Get(ctx, &res); err != nil {
 		return pipeline.SweepWorkflowOutput{}, fmt.Errorf("sweep %s: build results: %w", spec.Sweep, err)
 	}
 	s.finished = pipeline.SweepDone
@@ -187,6 +189,7 @@ func (s *sweep) act(ctx workflow.Context, a search.Action, config []method.Param
 	}
 	t := &ss.Trials[ti]
 	t.State, t.Rung, t.Bracket, t.FromRound, t.Target, t.Start = search.Running, a.Rung, a.Bracket, a.FromRound, a.ToRound, ss.Now
+	ss.Events = append(ss.Events, pipeline.SearchEvent{Kind: a.Kind, Trial: a.Trial, Rung: a.Rung, From: a.FromRound, To: a.ToRound, Start: ss.Now})
 	stopAfter := a.ToRound
 	if stopAfter >= s.spec.Rounds {
 		stopAfter = 0

@@ -21,6 +21,9 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(args) > 0 && args[0] == "replay" {
 		return runSweepReplay(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "report" {
+		return runSweepReport(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) > 0 && args[0] == "extend" {
 		return runSweepExtend(ctx, args[1:], stdout, stderr)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/ptopofl/ptopofl/campaign"
 	"github.com/ptopofl/ptopofl/internal/connect"
 	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/report"
 )
 
 // TestSearchSweepLocal runs an ASHA sweep over β and the clusters of
@@ -124,6 +125,30 @@ seed: 3
 	}
 	if code, _, stderr := runCLI("verify", promoted, "--local", "--data-dir", dataDir); code != exitOK {
 		t.Errorf("verify %s: exit %d: %s", promoted, code, stderr)
+	}
+
+	// The report: its curve ends at the rounds spent on the best trial;
+	// report.html and the figure are written.
+	repDir := filepath.Join(tmp, "report")
+	code, stdout, stderr := runCLI("sweep", "report", "live-search", "--out", repDir, "--local", "--data-dir", dataDir, "--format", "json")
+	if code != exitOK {
+		t.Fatalf("sweep report: exit %d: %s", code, stderr)
+	}
+	var rep report.SearchInput
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("sweep report json: %v\n%s", err, stdout)
+	}
+	if n := len(rep.Curve); n == 0 || rep.Spent != out.RoundsSpent || rep.Curve[n-1].Spent != out.RoundsSpent ||
+		pipeline.SearchTrialLabel(rep.Curve[n-1].Trial) != out.Rows[0].Setting || len(rep.Trials) != out.Trials {
+		t.Errorf("report: spent %d, %d trials, curve %+v; sweep: %d rounds, %d trials, best %s", rep.Spent, len(rep.Trials), rep.Curve, out.RoundsSpent, out.Trials, out.Rows[0].Setting)
+	}
+	for _, f := range []string{"report.html", "report.md", "fig_search_best.png", "fig_search_best.svg"} {
+		if _, err := os.Stat(filepath.Join(repDir, f)); err != nil {
+			t.Errorf("report: %v", err)
+		}
+	}
+	if code, _, stderr := runCLI("sweep", "report", "no-such-sweep", "--local", "--data-dir", dataDir); code != exitInput || !strings.Contains(stderr, "no search record") {
+		t.Errorf("report of a missing sweep: exit %d: %s", code, stderr)
 	}
 
 	// Re-running the file re-attaches to the finished sweep.
