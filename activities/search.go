@@ -3,6 +3,8 @@ package activities
 import (
 	"context"
 	"math"
+	"slices"
+	"strings"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -68,13 +70,16 @@ func trialValues(t pipeline.SearchTrial) []float64 {
 	for _, c := range t.Campaigns {
 		n = min(n, len(c.Values))
 	}
+	// Summed as `sweep replay` sums a grid's curves (campaign.ReplayTable):
+	// v/k in campaign-name order, so that a trial scores bit for bit what
+	// the same configuration scores in a replay over a grid.
+	cs := slices.SortedFunc(slices.Values(t.Campaigns), func(a, b pipeline.SearchCampaign) int { return strings.Compare(a.Campaign, b.Campaign) })
 	out := make([]float64, n)
+	k := float64(len(cs))
 	for r := range n {
-		sum := 0.0
-		for _, c := range t.Campaigns {
-			sum += c.Values[r]
+		for _, c := range cs {
+			out[r] += c.Values[r] / k
 		}
-		out[r] = sum / float64(len(t.Campaigns))
 	}
 	return out
 }
