@@ -70,6 +70,13 @@ type Config struct {
 	// weight is below it (FoolsGoldFlags). Default 0.01: the logit step
 	// sends the weights of sites it distrusts to exactly 0.
 	FoolsGoldFlagBelow float64
+	// Aggregation is pTopoFL's server rule (ClusterAggregation, the
+	// default when empty, or SoftmaxAggregation); SoftmaxLambda is λ of
+	// Eq. (12) and Barycentre the barycentre its distances are measured
+	// from (SoftmaxWeights).
+	Aggregation   Aggregation
+	SoftmaxLambda float64
+	Barycentre    Barycentre
 	// ClipNorm is the update-norm bound M of norm-clipped FedAvg
 	// (NormClippedAverage); 0, the default, uses each round's median update
 	// norm.
@@ -89,6 +96,7 @@ func DefaultConfig() Config {
 		TrimFraction: 0.2, KrumF: 1,
 		Detector: DescriptorDetector, LabelGap: 0.5,
 		FoolsGoldKappa: 1, FoolsGoldFlagBelow: 0.01, ClipNorm: 0,
+		Aggregation: ClusterAggregation, SoftmaxLambda: 1, Barycentre: MeanBarycentre,
 	}
 }
 

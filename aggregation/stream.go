@@ -63,6 +63,12 @@ func aggregateStream(in RoundInput, load SiteLoader) (RoundOutput, error) {
 	group := make([]int, k)
 	var top Topology
 	ptopofl := in.Method == learn.PTopoFL
+	softmax := ptopofl && in.Config.Aggregation == SoftmaxAggregation
+	switch in.Config.Aggregation {
+	case ClusterAggregation, SoftmaxAggregation, "":
+	default:
+		return RoundOutput{}, fmt.Errorf("unknown aggregation %q; want %q or %q", in.Config.Aggregation, ClusterAggregation, SoftmaxAggregation)
+	}
 	if ptopofl {
 		var err error
 		top, err = TopologyStep(TopologyInput{Round: in.Round, Sites: in.Sites, State: in.State, Config: in.Config})
@@ -75,6 +81,14 @@ func aggregateStream(in RoundInput, load SiteLoader) (RoundOutput, error) {
 		}
 		weight = ClusterWeights(top.Labels, n, top.CentreDistances, top.Trust, top.Lambda)
 		group = top.Labels
+		if softmax {
+			// Eq. (12): one global model, weights α_k; the topology step
+			// still measures trust, flags and drift, which it reports.
+			if weight, _, err = SoftmaxWeights(in.Sites, in.Config); err != nil {
+				return RoundOutput{}, err
+			}
+			group = make([]int, k)
+		}
 	} else {
 		for i, s := range in.Sites {
 			weight[i] = float64(s.N)
@@ -114,6 +128,19 @@ func aggregateStream(in RoundInput, load SiteLoader) (RoundOutput, error) {
 			}
 			control.add(1, ctl)
 		}
+	}
+	if softmax {
+		global := sums[0] // Σ α_k θ_k, Σ α_k = 1
+		models := make([][]float64, k)
+		for i := range models {
+			models[i] = global
+		}
+		return RoundOutput{
+			Models: models, ClusterModels: [][]float64{global}, Labels: group,
+			Trust: top.Trust, ZScores: top.ZScores, Flagged: top.Flagged,
+			Drift: top.Drift, Reclustered: top.Reclustered, Reassigned: top.Reassigned,
+			SiteWeights: weight, State: top.State,
+		}, nil
 	}
 	if ptopofl {
 		blended := BlendClusters(sums, sizes, in.Config.Beta)

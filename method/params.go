@@ -75,6 +75,11 @@ type Hyperparameters struct {
 	// DriftLRFactor multiplies a re-clustered site's local learning rate
 	// (§3.5).
 	DriftLRFactor float64 `json:"drift_lr_factor,omitempty"`
+	// TopoAggregation, SoftmaxLambda and Barycentre select pTopoFL's
+	// global softmax aggregation of Eq. (12) (aggregation.SoftmaxWeights).
+	TopoAggregation string  `json:"topo_aggregation,omitempty"`
+	SoftmaxLambda   float64 `json:"softmax_lambda,omitempty"`
+	Barycentre      string  `json:"barycentre,omitempty"`
 	// Trainer and TrainerParams select a site's own training program
 	// (model "external", see external.go).
 	Trainer       string        `json:"trainer,omitempty"`
@@ -545,6 +550,36 @@ var Params = []Param{
 				c.DriftLRFactor = v.Num // 0 in Config: off
 			}
 		}},
+	{Name: "topo_aggregation", Doc: `pTopoFL's server rule: "clusters", the paper's algorithm (§3.3: clusters, trust-weighted sums in them by Eq. 6, blended with the consensus by β, Eq. 7), or "softmax", the global rule of §1 and Eq. 12 that the convergence theorem is about: one model Σ α_k θ_k for every site, α_k ∝ exp(−λ d_k), d_k the site's distance to the federation's barycentre (see barycentre, softmax_lambda); trust, flags and drift are still measured and reported`, Kind: Text,
+		Methods: []learn.Method{learn.PTopoFL}, Quiet: true, Default: text(string(aggregation.ClusterAggregation)),
+		Check: func(v Value) string {
+			if v.Text != string(aggregation.ClusterAggregation) && v.Text != string(aggregation.SoftmaxAggregation) {
+				return `must be "clusters" or "softmax"`
+			}
+			return ""
+		},
+		field: func(h *Hyperparameters) any { return &h.TopoAggregation },
+		core:  func(v Value, c *Config) { c.Server.Aggregation = aggregation.Aggregation(v.Text) }},
+	{Name: "softmax_lambda", Doc: "λ of Eq. 12 (topo_aggregation softmax): α_k ∝ exp(−λ d_k); 0 weighs every site alike", Kind: Float,
+		Methods: []learn.Method{learn.PTopoFL}, Quiet: true, Default: num(1),
+		Check: func(v Value) string {
+			if !(v.Num >= 0 && v.Num <= 1000) {
+				return "must be in [0, 1000]"
+			}
+			return ""
+		},
+		field: func(h *Hyperparameters) any { return &h.SoftmaxLambda },
+		core:  func(v Value, c *Config) { c.Server.SoftmaxLambda = v.Num }},
+	{Name: "barycentre", Doc: `the barycentre topo_aggregation softmax measures d_k from: "mean", the mean of the l2-normalised descriptors in R^m (the paper's "in practice", after Thm 1), d_k = ‖φ̂_k − φ̄‖; or "frechet", a Fréchet mean of the sites' H0 and H1 diagrams (Turner et al. 2014), d_k their 2-Wasserstein distance to it (needs site_distance "wasserstein", which makes the sites release their diagrams)`, Kind: Text,
+		Methods: []learn.Method{learn.PTopoFL}, Quiet: true, Default: text(string(aggregation.MeanBarycentre)),
+		Check: func(v Value) string {
+			if v.Text != string(aggregation.MeanBarycentre) && v.Text != string(aggregation.FrechetBarycentre) {
+				return `must be "mean" or "frechet"`
+			}
+			return ""
+		},
+		field: func(h *Hyperparameters) any { return &h.Barycentre },
+		core:  func(v Value, c *Config) { c.Server.Barycentre = aggregation.Barycentre(v.Text) }},
 	// The sites' own training program (model "external"). Both are
 	// Quiet: a campaign of ours carries neither.
 	{Name: "trainer", Doc: `the name under which every site runs its own training program for model "external" (a site worker maps it to a command with --trainer NAME=COMMAND; the server never names a command)`, Kind: Text,
@@ -718,6 +753,17 @@ func (h Hyperparameters) Validate(m learn.Method) error {
 	}
 	if m == learn.PTopoFL && h.DriftLRFactor != 0 && h.DriftLRFactor != 1 && !h.IsDeep() && h.LocalSolver != learn.SolverGD {
 		return fmt.Errorf("hyperparameters.drift_lr_factor = %v: L-BFGS (local_solver %q) has no learning rate; set local_solver \"gd\"", h.DriftLRFactor, h.LocalSolver)
+	}
+	if m == learn.PTopoFL && h.TopoAggregation != string(aggregation.SoftmaxAggregation) {
+		switch {
+		case h.SoftmaxLambda != 0 && h.SoftmaxLambda != 1:
+			return fmt.Errorf("hyperparameters.softmax_lambda = %v: only with topo_aggregation \"softmax\"", h.SoftmaxLambda)
+		case h.Barycentre != "" && h.Barycentre != string(aggregation.MeanBarycentre):
+			return fmt.Errorf("hyperparameters.barycentre = %q: only with topo_aggregation \"softmax\"", h.Barycentre)
+		}
+	}
+	if m == learn.PTopoFL && h.Barycentre == string(aggregation.FrechetBarycentre) && h.SiteDistance != SiteWasserstein {
+		return fmt.Errorf(`hyperparameters.barycentre = "frechet": needs the sites' diagrams; set site_distance "wasserstein"`)
 	}
 	if h.ValidationFraction > 0 {
 		switch {
