@@ -47,12 +47,18 @@ func (s *Service) AwaitSweep(ctx context.Context, spec pipeline.SweepSpec, progr
 					}
 					last = st.CampaignsDone
 					el := time.Since(start)
-					eta := "--"
-					if n := st.CampaignsDone - first; n > 0 {
-						eta = FmtDuration(el.Seconds() / float64(n) * float64(st.CampaignsTotal-st.CampaignsDone))
+					if spec.Search != nil {
+						// An adaptive sweep's size is its budget's, not known ahead.
+						fmt.Fprintf(progress, "sweep %s  %s  trials %d  campaign runs %d/%d  %s  failed %d  running %d  elapsed %s\n",
+							spec.Sweep, spec.Search.Strategy, st.Trials, st.CampaignsDone, st.CampaignsTotal, st.State, st.Failed, len(st.Running), FmtDuration(el.Seconds()))
+					} else {
+						eta := "--"
+						if n := st.CampaignsDone - first; n > 0 {
+							eta = FmtDuration(el.Seconds() / float64(n) * float64(st.CampaignsTotal-st.CampaignsDone))
+						}
+						fmt.Fprintf(progress, "sweep %s  campaigns %d/%d  %s  failed %d  running %d  elapsed %s  eta %s\n",
+							spec.Sweep, st.CampaignsDone, st.CampaignsTotal, st.State, st.Failed, len(st.Running), FmtDuration(el.Seconds()), eta)
 					}
-					fmt.Fprintf(progress, "sweep %s  campaigns %d/%d  %s  failed %d  running %d  elapsed %s  eta %s\n",
-						spec.Sweep, st.CampaignsDone, st.CampaignsTotal, st.State, st.Failed, len(st.Running), FmtDuration(el.Seconds()), eta)
 				}
 				select {
 				case <-done:

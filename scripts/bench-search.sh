@@ -27,8 +27,13 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 DATA=$OUT/stack
 
+# A site's task queue is named after it: each federation's sites get
+# names of their own (h1-site0, …).
 for s in 1 2 3; do
-  [ -d "$OUT/hc$s" ] || bin/gendata healthcare --seed "$s" --out "$OUT/hc$s" >/dev/null
+  if [ ! -d "$OUT/hc$s" ]; then
+    bin/gendata healthcare --seed "$s" --out "$OUT/hc$s" >/dev/null
+    for f in "$OUT/hc$s"/site*.csv; do mv "$f" "$OUT/hc$s/h$s-$(basename "$f")"; done
+  fi
 done
 
 SPACE_GRID='{lr: [0.01, 0.03, 0.1, 0.3], steps: [10, 30, 60], beta: [0, 0.3, 0.6, 1]}'
