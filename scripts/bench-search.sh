@@ -14,14 +14,18 @@
 #    space of choices with the same budget: each trial runs on the three
 #    federations, one trial at a time as the replay does, so each live
 #    sweep must take exactly its replay's decisions; the table gives both.
+#    A live sweep trains a third of the grid (about two minutes here), so
+#    LIVE_SEEDS (default SEEDS) may run fewer seeds live than replayed.
 #
-# Usage: scripts/bench-search.sh   (env: OUT, SEEDS, LIVE, STRATEGIES)
+# A grid.json already in OUT is reused (delete it to train the grid again).
+# Usage: scripts/bench-search.sh   (env: OUT, SEEDS, LIVE_SEEDS, LIVE, STRATEGIES)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out/bench-search}
 SEEDS=${SEEDS:-10}
 STRATEGIES=${STRATEGIES:-"random tpe asha tpe+asha hyperband"}
 LIVE=${LIVE:-"tpe+asha random asha"}
+LIVE_SEEDS=${LIVE_SEEDS:-$SEEDS}
 DATA=$OUT/stack
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -47,9 +51,13 @@ hyperparameters: {validation_fraction: 0.2}
 grid: $SPACE_GRID
 concurrency: 3
 EOF
-start=$(date +%s.%N)
-bin/starter sweep "$OUT/grid.yaml" --local --data-dir "$DATA" --format json >"$OUT/grid.json"
-grid_s=$(python3 -c "import sys; print(f'{float(sys.argv[2])-float(sys.argv[1]):.0f}')" "$start" "$(date +%s.%N)")
+if [ ! -s "$OUT/grid.json" ]; then
+  start=$(date +%s.%N)
+  bin/starter sweep "$OUT/grid.yaml" --local --data-dir "$DATA" --format json >"$OUT/grid.json.tmp"
+  mv "$OUT/grid.json.tmp" "$OUT/grid.json"
+  python3 -c "import sys; print(f'{float(sys.argv[2])-float(sys.argv[1]):.0f}')" "$start" "$(date +%s.%N)" >"$OUT/grid.seconds"
+fi
+grid_s=$(cat "$OUT/grid.seconds")
 read -r GRID_ROUNDS GRID_BEST GRID_VAL GRID_SET < <(python3 - "$OUT/grid.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -67,8 +75,8 @@ done
 
 # Live sweeps.
 for s in $LIVE; do
-  for seed in $(seq 1 "$SEEDS"); do
-    name="live-${s/+/-}-$seed"
+  for seed in $(seq 1 "$LIVE_SEEDS"); do
+    name="search-${s/+/-}-$seed"
     cat >"$OUT/$name.yaml" <<EOF
 sweep: $name
 rounds: 15
@@ -77,10 +85,10 @@ methods: [ptopofl]
 federations: [{name: hc1, path: hc1}, {name: hc2, path: hc2}, {name: hc3, path: hc3}]
 hyperparameters: {validation_fraction: 0.2}
 concurrency: 3
-search:
+search:                      # the grid's space, in its order (the replay's)
+  - {name: beta, choice: [0, 0.3, 0.6, 1]}
   - {name: lr, choice: [0.01, 0.03, 0.1, 0.3]}
   - {name: steps, choice: [10, 30, 60]}
-  - {name: beta, choice: [0, 0.3, 0.6, 1]}
 strategy: $s
 budget: {campaign_rounds: $BUDGET}
 seed: $seed
@@ -91,7 +99,7 @@ EOF
   done
 done
 
-python3 - "$OUT" "$SEEDS" "$GRID_BEST" "$STRATEGIES" "$LIVE" <<'PY'
+python3 - "$OUT" "$LIVE_SEEDS" "$GRID_BEST" "$STRATEGIES" "$LIVE" <<'PY'
 import json, os, sys
 out, seeds, grid_best = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 strategies, live = sys.argv[4].split(), sys.argv[5].split()
@@ -105,7 +113,7 @@ for s in strategies:
     if s in live:
         lg, same, walls = [], 0, []
         for seed in range(1, seeds + 1):
-            name = f"live-{s.replace('+', '-')}-{seed}"
+            name = f"search-{s.replace('+', '-')}-{seed}"
             d = json.load(open(os.path.join(out, name + ".json")))
             b = d["best"]
             lg.append(grid_best - b["final_auc"])
