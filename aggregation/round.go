@@ -23,14 +23,14 @@ const (
 
 // Config holds every server-side hyper-parameter.
 type Config struct {
-	// M is pTopoFL's number of clusters (paper Table 4: 2 for Scenarios A/B);
+	// M is pTopoFL's number of clusters (paper Table 3: 2 for Scenarios A/B);
 	// 0 chooses M in [2, MaxAutoClusters] by silhouette.
 	M               int
 	MaxAutoClusters int
 	// Beta is the inter-cluster blending coefficient β of Eq. (7) (paper
-	// Table 4: 0.3).
+	// Table 3: 0.3).
 	Beta float64
-	// Tau is the anomaly z-score threshold τ (paper Table 4: 2.0 for the
+	// Tau is the anomaly z-score threshold τ (paper Table 3: 2.0 for the
 	// comparison, 1.8 for robustness): a site is flagged when z_k > Tau.
 	Tau float64
 	// FlagTrustBelow, if positive, replaces the z-score rule: a site is
@@ -83,7 +83,7 @@ type Config struct {
 	ClipNorm float64
 }
 
-// DefaultConfig returns the paper's server-side hyper-parameters (Table 4)
+// DefaultConfig returns the paper's server-side hyper-parameters (Table 3)
 // with the reference's trust clip, descriptor distance, flags by τ, and
 // drift re-clustering above 0.1 (a tenth of the unit-descriptor scale; the
 // paper gives no value).

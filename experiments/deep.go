@@ -11,7 +11,7 @@ import (
 )
 
 // The deep experiment's scenarios (the paper's Section 5, Scenarios C and
-// D; Table 3).
+// D; Table 2).
 const (
 	// ScenarioC is 10 sites of an image data set split by Dirichlet(α),
 	// α ∈ DeepAlphas: CIFAR-10 when its files are given, Fashion-MNIST
@@ -41,7 +41,7 @@ const (
 	femnistMinImage = 20
 )
 
-// deepMethods are Table 3's methods and the local-only baseline.
+// deepMethods are Table 2's methods and the local-only baseline.
 var deepMethods = []learn.Method{learn.PTopoFL, learn.FedAvg, learn.FedProx, learn.SCAFFOLD, learn.PFedMe, learn.LocalOnly}
 
 // DeepSettings are the deep experiment's settings: every method under its
@@ -90,7 +90,7 @@ func deepPresets(preset string) (c, d string, err error) {
 }
 
 // buildDeep plans the deep experiment: per seed, Scenario C at each α of
-// DeepAlphas and Scenario D, every method of Table 3 and local training.
+// DeepAlphas and Scenario D, every method of Table 2 and local training.
 func buildDeep(p *Plan, o Options) error {
 	c, d, err := deepPresets(o.Preset)
 	if err != nil {

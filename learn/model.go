@@ -80,7 +80,7 @@ type Model interface {
 // by the intercept.
 type Logistic struct {
 	Features int
-	// C is the inverse regularisation strength (the paper's Table 4: 1.0).
+	// C is the inverse regularisation strength (the paper's Table 3: 1.0).
 	C float64
 }
 

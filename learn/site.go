@@ -91,7 +91,7 @@ type GDConfig struct {
 
 // SiteConfig holds every site-side hyper-parameter.
 type SiteConfig struct {
-	// C is logistic regression's inverse L2 strength (paper Table 4: 1.0).
+	// C is logistic regression's inverse L2 strength (paper Table 3: 1.0).
 	C float64
 	// LocalSolver selects how LocalOnly, FedAvg, pTopoFL and the robust
 	// baselines train: SolverLBFGS ("" means it too) with LBFGS, or
@@ -115,7 +115,7 @@ type SiteConfig struct {
 }
 
 // DefaultSiteConfig returns the paper's and the reference's site-side
-// hyper-parameters (paper Table 4 and §4.1; expected.json
+// hyper-parameters (paper Table 3 and §4.1; expected.json
 // `hyperparameters`), with SCAFFOLD correct.
 func DefaultSiteConfig() SiteConfig {
 	return SiteConfig{

@@ -54,7 +54,7 @@ var Presets = []string{Default, Paper, DeepC, DeepD, DeepSmall, DeepDSmall}
 var DeepPresets = []string{DeepC, DeepD, DeepSmall, DeepDSmall}
 
 // Rounds returns the number of rounds R a campaign under preset runs when
-// none is given: the paper's 15 for Scenarios A/B (Table 4), 100 for C,
+// none is given: the paper's 15 for Scenarios A/B (Table 3), 100 for C,
 // 200 for D, 20 for the small variants (the anchor's protocol).
 func Rounds(preset string) int {
 	switch preset {

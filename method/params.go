@@ -218,7 +218,7 @@ func atLeast(lo float64) func(Value) string {
 }
 
 // Params declares every hyper-parameter, in the order of Hyperparameters'
-// fields. Defaults are the paper's (Table 4 for Scenarios A/B and the
+// fields. Defaults are the paper's (Table 3 for Scenarios A/B and the
 // baselines' settings in golden/paper/expected.json) unless a Doc says
 // otherwise; the L-BFGS stop is our tight one (gradient 1e-10), not
 // scikit-learn's tol = 1e-4, so that the optimum does not depend on the

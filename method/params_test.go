@@ -50,7 +50,7 @@ func TestParamsCoverEveryField(t *testing.T) {
 	}
 }
 
-// TestPresets pins the presets to the paper's values (Table 4, §4.1 and
+// TestPresets pins the presets to the paper's values (Table 3, §4.1 and
 // golden/paper/expected.json `hyperparameters`, as learn.DefaultSiteConfig
 // and aggregation.DefaultConfig document them) and to the paper preset's
 // four differences.

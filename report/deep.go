@@ -53,7 +53,7 @@ type DeepScenario struct {
 	Methods []DeepMethodRuns
 }
 
-// DeepInput is the input of Deep: the paper's Scenarios C and D (Table 3).
+// DeepInput is the input of Deep: the paper's Scenarios C and D (Table 2).
 type DeepInput struct {
 	Title string
 	// Reference is the method every other is compared to; empty means
@@ -65,7 +65,7 @@ type DeepInput struct {
 	Notes []string
 }
 
-// Deep builds the report of the deep experiment (the paper's Table 3): per
+// Deep builds the report of the deep experiment (the paper's Table 2): per
 // scenario, every method's final top-1 accuracy after the local update
 // and after the aggregation as mean ± sample std over seeds, the paired
 // differences reference − method after the aggregation (paired t and
@@ -82,7 +82,7 @@ func Deep(in DeepInput) (*Report, error) {
 	if ref == "" {
 		ref = DefaultReference
 	}
-	d := newDocument(in.Title, "Table 3: deep models (Scenarios C and D)")
+	d := newDocument(in.Title, "Table 2: deep models (Scenarios C and D)")
 	d.para("Top-1 accuracy on each site's test split, mean over sites, then mean ± sample standard deviation over seeds, at the last round. " +
 		"After the local update: each site's model right after its local training, before the aggregation (the mean site top-1 of PyTorch federated loops). " +
 		"After the aggregation: the model the site holds for the next round (FedAvg's global model, pTopoFL's blended cluster model, pFedMe's personal model, a local-only site's own model).")

@@ -11,7 +11,7 @@ import (
 // or method.Preset), how many rounds, and the method seed.
 type Config struct {
 	method.Config
-	// Rounds is R (paper Table 4: 15 for Scenarios A/B).
+	// Rounds is R (paper Table 3: 15 for Scenarios A/B).
 	Rounds int
 	// Seed is the method seed; site k draws its round-1 parameters from
 	// Seed + k (the reference used 242 for FedProx, 342 for SCAFFOLD and 442

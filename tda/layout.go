@@ -5,7 +5,7 @@ package tda
 // homology dimension, H0 before H1 (see ComputeDescriptor, step 6). Code
 // outside tda indexes a descriptor only through these names.
 const (
-	// BettiSteps is the Betti-curve resolution L of the paper (Table 4: 20).
+	// BettiSteps is the Betti-curve resolution L of the paper (Table 3: 20).
 	BettiSteps = bettiSteps
 	// BettiH0 and BettiH1 are the first indices of the H0 and H1 Betti
 	// curves.
