@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -59,11 +60,12 @@ type searchHarness struct {
 	trained map[string][]int // campaign → rounds trained, in order
 	starts  []string         // "campaign from→to" per child run, in start order
 	results *pipeline.BuildSweepResultsInput
+	failClusters float64 // campaigns of trials with this many clusters fail in round 1 (−1: none)
 }
 
 func newSearchHarness(t *testing.T) *searchHarness {
 	var ts testsuite.WorkflowTestSuite
-	h := &searchHarness{env: ts.NewTestWorkflowEnvironment(), trained: map[string][]int{}}
+	h := &searchHarness{env: ts.NewTestWorkflowEnvironment(), trained: map[string][]int{}, failClusters: -1}
 	RegisterSweep(h.env)
 	Register(h.env)
 	h.env.RegisterActivityWithOptions(func(context.Context, pipeline.RecordSweepInput) (pipeline.RecordSweepOutput, error) {
@@ -89,6 +91,9 @@ func newSearchHarness(t *testing.T) *searchHarness {
 				stop = in.StopAfterRound
 			}
 			config := trialConfig(in.Spec)
+			if config[1].Value == h.failClusters {
+				return pipeline.CampaignWorkflowOutput{}, temporal.NewNonRetryableApplicationError("invalid campaign spec: clusters", pipeline.ErrTypeInvalidSpec, nil)
+			}
 			h.mu.Lock()
 			h.starts = append(h.starts, fmt.Sprintf("%s %d→%d", in.Spec.Campaign, st.NextRound-1, stop))
 			h.mu.Unlock()
@@ -332,4 +337,48 @@ func TestValidateExtend(t *testing.T) {
 			t.Errorf("case %d: error %v; want one containing %q", i, err, c.want)
 		}
 	}
+}
+
+// TestSearchSweepFailedTrialAndStop: a trial whose campaigns fail is
+// recorded failed (status failed in the results) and the search goes on
+// without it; a stop update starts no new trial, stops the running
+// campaigns and builds the results from what ran, state stopped.
+func TestSearchSweepFailedTrialAndStop(t *testing.T) {
+	h := newSearchHarness(t)
+	h.failClusters = 1
+	spec := searchSpec(search.StrategyRandom, []uint64{1}, 200, 2)
+	h.env.RegisterDelayedCallback(func() {
+		h.env.UpdateWorkflow(pipeline.UpdateStop, "stop-1", &testsuite.TestUpdateCallback{
+			OnAccept: func() {}, OnReject: func(err error) { t.Errorf("stop rejected: %v", err) }, OnComplete: func(any, error) {},
+		}, pipeline.ControlInput{Reason: "enough"})
+	}, 150*time.Minute)
+	out, err := h.run(t, pipeline.SweepWorkflowInput{Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.State != pipeline.SweepStopped || h.results == nil {
+		t.Fatalf("state %s, results %v; want stopped with results", out.State, h.results)
+	}
+	failed, pruned := 0, 0
+	for _, o := range h.results.Outcomes {
+		switch {
+		case o.Search == nil:
+			t.Fatalf("outcome %s without search info", o.Campaign)
+		case o.Search.Status == string(search.Failed):
+			failed++
+			if o.State != pipeline.StateFailed {
+				t.Errorf("%s: status failed, state %s", o.Campaign, o.State)
+			}
+		case o.Search.Status == string(search.Pruned):
+			pruned++
+		}
+	}
+	spent := 0
+	for _, r := range h.trained {
+		spent += len(r)
+	}
+	if failed == 0 || spent >= 200 || len(h.results.Outcomes) < 3 {
+		t.Errorf("%d failed, %d pruned of %d trials, %d rounds trained: want a failed trial and a stop before the budget", failed, pruned, len(h.results.Outcomes), spent)
+	}
+	t.Logf("stopped after %d trials (%d failed, %d pruned), %d campaign-rounds", len(h.results.Outcomes), failed, pruned, spent)
 }
