@@ -56,10 +56,10 @@ func fakeVal(config []method.ParamValue, seed uint64, r, rounds int) float64 {
 type searchHarness struct {
 	env *testsuite.TestWorkflowEnvironment
 
-	mu      sync.Mutex
-	trained map[string][]int // campaign → rounds trained, in order
-	starts  []string         // "campaign from→to" per child run, in start order
-	results *pipeline.BuildSweepResultsInput
+	mu           sync.Mutex
+	trained      map[string][]int // campaign → rounds trained, in order
+	starts       []string         // "campaign from→to" per child run, in start order
+	results      *pipeline.BuildSweepResultsInput
 	failClusters float64 // campaigns of trials with this many clusters fail in round 1 (−1: none)
 }
 
