@@ -257,6 +257,15 @@ func (s *Service) sweepWorkflowID(ctx context.Context, campaign string) (string,
 		if err != nil {
 			return "", false, fmt.Errorf("read sweep %s: %w", sweep, err)
 		}
+		if spec.Search != nil {
+			// An adaptive sweep's campaigns are its trials', recorded
+			// (spec.json) as each trial starts.
+			var cs pipeline.CampaignSpec
+			if _, err := s.Store.GetJSONKey(ctx, artifact.SpecKey(campaign), &cs); err == nil {
+				return pipeline.SweepCampaignWorkflowID(sweep, campaign), true, nil
+			}
+			continue
+		}
 		campaigns, err := spec.Campaigns()
 		if err != nil {
 			return "", false, fmt.Errorf("sweep %s: %w", sweep, err)

@@ -123,8 +123,12 @@ seed: 3
 	if manifests != 9 {
 		t.Errorf("campaign %s: %d manifests; want 9, one per round", promoted, manifests)
 	}
-	if code, _, stderr := runCLI("verify", promoted, "--local", "--data-dir", dataDir); code != exitOK {
-		t.Errorf("verify %s: exit %d: %s", promoted, code, stderr)
+	if code, stdout, stderr := runCLI("verify", promoted, "--local", "--data-dir", dataDir); code != exitOK || strings.Contains(stdout+stderr, "not checked against Temporal") {
+		t.Errorf("verify %s: exit %d: %s%s", promoted, code, stdout, stderr)
+	}
+	// status finds a search sweep's campaign by its name alone.
+	if code, stdout, stderr := runCLI("status", promoted, "--local", "--data-dir", dataDir, "--format", "json"); code != exitOK || !strings.Contains(stdout, `"rounds_done":9`) {
+		t.Errorf("status %s: exit %d: %s%s", promoted, code, stdout, stderr)
 	}
 
 	// The report: its curve ends at the rounds spent on the best trial;
