@@ -6,28 +6,6 @@ import (
 	"testing"
 )
 
-// hausdorff is the Hausdorff distance between two finite point sets of
-// R^d, by brute force: the larger of the two directed distances
-// max_x min_y ‖x − y‖.
-func hausdorff(x, y [][]float64) float64 {
-	directed := func(a, b [][]float64) float64 {
-		worst := 0.0
-		for _, p := range a {
-			best := math.Inf(1)
-			for _, q := range b {
-				var s float64
-				for k := range p {
-					s += (p[k] - q[k]) * (p[k] - q[k])
-				}
-				best = math.Min(best, math.Sqrt(s))
-			}
-			worst = math.Max(worst, best)
-		}
-		return worst
-	}
-	return math.Max(directed(x, y), directed(y, x))
-}
-
 func ripsOf(t *testing.T, pts [][]float64) Diagram {
 	t.Helper()
 	m, err := EuclideanDistances(pts)
@@ -59,7 +37,7 @@ func TestStabilityHausdorff(t *testing.T) {
 	const eps = 0.1
 	x := [][]float64{{0, 0}, {1, 0}}
 	y := [][]float64{{-eps, 0}, {1 + eps, 0}}
-	dh := hausdorff(x, y)
+	dh := Hausdorff(x, y)
 	db := Bottleneck(ripsOf(t, x).H0, ripsOf(t, y).H0)
 	if math.Abs(dh-eps) > 1e-15 || math.Abs(db-2*eps) > 1e-12 {
 		t.Fatalf("case 0: d_H %v, W∞ %v; want %v and %v", dh, db, eps, 2*eps)
@@ -104,7 +82,7 @@ func TestStabilityHausdorff(t *testing.T) {
 			}
 			b = append(b, q)
 		}
-		dh := hausdorff(a, b)
+		dh := Hausdorff(a, b)
 		da, dbg := ripsOf(t, a), ripsOf(t, b)
 		for dimH, pair := range [][2][]Pair{{da.H0, dbg.H0}, {da.H1, dbg.H1}} {
 			w := Bottleneck(pair[0], pair[1])

@@ -1,61 +1,6 @@
 package theory
 
-import (
-	"testing"
-
-	"github.com/ptopofl/ptopofl/aggregation"
-	"github.com/ptopofl/ptopofl/eval"
-	"github.com/ptopofl/ptopofl/learn"
-	"github.com/ptopofl/ptopofl/tda"
-)
-
-// healthcareProblem is the convergence check's federation: eval.Healthcare
-// (the paper's Scenario A generator) at seed, each site standardised by
-// its own scaler as a pipeline site is, with FedAvg's weights p_k and
-// Eq. 12's softmax weights (mean barycentre, λ) from the sites'
-// descriptors of their raw training rows.
-func healthcareProblem(t *testing.T, seed uint64, lambda float64) ([]Site, []Aggregator) {
-	t.Helper()
-	fed, err := eval.Healthcare(eval.DefaultHealthcareOptions(seed))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sites []Site
-	var results []aggregation.SiteResult
-	n := 0
-	for _, sd := range fed.Sites {
-		sc, err := learn.FitStandardScaler(sd.XTrain)
-		if err != nil {
-			t.Fatal(err)
-		}
-		x, err := sc.Transform(sd.XTrain)
-		if err != nil {
-			t.Fatal(err)
-		}
-		y := make([]float64, len(sd.YTrain))
-		for i, v := range sd.YTrain {
-			y[i] = float64(v)
-		}
-		sites = append(sites, Site{X: x, Y: y})
-		n += len(x)
-		d, err := tda.ComputeDescriptor(sd.XTrain, tda.DescriptorOptions{Seed: seed})
-		if err != nil {
-			t.Fatal(err)
-		}
-		results = append(results, aggregation.SiteResult{Descriptor: d.Vector})
-	}
-	p := make([]float64, len(sites))
-	for i, s := range sites {
-		p[i] = float64(len(s.X)) / float64(n)
-	}
-	cfg := aggregation.DefaultConfig()
-	cfg.SoftmaxLambda = lambda
-	alpha, _, err := aggregation.SoftmaxWeights(results, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sites, []Aggregator{{"fedavg", p}, {"softmax", alpha}}
-}
+import "testing"
 
 // TestConvergenceHealthcare checks Thm 3.9 and Prop. 3.11 on
 // L2-regularised logistic regression (μ0 = 0.01, τ = 5 steps at 1/L, 300
@@ -73,8 +18,11 @@ func healthcareProblem(t *testing.T, seed uint64, lambda float64) ([]Site, []Agg
 //   - Prop. 3.11's B²_α ≤ B² is logged (it depends on the weights).
 func TestConvergenceHealthcare(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
-		sites, aggs := healthcareProblem(t, seed, 1)
-		c, err := Check(sites, aggs, ConvergenceOptions{Mu0: 0.01, Steps: 5, Rounds: 300})
+		sites, aggs, err := HealthcareProblem(seed, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := Check(sites, aggs, ConvergenceDefaults)
 		if err != nil {
 			t.Fatal(err)
 		}

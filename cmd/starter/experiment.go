@@ -54,9 +54,13 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	if len(rest) != 1 {
-		return inputErrorf("want one experiment: %s", strings.Join(experiments.Names, "|"))
+		return inputErrorf("want one experiment: %s|theory", strings.Join(experiments.Names, "|"))
 	}
 	name := rest[0]
+	if name == "theory" {
+		// The theorems are checked in process: no stack, no sweep.
+		return runTheory(*seeds, conn.format, stdout, stderr)
+	}
 	if err := conn.check(); err != nil {
 		return err
 	}
