@@ -111,6 +111,7 @@ type SearchRecord struct {
 	TrialCap int           `json:"trial_cap"`
 	Trials   []SearchTrial `json:"trials"`
 	Events   []SearchEvent `json:"events"`
+	Ended    string        `json:"ended,omitempty"` // SearchState.Ended
 }
 
 // SearchTrialLabel is the setting label of trial i, "t0007": part of its
@@ -131,6 +132,9 @@ type SearchState struct {
 	Now int `json:"now"`
 	// Events are the actions taken, in the order the sweep took them.
 	Events []SearchEvent `json:"events,omitempty"`
+	// Ended says why the search took no more action: search.WhyBudget,
+	// WhyTrials or WhyGrid ("" while running or when stopped).
+	Ended string `json:"ended,omitempty"`
 	// Budget and TrialCap are the sweep's limits (SweepSearch's Budget
 	// and Trials, 0: none) as extended since.
 	Budget   int `json:"budget,omitempty"`

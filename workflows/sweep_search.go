@@ -14,7 +14,7 @@ import (
 type searchSweep struct {
 	perTrial int  // campaigns per trial: federations × seeds
 	idle     bool // the last SearchNext took no action; ask again once a trial reports or the budget grows
-	why      string
+	why      string // its reason (search.WhyBudget, …), recorded as SearchState.Ended
 }
 
 // runSearch is SweepWorkflow for a sweep with a search (pipeline.SweepSearch):
@@ -103,6 +103,9 @@ func (s *sweep) runSearch(ctx workflow.Context, in pipeline.SweepWorkflowInput) 
 	}
 
 	s.building = true
+	if !s.st.Stopping {
+		ss.Ended = s.search.why
+	}
 	outcomes := searchOutcomes(ss.Trials)
 	rctx := workflow.WithActivityOptions(ctx, func() workflow.ActivityOptions {
 		o := serverActivityOptions()
@@ -112,7 +115,7 @@ func (s *sweep) runSearch(ctx workflow.Context, in pipeline.SweepWorkflowInput) 
 	var res pipeline.BuildSweepResultsOutput
 	if err := workflow.ExecuteActivity(rctx, pipeline.ActivityBuildSweepResults,
 		pipeline.BuildSweepResultsInput{Spec: spec, Outcomes: outcomes, Search: &pipeline.SearchRecord{
-			Search: q, PerTrial: s.search.perTrial, Budget: ss.Budget, TrialCap: ss.TrialCap, Trials: historyOf(ss.Trials), Events: ss.Events,
+			Search: q, PerTrial: s.search.perTrial, Budget: ss.Budget, TrialCap: ss.TrialCap, Trials: historyOf(ss.Trials), Events: ss.Events, Ended: ss.Ended,
 		}}).Get(ctx, &res); err != nil {
 		return pipeline.SweepWorkflowOutput{}, fmt.Errorf("sweep %s: build results: %w", spec.Sweep, err)
 	}

@@ -229,6 +229,9 @@ func TestSearchSweepMatchesReplay(t *testing.T) {
 			if spent != rep.Spent || spent > budget {
 				t.Errorf("case %d: trained %d campaign-rounds; replay %d, budget %d", i, spent, rep.Spent, budget)
 			}
+			if out.Search == nil || out.Search.Ended != search.WhyBudget && out.Search.Ended != search.WhyGrid {
+				t.Errorf("case %d: search ended %+v; want the budget's or the grid's end", i, out.Search)
+			}
 			if h.results == nil || len(h.results.Outcomes) != len(rep.Trials) || out.Search == nil || len(out.Search.Trials) != len(rep.Trials) {
 				t.Fatalf("case %d: results %v, output trials %v; want %d trials", i, h.results, out.Search, len(rep.Trials))
 			}
