@@ -12,8 +12,8 @@ import (
 
 // searchSweep is the adaptive part of a sweep's in-memory state.
 type searchSweep struct {
-	perTrial int  // campaigns per trial: federations × seeds
-	idle     bool // the last SearchNext took no action; ask again once a trial reports or the budget grows
+	perTrial int    // campaigns per trial: federations × seeds
+	idle     bool   // the last SearchNext took no action; ask again once a trial reports or the budget grows
 	why      string // its reason (search.WhyBudget, …), recorded as SearchState.Ended
 }
 
