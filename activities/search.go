@@ -2,12 +2,14 @@ package activities
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/search"
@@ -82,4 +84,32 @@ func trialValues(t pipeline.SearchTrial) []float64 {
 		}
 	}
 	return out
+}
+
+// SaveCampaignState writes a campaign's state as it pauses at an adaptive
+// sweep's rung (artifact.PausedStateKey, canonical JSON at a fixed key:
+// a retry writes the same bytes) and returns its reference, which the
+// sweep keeps instead of the state.
+func (s *Server) SaveCampaignState(ctx context.Context, in pipeline.SaveStateInput) (pipeline.ArtifactRef, error) {
+	if err := s.checkBucket(in.Bucket); err != nil {
+		return pipeline.ArtifactRef{}, err
+	}
+	if in.Round < 1 || in.State.NextRound != in.Round+1 {
+		return pipeline.ArtifactRef{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("campaign %s: a state after round %d whose next round is %d", in.Campaign, in.Round, in.State.NextRound), pipeline.ErrTypeInvalidSpec, nil)
+	}
+	return s.store.PutJSON(ctx, artifact.PausedStateKey(in.Campaign, in.Round), in.State)
+}
+
+// LoadCampaignState reads a paused campaign's state back, checking the
+// reference's SHA-256.
+func (s *Server) LoadCampaignState(ctx context.Context, ref pipeline.ArtifactRef) (pipeline.CampaignState, error) {
+	var st pipeline.CampaignState
+	if err := s.checkBucket(ref.Bucket); err != nil {
+		return st, err
+	}
+	if err := s.store.GetJSON(ctx, ref, &st); err != nil {
+		return st, fmt.Errorf("paused state %s: %w", ref.Key, err)
+	}
+	return st, nil
 }

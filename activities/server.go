@@ -51,6 +51,8 @@ func (s *Server) Register(r interface {
 	r.RegisterActivityWithOptions(s.RecordSweep, activity.RegisterOptions{Name: pipeline.ActivityRecordSweep})
 	r.RegisterActivityWithOptions(s.BuildSweepResults, activity.RegisterOptions{Name: pipeline.ActivityBuildSweepResults})
 	r.RegisterActivityWithOptions(s.SearchNext, activity.RegisterOptions{Name: pipeline.ActivitySearchNext})
+	r.RegisterActivityWithOptions(s.SaveCampaignState, activity.RegisterOptions{Name: pipeline.ActivitySaveState})
+	r.RegisterActivityWithOptions(s.LoadCampaignState, activity.RegisterOptions{Name: pipeline.ActivityLoadState})
 }
 
 func (s *Server) checkBucket(bucket string) error {

@@ -275,6 +275,13 @@ func SweepResultsKey(sweep string) string { return SweepPrefix(sweep) + "results
 // SweepCurvesKey is "sweeps/<sweep>/curves.parquet": one row per campaign and round.
 func SweepCurvesKey(sweep string) string { return SweepPrefix(sweep) + "curves.parquet" }
 
+// PausedStateKey is where a campaign paused at an adaptive sweep's rung
+// keeps the state it resumes from (pipeline.CampaignState, JSON): outside
+// every round's prefix, so no manifest lists it.
+func PausedStateKey(campaign string, round int) string {
+	return fmt.Sprintf("%spaused-%04d.json", CampaignPrefix(campaign), round)
+}
+
 // SweepSearchKey is an adaptive sweep's record of trials and actions
 // (pipeline.SearchRecord).
 func SweepSearchKey(sweep string) string { return SweepPrefix(sweep) + "search.json" }

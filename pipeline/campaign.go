@@ -41,13 +41,38 @@ type CampaignWorkflowInput struct {
 	// workers of their own leaves it empty.
 	ColocatedQueue string `json:"colocated_queue,omitempty"`
 	// StopAfterRound, when set below the spec's rounds, ends this run
-	// after committing that round, with state StatePaused and the
-	// campaign's state in the output's Resume: an adaptive sweep pauses a
+	// after committing that round, with state StatePaused: the campaign's
+	// state is saved to S3 (artifact.PausedStateKey, ActivitySaveState)
+	// and the output's Resume refers to it. An adaptive sweep pauses a
 	// trial at a rung this way and promotes it later by starting the same
-	// campaign (same workflow ID and attempt) from Resume, so that it
+	// campaign (same workflow ID and attempt) with ResumeFrom, so that it
 	// continues from its last round instead of training again. Carried by
 	// continue-as-new.
 	StopAfterRound int `json:"stop_after_round,omitempty"`
+	// ResumeFrom, when set and State is not, is a state saved by a run
+	// that paused at its StopAfterRound: the run loads it
+	// (ActivityLoadState) and goes on from there. A reference, not the
+	// state, so that a sweep of many paused campaigns carries a few bytes
+	// for each.
+	ResumeFrom *ArtifactRef `json:"resume_from,omitempty"`
+}
+
+// Campaign server activities of adaptive sweeps' paused campaigns.
+const (
+	// ActivitySaveState writes a paused campaign's state (SaveStateInput
+	// → ArtifactRef).
+	ActivitySaveState = "SaveCampaignState"
+	// ActivityLoadState reads it back (ArtifactRef → CampaignState).
+	ActivityLoadState = "LoadCampaignState"
+)
+
+// SaveStateInput is a campaign's state after round Round, to save at
+// artifact.PausedStateKey(Campaign, Round) in Bucket.
+type SaveStateInput struct {
+	Campaign string        `json:"campaign"`
+	Bucket   string        `json:"bucket"`
+	Round    int           `json:"round"`
+	State    CampaignState `json:"state"`
 }
 
 // ResumePoint answers QueryResume: where a new attempt of the campaign
@@ -127,9 +152,10 @@ type CampaignWorkflowOutput struct {
 	// Privacy is the ε spent so far under dp record (the last charged
 	// round's record); nil otherwise.
 	Privacy *RoundPrivacy `json:"privacy,omitempty"`
-	// Resume is, for a run that paused at its input's StopAfterRound,
-	// the state a later run continues from; nil otherwise.
-	Resume *CampaignState `json:"resume,omitempty"`
+	// Resume is, for a run that paused at its input's StopAfterRound, the
+	// saved state a later run continues from (CampaignWorkflowInput's
+	// ResumeFrom); nil otherwise.
+	Resume *ArtifactRef `json:"resume,omitempty"`
 }
 
 // CampaignStatus answers the status query and acknowledges every update.

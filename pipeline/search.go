@@ -120,7 +120,10 @@ func SearchTrialLabel(i int) string { return fmt.Sprintf("t%04d", i) }
 
 // SearchState is an adaptive sweep's trials and the budget added to it by
 // `starter sweep extend`; carried by continue-as-new and returned in the
-// sweep's output so that a finished sweep can be extended.
+// sweep's output so that a finished sweep can be extended. It holds a
+// few hundred bytes per campaign (paused states are references), which
+// bounds a sweep to some thousands of campaigns under Temporal's 2 MB
+// payload limit.
 type SearchState struct {
 	Trials []SearchTrial `json:"trials"`
 	// Now is the sweep's virtual time in rounds: an action that trains
@@ -161,12 +164,12 @@ type SearchTrial struct {
 
 // SearchCampaign is one campaign of a trial: its last outcome, its
 // objective after each round trained, and, while the trial is paused at
-// a rung, the state the campaign resumes from when promoted.
+// a rung, the saved state the campaign resumes from when promoted.
 type SearchCampaign struct {
 	Campaign string          `json:"campaign"`
 	Outcome  CampaignOutcome `json:"outcome"`
 	Values   []float64       `json:"values,omitempty"`
-	Resume   *CampaignState  `json:"resume,omitempty"`
+	Resume   *ArtifactRef    `json:"resume,omitempty"`
 	// Running says the campaign's child run for the trial's action is
 	// under way or its result not yet reported; Pending holds that result
 	// from the child's end until the trial reports (SearchTrial.End), when
@@ -179,7 +182,7 @@ type SearchCampaign struct {
 type SearchResult struct {
 	Outcome CampaignOutcome `json:"outcome"`
 	Values  []float64       `json:"values,omitempty"`
-	Resume  *CampaignState  `json:"resume,omitempty"`
+	Resume  *ArtifactRef    `json:"resume,omitempty"`
 }
 
 // ExtendInput is the argument of UpdateExtend: campaign-rounds and trials

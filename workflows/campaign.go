@@ -69,6 +69,14 @@ func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (
 	if err := c.registerHandlers(ctx); err != nil {
 		return pipeline.CampaignWorkflowOutput{}, err
 	}
+	if in.State == nil && in.ResumeFrom != nil {
+		// A promoted trial of an adaptive sweep: go on from the state its
+		// paused run saved.
+		actx := workflow.WithActivityOptions(ctx, serverActivityOptions())
+		if err := workflow.ExecuteActivity(actx, pipeline.ActivityLoadState, *in.ResumeFrom).Get(ctx, &c.st); err != nil {
+			return pipeline.CampaignWorkflowOutput{}, fmt.Errorf("campaign %s: load its paused state: %w", spec.Campaign, err)
+		}
+	}
 
 	// held: the run has committed its StopAfterRound (an adaptive
 	// sweep's rung) and ends paused there.
@@ -103,12 +111,19 @@ func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (
 	}
 
 	c.finished = pipeline.StateDone
-	var resume *pipeline.CampaignState
+	var resume *pipeline.ArtifactRef
 	switch {
 	case c.st.NextRound <= spec.Rounds && !c.st.Stopping && held():
-		c.finished = pipeline.StatePaused
-		st := c.st
-		resume = &st
+		// Paused at an adaptive sweep's rung: the state goes to S3 and
+		// the output refers to it.
+		actx := workflow.WithActivityOptions(ctx, serverActivityOptions())
+		var ref pipeline.ArtifactRef
+		if err := workflow.ExecuteActivity(actx, pipeline.ActivitySaveState, pipeline.SaveStateInput{
+			Campaign: spec.Campaign, Bucket: spec.Bucket, Round: c.st.NextRound - 1, State: c.st,
+		}).Get(ctx, &ref); err != nil {
+			return pipeline.CampaignWorkflowOutput{}, fmt.Errorf("campaign %s: save its paused state: %w", spec.Campaign, err)
+		}
+		c.finished, resume = pipeline.StatePaused, &ref
 	case c.st.NextRound <= spec.Rounds:
 		c.finished = pipeline.StateStopped
 	}

@@ -201,7 +201,7 @@ func (s *sweep) act(ctx workflow.Context, a search.Action, config []method.Param
 	for j := range t.Campaigns {
 		c := s.campaigns[first+j]
 		sc := &t.Campaigns[j]
-		in := pipeline.CampaignWorkflowInput{Spec: c.Spec, ColocatedQueue: s.colocatedQueue, StopAfterRound: stopAfter, State: sc.Resume}
+		in := pipeline.CampaignWorkflowInput{Spec: c.Spec, ColocatedQueue: s.colocatedQueue, StopAfterRound: stopAfter, ResumeFrom: sc.Resume}
 		sc.Resume, sc.Running = nil, true
 		j := j
 		s.launch(ctx, c, in, func(o pipeline.CampaignOutcome, out pipeline.CampaignWorkflowOutput) {

@@ -60,12 +60,13 @@ type searchHarness struct {
 	trained      map[string][]int // campaign → rounds trained, in order
 	starts       []string         // "campaign from→to" per child run, in start order
 	results      *pipeline.BuildSweepResultsInput
-	failClusters float64 // campaigns of trials with this many clusters fail in round 1 (−1: none)
+	failClusters float64                           // campaigns of trials with this many clusters fail in round 1 (−1: none)
+	saved        map[string]pipeline.CampaignState // paused states by key
 }
 
 func newSearchHarness(t *testing.T) *searchHarness {
 	var ts testsuite.WorkflowTestSuite
-	h := &searchHarness{env: ts.NewTestWorkflowEnvironment(), trained: map[string][]int{}, failClusters: -1}
+	h := &searchHarness{env: ts.NewTestWorkflowEnvironment(), trained: map[string][]int{}, saved: map[string]pipeline.CampaignState{}, failClusters: -1}
 	RegisterSweep(h.env)
 	Register(h.env)
 	h.env.RegisterActivityWithOptions(func(context.Context, pipeline.RecordSweepInput) (pipeline.RecordSweepOutput, error) {
@@ -83,8 +84,14 @@ func newSearchHarness(t *testing.T) *searchHarness {
 	h.env.OnWorkflow(pipeline.CampaignWorkflowName, mock.Anything, mock.Anything).Return(
 		func(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (pipeline.CampaignWorkflowOutput, error) {
 			st := pipeline.CampaignState{NextRound: 1}
-			if in.State != nil {
-				st = *in.State
+			if in.ResumeFrom != nil {
+				h.mu.Lock()
+				saved, ok := h.saved[in.ResumeFrom.Key]
+				h.mu.Unlock()
+				if !ok {
+					return pipeline.CampaignWorkflowOutput{}, fmt.Errorf("no paused state at %s", in.ResumeFrom.Key)
+				}
+				st = saved
 			}
 			stop := in.Spec.Rounds
 			if in.StopAfterRound > 0 {
@@ -119,7 +126,12 @@ func newSearchHarness(t *testing.T) *searchHarness {
 				AUCCurve: st.AUCCurve, ValAUCCurve: st.ValAUCCurve,
 			}
 			if stop < in.Spec.Rounds {
-				out.State, out.Resume = pipeline.StatePaused, &st
+				// As CampaignWorkflow saves it: a reference to the state.
+				key := artifact.PausedStateKey(in.Spec.Campaign, stop)
+				h.mu.Lock()
+				h.saved[key] = st
+				h.mu.Unlock()
+				out.State, out.Resume = pipeline.StatePaused, &pipeline.ArtifactRef{Bucket: in.Spec.Bucket, Key: key}
 			}
 			return out, nil
 		}).Maybe()
@@ -262,12 +274,14 @@ func TestSearchSweepContinuesAsNew(t *testing.T) {
 	in := pipeline.SweepWorkflowInput{Spec: spec}
 	var starts []string
 	trained := map[string][]int{}
+	saved := map[string]pipeline.CampaignState{}
 	var out pipeline.SweepWorkflowOutput
 	for runs := 1; ; runs++ {
 		if runs > 100 {
 			t.Fatal("no end after 100 runs")
 		}
 		h := newSearchHarness(t)
+		h.saved = saved // S3 outlives every run
 		out, err = h.run(t, in)
 		starts = append(starts, h.starts...)
 		for c, r := range h.trained {
