@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -9,11 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/stretchr/testify/suite"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
@@ -426,4 +429,63 @@ func (s *CampaignSuite) Test_PausedStateSurvivesContinueAsNew() {
 	next := continueAsNewInput(s.T(), err)
 	s.True(next.State.Paused)
 	s.Equal("hold", next.State.PauseReason)
+}
+
+// Test_PausesAtStopAfterRoundAndResumesFromSavedState: a run with
+// StopAfterRound 2 of 4 commits rounds 1–2, saves its state and ends
+// paused with a reference to it; a run from that reference (ResumeFrom)
+// loads the state and commits rounds 3–4 only, its chain continuing from
+// round 2's manifest: an adaptive sweep's promotion trains nothing twice.
+func (s *CampaignSuite) Test_PausesAtStopAfterRoundAndResumesFromSavedState() {
+	var saved pipeline.SaveStateInput
+	register := func() {
+		s.env.RegisterActivityWithOptions(func(context.Context, pipeline.SaveStateInput) (pipeline.ArtifactRef, error) {
+			return pipeline.ArtifactRef{}, nil
+		}, activity.RegisterOptions{Name: pipeline.ActivitySaveState})
+		s.env.RegisterActivityWithOptions(func(context.Context, pipeline.ArtifactRef) (pipeline.CampaignState, error) {
+			return pipeline.CampaignState{}, nil
+		}, activity.RegisterOptions{Name: pipeline.ActivityLoadState})
+		s.env.OnActivity(pipeline.ActivitySaveState, mock.Anything, mock.Anything).Return(
+			func(_ context.Context, in pipeline.SaveStateInput) (pipeline.ArtifactRef, error) {
+				saved = in
+				return pipeline.ArtifactRef{Bucket: in.Bucket, Key: artifact.PausedStateKey(in.Campaign, in.Round)}, nil
+			}).Maybe()
+		s.env.OnActivity(pipeline.ActivityLoadState, mock.Anything, mock.Anything).Return(
+			func(_ context.Context, ref pipeline.ArtifactRef) (pipeline.CampaignState, error) {
+				if ref.Key != artifact.PausedStateKey(saved.Campaign, saved.Round) {
+					return pipeline.CampaignState{}, errors.New("no state at " + ref.Key)
+				}
+				return saved.State, nil
+			}).Maybe()
+		s.mockAll()
+	}
+	register()
+	out, err := s.run(pipeline.CampaignWorkflowInput{Spec: testSpec(4), StopAfterRound: 2})
+	s.Require().NoError(err)
+	s.Equal(pipeline.StatePaused, out.State)
+	s.Equal(2, out.RoundsDone)
+	s.Require().NotNil(out.Resume)
+	s.Equal("campaigns/hc-test/paused-0002.json", out.Resume.Key)
+	s.Equal(3, saved.State.NextRound)
+	s.Len(saved.State.AUCCurve, 2)
+	s.Len(s.fed.committed(), 2)
+
+	// The promotion: a new run from the saved state.
+	s.env = s.NewTestWorkflowEnvironment()
+	s.env.RegisterWorkflow(CampaignWorkflow)
+	s.env.RegisterWorkflow(RoundWorkflow)
+	registerStubs(s.env)
+	register()
+	out, err = s.run(pipeline.CampaignWorkflowInput{Spec: testSpec(4), ResumeFrom: out.Resume})
+	s.Require().NoError(err)
+	s.Equal(pipeline.StateDone, out.State)
+	s.Equal(4, out.RoundsDone)
+	s.Len(out.AUCCurve, 4)
+	s.Nil(out.Resume)
+	ms := s.fed.committed()
+	s.Require().Len(ms, 4, "rounds 1–2, then 3–4: none twice")
+	for i, m := range ms {
+		s.Equal(i+1, m.Round)
+	}
+	s.NotEmpty(ms[2].PrevManifestSHA256, "round 3 chains to round 2's manifest")
 }
