@@ -4,7 +4,7 @@ GO       ?= go
 BIN      := bin
 export GOTOOLCHAIN := local
 
-.PHONY: all build run test test-faults test-deploy bench bench-tda bench-pipeline bench-trainers bench-deep bench-deep-anchor fashion-mnist lint fmt clean
+.PHONY: all build run test test-faults test-deploy bench bench-tda bench-pipeline bench-search bench-trainers bench-deep bench-deep-anchor fashion-mnist lint fmt clean
 
 all: build
 
@@ -45,6 +45,13 @@ bench-tda: build
 # stack and the wall time of the paper table through the pipeline.
 bench-pipeline: build
 	./scripts/bench-pipeline.sh
+
+# bench-search: adaptive sweeps against a 48-configuration grid on three
+# healthcare federations: replays of every strategy over 10 search seeds
+# and live tpe+asha, random and asha sweeps, which must take their
+# replays' decisions (about an hour on 2 cores).
+bench-search: build
+	./scripts/bench-search.sh
 
 # bench-trainers: sites training with their own program (trainer protocol)
 # against our in-process models: the Go example trainer, and PyTorch's
