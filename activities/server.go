@@ -39,20 +39,24 @@ func (s *Server) WithCodeVersion(v string) *Server {
 }
 
 // Register registers the server activities under their pipeline names.
+// Every one heartbeats while it runs (heartbeating), so that an attempt
+// lost with its worker (a server killed mid-activity) is noticed within
+// the heartbeat timeout the workflows give server activities, not after
+// the attempt's start-to-close.
 func (s *Server) Register(r interface {
 	RegisterActivityWithOptions(any, activity.RegisterOptions)
 }) {
-	r.RegisterActivityWithOptions(timedActivity(s.ClusterSites), activity.RegisterOptions{Name: pipeline.ActivityClusterSites})
-	r.RegisterActivityWithOptions(timedActivity(s.Aggregate), activity.RegisterOptions{Name: pipeline.ActivityAggregate})
-	r.RegisterActivityWithOptions(timedActivity(s.CommitRound), activity.RegisterOptions{Name: pipeline.ActivityCommitRound})
-	r.RegisterActivityWithOptions(timedActivity(s.AdoptInitialModel), activity.RegisterOptions{Name: pipeline.ActivityAdoptInitialModel})
-	r.RegisterActivityWithOptions(s.PruneRound, activity.RegisterOptions{Name: pipeline.ActivityPruneRound})
-	r.RegisterActivityWithOptions(s.ChargePrivacy, activity.RegisterOptions{Name: pipeline.ActivityChargePrivacy})
-	r.RegisterActivityWithOptions(s.RecordSweep, activity.RegisterOptions{Name: pipeline.ActivityRecordSweep})
-	r.RegisterActivityWithOptions(s.BuildSweepResults, activity.RegisterOptions{Name: pipeline.ActivityBuildSweepResults})
-	r.RegisterActivityWithOptions(s.SearchNext, activity.RegisterOptions{Name: pipeline.ActivitySearchNext})
-	r.RegisterActivityWithOptions(s.SaveCampaignState, activity.RegisterOptions{Name: pipeline.ActivitySaveState})
-	r.RegisterActivityWithOptions(s.LoadCampaignState, activity.RegisterOptions{Name: pipeline.ActivityLoadState})
+	r.RegisterActivityWithOptions(heartbeating(timedActivity(s.ClusterSites)), activity.RegisterOptions{Name: pipeline.ActivityClusterSites})
+	r.RegisterActivityWithOptions(heartbeating(timedActivity(s.Aggregate)), activity.RegisterOptions{Name: pipeline.ActivityAggregate})
+	r.RegisterActivityWithOptions(heartbeating(timedActivity(s.CommitRound)), activity.RegisterOptions{Name: pipeline.ActivityCommitRound})
+	r.RegisterActivityWithOptions(heartbeating(timedActivity(s.AdoptInitialModel)), activity.RegisterOptions{Name: pipeline.ActivityAdoptInitialModel})
+	r.RegisterActivityWithOptions(heartbeating(s.PruneRound), activity.RegisterOptions{Name: pipeline.ActivityPruneRound})
+	r.RegisterActivityWithOptions(heartbeating(s.ChargePrivacy), activity.RegisterOptions{Name: pipeline.ActivityChargePrivacy})
+	r.RegisterActivityWithOptions(heartbeating(s.RecordSweep), activity.RegisterOptions{Name: pipeline.ActivityRecordSweep})
+	r.RegisterActivityWithOptions(heartbeating(s.BuildSweepResults), activity.RegisterOptions{Name: pipeline.ActivityBuildSweepResults})
+	r.RegisterActivityWithOptions(heartbeating(s.SearchNext), activity.RegisterOptions{Name: pipeline.ActivitySearchNext})
+	r.RegisterActivityWithOptions(heartbeating(s.SaveCampaignState), activity.RegisterOptions{Name: pipeline.ActivitySaveState})
+	r.RegisterActivityWithOptions(heartbeating(s.LoadCampaignState), activity.RegisterOptions{Name: pipeline.ActivityLoadState})
 }
 
 func (s *Server) checkBucket(bucket string) error {

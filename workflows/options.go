@@ -98,6 +98,12 @@ func serverLocalActivityOptions() workflow.LocalActivityOptions {
 	}
 }
 
+// serverHeartbeatTimeout is how long a server activity may go without
+// heartbeating (activities.Server.Register: every one heartbeats while it
+// runs) before its attempt is retried: an attempt lost with a killed
+// server worker is noticed within it, not after serverActivityTimeout.
+const serverHeartbeatTimeout = time.Minute
+
 // serverActivityOptions: server activities are idempotent (deterministic
 // keys), so they retry without limit on transient failures; a bug shows up
 // as a pending activity with a growing attempt count, not as a lost round.
@@ -105,6 +111,7 @@ func serverActivityOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		TaskQueue:           pipeline.ServerTaskQueue,
 		StartToCloseTimeout: serverActivityTimeout,
+		HeartbeatTimeout:    serverHeartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,
