@@ -117,20 +117,25 @@ func SweepWorkflow(ctx workflow.Context, in pipeline.SweepWorkflowInput) (pipeli
 			pipeline.SweepWorkflowInput{Spec: in.Spec, State: &s.st, ColocatedQueue: in.ColocatedQueue})
 	}
 
+	return s.finish(ctx, pipeline.BuildSweepResultsInput{Spec: spec, Outcomes: s.sortedOutcomes()}, s.st.Next < total)
+}
+
+// finish has the server build the sweep's tables from in (the outcomes,
+// and an adaptive sweep's record), waits for the updates it accepted and
+// returns the sweep's output: state stopped when stopped, done otherwise.
+func (s *sweep) finish(ctx workflow.Context, in pipeline.BuildSweepResultsInput, stopped bool) (pipeline.SweepWorkflowOutput, error) {
 	s.building = true
-	outcomes := s.sortedOutcomes()
 	rctx := workflow.WithActivityOptions(ctx, func() workflow.ActivityOptions {
 		o := serverActivityOptions()
 		o.StartToCloseTimeout = sweepResultsTimeout
 		return o
 	}())
 	var res pipeline.BuildSweepResultsOutput
-	if err := workflow.ExecuteActivity(rctx, pipeline.ActivityBuildSweepResults,
-		pipeline.BuildSweepResultsInput{Spec: spec, Outcomes: outcomes}).Get(ctx, &res); err != nil {
-		return pipeline.SweepWorkflowOutput{}, fmt.Errorf("sweep %s: build results: %w", spec.Sweep, err)
+	if err := workflow.ExecuteActivity(rctx, pipeline.ActivityBuildSweepResults, in).Get(ctx, &res); err != nil {
+		return pipeline.SweepWorkflowOutput{}, fmt.Errorf("sweep %s: build results: %w", s.spec.Sweep, err)
 	}
 	s.finished = pipeline.SweepDone
-	if s.st.Next < total {
+	if stopped {
 		s.finished = pipeline.SweepStopped
 	}
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
@@ -138,9 +143,10 @@ func SweepWorkflow(ctx workflow.Context, in pipeline.SweepWorkflowInput) (pipeli
 	}
 	st := s.status()
 	return pipeline.SweepWorkflowOutput{
-		Sweep: spec.Sweep, State: s.finished,
-		CampaignsDone: st.CampaignsDone, CampaignsTotal: total, Failed: st.Failed,
-		Results: res.Results, Curves: res.Curves, Outcomes: outcomes, StopReason: s.st.StopReason,
+		Sweep: s.spec.Sweep, State: s.finished,
+		CampaignsDone: st.CampaignsDone, CampaignsTotal: st.CampaignsTotal, Failed: st.Failed,
+		Results: res.Results, Curves: res.Curves, Outcomes: in.Outcomes, StopReason: s.st.StopReason,
+		Search: s.st.Search,
 	}, nil
 }
 

@@ -102,37 +102,12 @@ func (s *sweep) runSearch(ctx workflow.Context, in pipeline.SweepWorkflowInput) 
 			pipeline.SweepWorkflowInput{Spec: in.Spec, State: &s.st, ColocatedQueue: in.ColocatedQueue})
 	}
 
-	s.building = true
 	if !s.st.Stopping {
 		ss.Ended = s.search.why
 	}
-	outcomes := searchOutcomes(ss.Trials)
-	rctx := workflow.WithActivityOptions(ctx, func() workflow.ActivityOptions {
-		o := serverActivityOptions()
-		o.StartToCloseTimeout = sweepResultsTimeout
-		return o
-	}())
-	var res pipeline.BuildSweepResultsOutput
-	if err := workflow.ExecuteActivity(rctx, pipeline.ActivityBuildSweepResults,
-		pipeline.BuildSweepResultsInput{Spec: spec, Outcomes: outcomes, Search: &pipeline.SearchRecord{
-			Search: q, PerTrial: s.search.perTrial, Budget: ss.Budget, TrialCap: ss.TrialCap, Trials: historyOf(ss.Trials), Events: ss.Events, Ended: ss.Ended,
-		}}).Get(ctx, &res); err != nil {
-		return pipeline.SweepWorkflowOutput{}, fmt.Errorf("sweep %s: build results: %w", spec.Sweep, err)
-	}
-	s.finished = pipeline.SweepDone
-	if s.st.Stopping {
-		s.finished = pipeline.SweepStopped
-	}
-	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
-		return pipeline.SweepWorkflowOutput{}, err
-	}
-	st := s.status()
-	return pipeline.SweepWorkflowOutput{
-		Sweep: spec.Sweep, State: s.finished,
-		CampaignsDone: st.CampaignsDone, CampaignsTotal: st.CampaignsTotal, Failed: st.Failed,
-		Results: res.Results, Curves: res.Curves, Outcomes: outcomes, StopReason: s.st.StopReason,
-		Search: ss,
-	}, nil
+	return s.finish(ctx, pipeline.BuildSweepResultsInput{Spec: spec, Outcomes: searchOutcomes(ss.Trials), Search: &pipeline.SearchRecord{
+		Search: q, PerTrial: s.search.perTrial, Budget: ss.Budget, TrialCap: ss.TrialCap, Trials: historyOf(ss.Trials), Events: ss.Events, Ended: ss.Ended,
+	}}, s.st.Stopping)
 }
 
 // addTrialCampaigns appends trial t's campaigns to s.campaigns, indexed by
