@@ -78,7 +78,7 @@ func ExperimentSweepSpec(plan experiments.Plan, preset, bucket string, tiny bool
 		if err != nil {
 			return s, err
 		}
-		s.Methods = append(s.Methods, pipeline.SweepMethod{Method: m, Hyperparameters: h})
+		s.Methods = append(s.Methods, pipeline.SweepMethod{Method: m, Hyperparameters: h.ForMethod(m)})
 	}
 	hash := sha256.New()
 	for _, f := range plan.Federations {
@@ -299,6 +299,12 @@ func reportRun(r store.SweepResultRow, curve []store.SweepCurveRow) report.Run {
 func Table1Input(c Collected) report.Table1Input {
 	plan, rows, curves, feds := c.Plan, c.Rows, c.Curves, c.Federations
 	in := report.Table1Input{Reference: string(learn.PTopoFL)}
+	notes := experiments.Table1Provenance(c.Spec.Preset)
+	for _, m := range plan.Methods {
+		if n, ok := notes[m]; ok {
+			in.Provenance = append(in.Provenance, report.MethodNote{Method: string(m), Note: n})
+		}
+	}
 	for _, sc := range []string{experiments.Healthcare, experiments.Benchmark} {
 		s := report.Table1Scenario{Name: sc}
 		for _, m := range plan.Methods {

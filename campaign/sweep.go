@@ -246,7 +246,7 @@ func BuildSweepPlan(sf SweepFile, file, bucket string, bucketGiven bool) (SweepP
 			return plan, inputErrorf("sweep file: hyperparameters: %v", err)
 		}
 		h = method.DPDefaults(h, func(name string) bool { _, ok := sf.Hyperparameters[name]; return ok })
-		s.Methods = append(s.Methods, pipeline.SweepMethod{Method: learn.Method(m), Hyperparameters: h})
+		s.Methods = append(s.Methods, pipeline.SweepMethod{Method: learn.Method(m), Hyperparameters: h.ForMethod(learn.Method(m))})
 	}
 	if s.Settings, err = GridSettings(sf.Grid); err != nil {
 		return plan, err

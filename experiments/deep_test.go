@@ -126,3 +126,20 @@ func TestKeepMethods(t *testing.T) {
 		t.Errorf("deepMethods changed to %v", deepMethods)
 	}
 }
+
+// TestTable1Provenance requires a provenance sentence for every method of
+// table1 under both tabular presets, and that only the paper preset's
+// SCAFFOLD is said to be the paper's row (it selects the authors' variant).
+func TestTable1Provenance(t *testing.T) {
+	for i, preset := range []string{method.Default, method.Paper} {
+		p := Table1Provenance(preset)
+		for _, m := range table1Methods {
+			if p[m] == "" {
+				t.Errorf("%d (%s): no provenance for %s", i, preset, m)
+			}
+		}
+		if got := strings.HasPrefix(p[learn.SCAFFOLD], "the paper's SCAFFOLD row"); got != (preset == method.Paper) {
+			t.Errorf("%d (%s): SCAFFOLD said to be the paper's row: %v", i, preset, got)
+		}
+	}
+}

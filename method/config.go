@@ -119,7 +119,7 @@ func Resolve(m learn.Method, preset string, h Hyperparameters) (Config, error) {
 	if err := CheckPreset(preset); err != nil {
 		return Config{}, err
 	}
-	h = h.WithDefaults(preset)
+	h = h.WithDefaults(preset).ForMethod(m)
 	if err := h.Validate(m); err != nil {
 		return Config{}, err
 	}

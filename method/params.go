@@ -84,6 +84,9 @@ type Hyperparameters struct {
 	// (model "external", see external.go).
 	Trainer       string        `json:"trainer,omitempty"`
 	TrainerParams TrainerParams `json:"trainer_params,omitempty"`
+	// ScaffoldVariant selects the authors' SCAFFOLD server update under the
+	// paper preset (learn.SCAFFOLDConfig.ReferenceBug).
+	ScaffoldVariant string `json:"scaffold_variant,omitempty"`
 }
 
 // Kind is the type of a hyper-parameter's value.
@@ -150,9 +153,14 @@ type Param struct {
 	// (Set writes zero for the Default, Get reads zero as the Default)
 	// and is omitted from the spec's JSON when zero: parameters added
 	// after campaigns were stored keep those specs' encoding and hashes,
-	// which every manifest names. A Quiet parameter's default is the same
-	// under every preset.
+	// which every manifest names. A Quiet parameter's zero is its Default
+	// under every preset; a PaperDefault of its own is stored explicitly.
 	Quiet bool
+	// OwnMethodsOnly keeps the field only in the hyper-parameters of the
+	// methods that read it (ForMethod clears it elsewhere), so that a
+	// preset's default for one method does not enter every other
+	// method's spec and hash. Only a Quiet parameter may set it.
+	OwnMethodsOnly bool
 
 	field func(h *Hyperparameters) any // *int, *float64 or *string
 	// core writes the value into the resolved configuration.
@@ -590,7 +598,30 @@ var Params = []Param{
 		Quiet: true, Check: checkTrainerParams,
 		field: func(h *Hyperparameters) any { return (*string)(&h.TrainerParams) },
 		core:  func(v Value, c *Config) { c.TrainerParams = TrainerParams(v.Text) }},
+	// Quiet with a paper default of its own: a paper-preset SCAFFOLD spec
+	// stores "authors" explicitly, and a spec without the field (every
+	// campaign stored before it existed, which ran the correct update)
+	// reads as "standard".
+	{Name: "scaffold_variant", Doc: `SCAFFOLD's control-variate exchange: "standard", Karimireddy et al. (2020) Algorithm 1 with option II (a site sends its change Δc_i, the server adds their mean to c); or "authors", the pTopoFL authors' code, which the paper's SCAFFOLD row comes from: a site sends its full c_i and the server adds their mean to c every round, so c accumulates (testdata/paper/README.md, "SCAFFOLD bug"); only the paper preset selects it, for logistic models without dp`, Kind: Text,
+		Methods: []learn.Method{learn.SCAFFOLD}, Quiet: true, OwnMethodsOnly: true, Default: text(ScaffoldStandard), PaperDefault: &Value{Text: ScaffoldAuthors},
+		Check: func(v Value) string {
+			if v.Text != ScaffoldStandard && v.Text != ScaffoldAuthors {
+				return `must be "standard" or "authors"`
+			}
+			return ""
+		},
+		field: func(h *Hyperparameters) any { return &h.ScaffoldVariant },
+		core:  func(v Value, c *Config) { c.Site.SCAFFOLD.ReferenceBug = v.Text == ScaffoldAuthors }},
 }
+
+// The values of scaffold_variant.
+const (
+	// ScaffoldStandard is SCAFFOLD as published (Karimireddy et al. 2020).
+	ScaffoldStandard = "standard"
+	// ScaffoldAuthors is the pTopoFL authors' SCAFFOLD, whose server
+	// variate accumulates the sites' full variates.
+	ScaffoldAuthors = "authors"
+)
 
 // Lookup returns the Param called name.
 func Lookup(name string) (Param, bool) {
@@ -724,6 +755,20 @@ func (h Hyperparameters) WithDefaults(preset string) Hyperparameters {
 	return h
 }
 
+// ForMethod returns h without the parameters that are kept only for the
+// methods that read them (Param.OwnMethodsOnly) and that m does not read:
+// their fields hold zero, the Default, which m ignores anyway. A paper-preset
+// FedAvg spec so encodes, and hashes, as it did before scaffold_variant
+// existed, and only a SCAFFOLD spec carries the authors' variant.
+func (h Hyperparameters) ForMethod(m learn.Method) Hyperparameters {
+	for _, p := range Params {
+		if p.OwnMethodsOnly && !p.Applies(m) {
+			_ = p.Set(&h, p.Default)
+		}
+	}
+	return h
+}
+
 // IsDeep reports whether h asks for an image network rather than logistic
 // regression (a model other than "logistic"; an empty model, from a spec
 // stored before the parameter existed, is logistic).
@@ -764,6 +809,14 @@ func (h Hyperparameters) Validate(m learn.Method) error {
 	}
 	if m == learn.PTopoFL && h.Barycentre == string(aggregation.FrechetBarycentre) && h.SiteDistance != SiteWasserstein {
 		return fmt.Errorf(`hyperparameters.barycentre = "frechet": needs the sites' diagrams; set site_distance "wasserstein"`)
+	}
+	if m == learn.SCAFFOLD && h.ScaffoldVariant == ScaffoldAuthors {
+		switch {
+		case h.IsDeep() || h.IsExternal():
+			return fmt.Errorf("hyperparameters.scaffold_variant = %q: the authors' variant exists for the logistic model only (model %q); set scaffold_variant \"standard\"", h.ScaffoldVariant, h.Model)
+		case h.IsDP():
+			return fmt.Errorf("hyperparameters.scaffold_variant = %q: not under dp %q (the privacy plan accounts for the change Δc_i a standard site sends); set scaffold_variant \"standard\"", h.ScaffoldVariant, DPRecord)
+		}
 	}
 	if h.ValidationFraction > 0 {
 		switch {

@@ -53,7 +53,7 @@ func TestParamsCoverEveryField(t *testing.T) {
 // TestPresets pins the presets to the paper's values (Table 3, §4.1 and
 // golden/paper/expected.json `hyperparameters`, as learn.DefaultSiteConfig
 // and aggregation.DefaultConfig document them) and to the paper preset's
-// four differences.
+// five differences (the fifth: SCAFFOLD is the authors').
 func TestPresets(t *testing.T) {
 	for i, tc := range []struct {
 		preset     string
@@ -75,6 +75,10 @@ func TestPresets(t *testing.T) {
 			server.FlagTrustBelow, server.DriftThreshold, server.Detector = tc.flagBelow, tc.drift, tc.detector
 			site := learn.DefaultSiteConfig()
 			site.LocalSolver, site.LocalGD = tc.solver, learn.GDConfig{LR: 0.05, Steps: 30}
+			// The paper preset's fifth difference: SCAFFOLD is the
+			// authors' (scaffold_variant "authors"), and only SCAFFOLD's
+			// configuration carries it.
+			site.SCAFFOLD.ReferenceBug = tc.preset == Paper && m == learn.SCAFFOLD
 			want := Config{Method: m, Preset: tc.preset, Descriptor: tc.descriptor, NSub: 80, LabelNSub: tda.DefaultLabelledNSub,
 				Site: site, Server: server, Model: ModelLogistic}
 			if !reflect.DeepEqual(c, want) {
@@ -115,6 +119,11 @@ func TestValidateNamesTheField(t *testing.T) {
 		{learn.Krum, func(h *Hyperparameters) { h.Byzantine = -1 }, "hyperparameters.byzantine"},                 // 6
 		{learn.PTopoFL, func(h *Hyperparameters) { h.MaxClusters = 1 }, "hyperparameters.max_clusters"},          // 7
 		{learn.FedAvg, func(h *Hyperparameters) { h.C = 0 }, "hyperparameters.c"},                                // 8
+		{learn.SCAFFOLD, func(h *Hyperparameters) { h.ScaffoldVariant = "bugged" }, "hyperparameters.scaffold_variant"},
+		{learn.SCAFFOLD, func(h *Hyperparameters) { h.ScaffoldVariant = ScaffoldAuthors }, ""}, // 10
+		{learn.SCAFFOLD, func(h *Hyperparameters) { h.ScaffoldVariant, h.Model = ScaffoldAuthors, ModelCNN }, "hyperparameters.scaffold_variant"},
+		{learn.SCAFFOLD, func(h *Hyperparameters) { h.ScaffoldVariant, h.DP, h.DPNoise = ScaffoldAuthors, DPRecord, 1 }, "hyperparameters.scaffold_variant"},
+		{learn.FedAvg, func(h *Hyperparameters) { h.ScaffoldVariant = "bugged" }, ""}, // 13: FedAvg does not read it
 	} {
 		h := Defaults(Default)
 		tc.edit(&h)
@@ -338,5 +347,48 @@ func TestChangesTurnOnePresetIntoAnother(t *testing.T) {
 	// deep-d-small is deep-small with Scenario D's three local epochs.
 	if ch := Changes(Defaults(DeepSmall), Defaults(DeepDSmall)); len(ch) != 1 || ch[0] != (ParamValue{Name: "local_epochs", Value: 3}) {
 		t.Errorf("deep-small → deep-d-small: %v, want local_epochs 3 only", ch)
+	}
+}
+
+// TestScaffoldVariantOnlyInSCAFFOLDSpecs checks that the paper preset's
+// scaffold_variant "authors" enters a SCAFFOLD spec only: every other
+// method's hyper-parameters encode (and so hash) as they did before the
+// parameter existed, and a spec stored without it reads as "standard", the
+// update every stored SCAFFOLD campaign ran.
+func TestScaffoldVariantOnlyInSCAFFOLDSpecs(t *testing.T) {
+	for i, tc := range []struct {
+		preset string
+		m      learn.Method
+		want   string // the stored field
+	}{
+		{Paper, learn.SCAFFOLD, ScaffoldAuthors}, // 0
+		{Paper, learn.FedAvg, ""},
+		{Paper, learn.PTopoFL, ""},
+		{Default, learn.SCAFFOLD, ""},
+		{Default, learn.FedProx, ""}, // 4
+	} {
+		h := Defaults(tc.preset).ForMethod(tc.m)
+		if h.ScaffoldVariant != tc.want {
+			t.Errorf("case %d: %s %s stores scaffold_variant %q, want %q", i, tc.preset, tc.m, h.ScaffoldVariant, tc.want)
+		}
+		b, err := json.Marshal(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(b), "scaffold_variant"); got != (tc.want != "") {
+			t.Errorf("case %d: %s %s encodes scaffold_variant: %v", i, tc.preset, tc.m, got)
+		}
+		c, err := Resolve(tc.m, tc.preset, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Site.SCAFFOLD.ReferenceBug != (tc.want == ScaffoldAuthors) {
+			t.Errorf("case %d: reference bug %v", i, c.Site.SCAFFOLD.ReferenceBug)
+		}
+	}
+	var stored Hyperparameters // a SCAFFOLD spec stored before the parameter existed
+	p, _ := Lookup("scaffold_variant")
+	if v := p.Get(stored); v.Text != ScaffoldStandard {
+		t.Errorf("a stored spec without scaffold_variant reads %q, want %q", v.Text, ScaffoldStandard)
 	}
 }

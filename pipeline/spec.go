@@ -149,7 +149,7 @@ func (s CampaignSpec) WithDefaults() CampaignSpec {
 	if s.ContinueAsNewEvery == 0 {
 		s.ContinueAsNewEvery = DefaultContinueAsNewEvery
 	}
-	s.Hyperparameters = s.Hyperparameters.WithDefaults(s.Preset)
+	s.Hyperparameters = s.Hyperparameters.WithDefaults(s.Preset).ForMethod(s.Method)
 	return s
 }
 

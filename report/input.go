@@ -59,6 +59,15 @@ type Table1Input struct {
 	// means "ptopofl".
 	Reference string
 	Scenarios []Table1Scenario
+	// Provenance says, per method, which row of the paper's Table 1 it is
+	// and what produces it (experiments.Table1Provenance); the report
+	// prints it once, before the scenarios.
+	Provenance []MethodNote
+}
+
+// MethodNote is a sentence about one method of a report.
+type MethodNote struct {
+	Method, Note string
 }
 
 // DetectionCounts is the confusion count of one detector in one run:

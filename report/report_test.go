@@ -54,7 +54,7 @@ func checkGolden(t *testing.T, name string, got []byte) {
 // table1Fixture has three seeds on healthcare, to be tested, and one seed
 // on benchmark, too few to test.
 func table1Fixture() Table1Input {
-	return Table1Input{Scenarios: []Table1Scenario{
+	return Table1Input{Provenance: []MethodNote{{Method: "fedavg", Note: "true FedAvg, not the paper's local-only row"}}, Scenarios: []Table1Scenario{
 		{Name: "healthcare", Methods: []MethodRuns{
 			{Method: "ptopofl", Runs: []Run{
 				{Seed: 1, AUC: []float64{0.80, 0.83, 0.84}, FinalAUC: 0.84, FinalAccuracy: 0.78, ConvergenceRound: 1},
@@ -192,6 +192,8 @@ func TestReports(t *testing.T) {
 				"0.910 (1 seed)",
 				// Said once for every method it concerns, naming them.
 				"fedavg: 1 paired seed(s) with ptopofl; the paired t-test needs at least 2",
+				// The rows' provenance, once.
+				"Which row of the paper's Table 1 it is", "true FedAvg, not the paper's local-only row",
 			},
 		},
 		{

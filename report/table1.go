@@ -41,6 +41,13 @@ func Table1(in Table1Input) (*Report, error) {
 		idx[m] = i
 	}
 	d.para("Final AUC-ROC, accuracy and convergence round (first round from which the AUC stays within 0.005 of its final value), mean ± sample standard deviation over seeds. Differences are %s − method in final AUC, paired by seed.", ref)
+	if len(in.Provenance) > 0 {
+		var rows [][]string
+		for _, n := range in.Provenance {
+			rows = append(rows, []string{n.Method, n.Note})
+		}
+		d.table([]string{"Method", "Which row of the paper's Table 1 it is"}, rows)
+	}
 
 	var curves []*plot.Plot
 	for _, sc := range in.Scenarios {

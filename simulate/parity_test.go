@@ -228,13 +228,28 @@ func TestParityGradientDescentMethods(t *testing.T) {
 		}{
 			{"FedProx", learn.FedProx, 242, false}, // 0
 			{"pFedMe", learn.PFedMe, 442, false},
-			{"SCAFFOLD", learn.SCAFFOLD, 342, true},
+			{"SCAFFOLD", learn.SCAFFOLD, 342, true}, // the paper preset's scaffold_variant "authors"
 		} {
 			want := exp.Methods[tc.golden]
 			cfg := paperConfig(t, tc.method)
+			if cfg.Site.SCAFFOLD.ReferenceBug != tc.bug {
+				t.Fatalf("%s %d (%s): the paper preset's SCAFFOLD reference bug is %v, want %v", scenario, i, tc.golden, cfg.Site.SCAFFOLD.ReferenceBug, tc.bug)
+			}
 			cfg.Seed = tc.seed
-			cfg.Site.SCAFFOLD.ReferenceBug = tc.bug
-			got, err := Run(withInit(sites, want.InitCoef), cfg)
+			// No recorded init_coef: each site draws its round-1 model
+			// from numpy's generator at seed+k, as `starter run --preset
+			// paper --seed S` does. The draws equal the recorded ones to
+			// within a few ulps (Go's math.Log and glibc's log differ in
+			// the last bit of some arguments).
+			for k, rec := range want.InitCoef {
+				p := learn.InitialParams(len(rec), tc.seed+uint32(k), cfg.Site.InitScale)
+				for j, w := range rec {
+					if math.Abs(p[j]-w) > 2e-15*math.Abs(w) {
+						t.Fatalf("%s %d (%s): site %d initial coefficient %d = %v, numpy drew %v", scenario, i, tc.golden, k, j, p[j], w)
+					}
+				}
+			}
+			got, err := Run(sites, cfg)
 			if err != nil {
 				t.Fatalf("%s %d (%s): %v", scenario, i, tc.golden, err)
 			}

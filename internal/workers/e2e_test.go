@@ -54,7 +54,13 @@ type stack struct {
 
 func startStack(t *testing.T) *stack {
 	t.Helper()
-	dataDir, err := filepath.Abs(federation) // s3local changes the working directory
+	return startStackAt(t, federation)
+}
+
+// startStackAt is startStack with the site workers' data in dir.
+func startStackAt(t *testing.T, dir string) *stack {
+	t.Helper()
+	dataDir, err := filepath.Abs(dir) // s3local changes the working directory
 	if err != nil {
 		t.Fatal(err)
 	}
