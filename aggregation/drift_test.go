@@ -129,3 +129,40 @@ func TestDriftOldState(t *testing.T) {
 		t.Errorf("drift %v (count %d), want %v (count 4)", top.Drift[0], top.State.DriftCount[0], want)
 	}
 }
+
+// TestRefitClusters: with RefitClusters (descriptor_model "global") the
+// clusters are fitted afresh from every round's descriptors, whatever the
+// state holds: after site 0's descriptor moves next to sites 2 and 3 it is
+// clustered with them at once, with drift 0 and no re-clustering by drift;
+// without it (and no drift threshold) site 0 keeps its round-1 cluster.
+func TestRefitClusters(t *testing.T) {
+	for i, tc := range []struct {
+		refit     bool
+		withTwo   bool    // site 0 in sites 2 and 3's cluster in round 2
+		wantDrift float64 // site 0's drift in round 2
+	}{
+		{true, true, 0},                     // 0
+		{false, false, shiftDistance() / 2}, // 1: Eq. (9) over two measurements
+	} {
+		cfg := DefaultConfig()
+		cfg.DriftThreshold = 0
+		cfg.RefitClusters = tc.refit
+		first, err := TopologyStep(TopologyInput{Round: 1, Sites: driftSites(false), Config: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l := first.Labels; l[0] != l[1] || l[2] != l[3] || l[0] == l[2] {
+			t.Fatalf("case %d: round 1 clusters %v, want {0,1} and {2,3}", i, l)
+		}
+		top, err := TopologyStep(TopologyInput{Round: 2, Sites: driftSites(true), State: first.State, Config: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := top.Labels[0] == top.Labels[2]; got != tc.withTwo {
+			t.Errorf("case %d: round 2 clusters %v: site 0 with sites 2, 3: %v, want %v", i, top.Labels, got, tc.withTwo)
+		}
+		if math.Abs(top.Drift[0]-tc.wantDrift) > driftTol || len(top.Reclustered) != 0 {
+			t.Errorf("case %d: drift %v re-clustered %v, want drift %v and none", i, top.Drift[0], top.Reclustered, tc.wantDrift)
+		}
+	}
+}

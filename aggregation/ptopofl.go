@@ -365,7 +365,7 @@ func TopologyStep(in TopologyInput) (Topology, error) {
 
 	state := in.State
 	state.Round = in.Round
-	first := state.Labels == nil
+	first := state.Labels == nil || cfg.RefitClusters
 	if first {
 		// The first clustering's descriptors are the references: the
 		// measurement r = 1 of Eq. (9), at distance 0.

@@ -42,6 +42,11 @@ type Config struct {
 	// DriftThreshold re-clusters a site whose drift Δ_k (Eq. 9, on
 	// normalised descriptors) exceeds it; 0 disables re-clustering.
 	DriftThreshold float64
+	// RefitClusters fits the clusters afresh in every round from that
+	// round's descriptors (a deep pTopoFL campaign under descriptor_model
+	// "global", whose descriptors change with the model): no reference is
+	// kept, so drift (Eq. 9) is 0 and nothing is re-clustered by it.
+	RefitClusters bool
 	// Distance selects the site distance; WassersteinP is p and
 	// Temperature is λ of the weights exp(−λ·W_p) for WassersteinDistance.
 	Distance     SiteDistance

@@ -321,31 +321,48 @@ func Table1Input(c Collected) report.Table1Input {
 	return in
 }
 
-// AdversarialInput collects the adversarial experiment: every method's
-// final AUC per attack level and flip rate, and, per seed, whom each
-// method's selection left out against who was adversarial: pTopoFL's
-// anomaly flags, Krum's unselected sites, FoolsGold's zero-weight sites.
+// AdversarialInput collects the adversarial experiment per attack level
+// and flip rate: every method's final AUC and AUC per round, pTopoFL once
+// per setting (τ = 1.8, and τ = 2 beside it as "ptopofl (τ = 2)"); per
+// seed, whom each method's selection left out against who was
+// adversarial: pTopoFL's anomaly flags (at its first setting, τ = 1.8),
+// Krum's unselected sites, FoolsGold's zero-weight sites; Fig. 4(B)'s
+// levels (experiments.Fig4BFraction and Fig4BFlipRates); and the τ,
+// detector and flag rule pTopoFL's campaigns resolved to (method.Resolve).
 func AdversarialInput(c Collected) report.AdversarialInput {
 	plan, rows, feds := c.Plan, c.Rows, c.Federations
 	type key struct{ fraction, flip float64 }
 	var levels []key
+	sites := map[key]int{}
 	for _, f := range plan.Federations {
 		if k := (key{f.AttackFraction, f.FlipRate}); !slices.Contains(levels, k) {
 			levels = append(levels, k)
+			sites[k] = len(f.Data.Sites)
 		}
 	}
-	var in report.AdversarialInput
+	series := adversarialSeries(plan)
+	in := report.AdversarialInput{CurveFraction: experiments.Fig4BFraction, CurveFlipRates: experiments.Fig4BFlipRates}
+	if i := slices.IndexFunc(series, func(se adversarialRuns) bool { return se.method == learn.PTopoFL }); i >= 0 {
+		if j := slices.IndexFunc(rows, series[i].has); j >= 0 {
+			// The flag rule is the preset's (method.Resolve), not a
+			// column of the results; a row that does not resolve says
+			// nothing about τ.
+			if cfg, err := method.Resolve(learn.PTopoFL, rows[j].Preset, rows[j].Hyperparameters); err == nil {
+				in.Tau, in.Detector, in.FlagTrustBelow = cfg.Server.Tau, string(cfg.Server.Detector), cfg.Server.FlagTrustBelow
+			}
+		}
+	}
 	for _, lv := range levels {
-		al := report.AttackLevel{Fraction: lv.fraction, FlipRate: lv.flip}
+		al := report.AttackLevel{Fraction: lv.fraction, FlipRate: lv.flip, Sites: sites[lv]}
 		at := func(r store.SweepResultRow) bool {
 			f := feds[r.Federation]
 			return f.AttackFraction == lv.fraction && f.FlipRate == lv.flip
 		}
-		for _, m := range plan.Methods {
-			mr := report.MethodRuns{Method: string(m)}
+		for _, se := range series {
+			mr := report.MethodRuns{Method: se.name}
 			for _, r := range rows {
-				if learn.Method(r.Method) == m && at(r) {
-					mr.Runs = append(mr.Runs, report.Run{Seed: int64(r.Seed), FinalAUC: r.FinalAUC})
+				if se.has(r) && at(r) {
+					mr.Runs = append(mr.Runs, reportRun(r, c.Curves[r.Campaign]))
 				}
 			}
 			al.Methods = append(al.Methods, mr)
@@ -359,12 +376,13 @@ func AdversarialInput(c Collected) report.AdversarialInput {
 			{"Krum selection", learn.Krum, func(r store.SweepResultRow) string { return r.Excluded }},
 			{"FoolsGold weights", learn.FoolsGold, func(r store.SweepResultRow) string { return r.Excluded }},
 		} {
-			if !slices.Contains(plan.Methods, d.method) {
+			i := slices.IndexFunc(series, func(se adversarialRuns) bool { return se.method == d.method })
+			if i < 0 {
 				continue
 			}
 			dr := report.DetectorRuns{Name: d.name}
 			for _, r := range rows {
-				if learn.Method(r.Method) == d.method && at(r) {
+				if series[i].has(r) && at(r) {
 					dr.Counts = append(dr.Counts, detectionCounts(int64(r.Seed), feds[r.Federation], d.sites(r)))
 				}
 			}
@@ -373,6 +391,49 @@ func AdversarialInput(c Collected) report.AdversarialInput {
 		in.Levels = append(in.Levels, al)
 	}
 	return in
+}
+
+// adversarialRuns is one series of the adversarial report: a method under
+// one setting ("" for any, in a plan without settings).
+type adversarialRuns struct {
+	name    string
+	method  learn.Method
+	setting string
+}
+
+func (a adversarialRuns) has(r store.SweepResultRow) bool {
+	return learn.Method(r.Method) == a.method && (a.setting == "" || r.Setting == a.setting)
+}
+
+// adversarialSeries lists the plan's methods, each once per setting that
+// applies to it, in the plan's order: the first setting of a method is its
+// series under its own name (the one its detector's counts come from), a
+// later one is named after the method and the setting, pTopoFL at the
+// comparison τ "ptopofl (τ = 2)".
+func adversarialSeries(plan experiments.Plan) []adversarialRuns {
+	var out []adversarialRuns
+	for _, m := range plan.Methods {
+		if len(plan.Settings) == 0 {
+			out = append(out, adversarialRuns{string(m), m, ""})
+			continue
+		}
+		first := true
+		for _, set := range plan.Settings {
+			if len(set.Methods) > 0 && !slices.Contains(set.Methods, m) {
+				continue
+			}
+			name := string(m)
+			switch {
+			case set.Label == experiments.AdversarialComparisonSetting:
+				name += fmt.Sprintf(" (τ = %g)", experiments.ComparisonTau)
+			case !first:
+				name += " (" + set.Label + ")"
+			}
+			out = append(out, adversarialRuns{name, m, set.Label})
+			first = false
+		}
+	}
+	return out
 }
 
 // detectionCounts scores the comma-separated sites a method left out
@@ -473,29 +534,47 @@ func StabilityInput(ctx context.Context, c Collected) (report.StabilityInput, er
 	return in, nil
 }
 
-// AblationInput collects the ablation: each variant's final AUC and
-// cluster count over seeds, in the order the sweep ran them.
+// AblationInput collects the ablation per scenario (healthcare, then
+// benchmark): each variant's final AUC, seed and cluster count over seeds,
+// in the order of the plan's settings; the variants of the β grid
+// (experiments.AblationBetaLabel) carry the β they ran with, and every
+// variant is compared with the full method.
 func AblationInput(c Collected) report.AblationInput {
-	rows := c.Rows
-	in := report.AblationInput{Scenario: experiments.Healthcare}
-	var order []string
-	byLabel := map[string]*report.AblationVariant{}
-	for _, r := range rows {
-		v, ok := byLabel[r.Setting]
-		if !ok {
-			d := experiments.AblationDescriptions[r.Setting]
-			v = &report.AblationVariant{Name: d[0], Description: d[1]}
-			if v.Name == "" {
-				v.Name = r.Setting
-			}
-			byLabel[r.Setting] = v
-			order = append(order, r.Setting)
-		}
-		v.FinalAUC = append(v.FinalAUC, r.FinalAUC)
-		v.Clusters = append(v.Clusters, r.NumClusters)
+	in := report.AblationInput{Reference: experiments.AblationDescriptions["full"][0]}
+	var labels []string
+	for _, set := range c.Plan.Settings {
+		labels = append(labels, set.Label)
 	}
-	for _, l := range order {
-		in.Variants = append(in.Variants, *byLabel[l])
+	for _, r := range c.Rows {
+		if !slices.Contains(labels, r.Setting) {
+			labels = append(labels, r.Setting)
+		}
+	}
+	grid := map[string]bool{}
+	for _, b := range experiments.AblationBetas {
+		l, _ := experiments.AblationBetaLabel(b)
+		grid[l] = true
+	}
+	for _, sc := range []string{experiments.Healthcare, experiments.Benchmark} {
+		for _, l := range labels {
+			d := experiments.AblationDescriptions[l]
+			v := report.AblationVariant{Name: d[0], Description: d[1], Scenario: sc, OnBetaGrid: grid[l]}
+			if v.Name == "" {
+				v.Name = l
+			}
+			for _, r := range c.Rows {
+				if r.Setting != l || c.Federations[r.Federation].Scenario != sc {
+					continue
+				}
+				v.FinalAUC = append(v.FinalAUC, r.FinalAUC)
+				v.Seeds = append(v.Seeds, int64(r.Seed))
+				v.Clusters = append(v.Clusters, r.NumClusters)
+				v.Beta = r.Beta
+			}
+			if len(v.FinalAUC) > 0 {
+				in.Variants = append(in.Variants, v)
+			}
+		}
 	}
 	return in
 }
@@ -533,13 +612,36 @@ func DeepInput(c Collected) report.DeepInput {
 		cols[k] = &report.DeepScenario{Name: name, Data: f.Source, Sites: len(f.Images), Preset: preset, Rounds: rounds}
 		order = append(order, k)
 	}
+	// A row per method and setting; a method with more than one setting
+	// (pTopoFL's descriptor models) names its extra rows by the setting.
+	type row struct {
+		method  learn.Method
+		setting string
+		label   string
+	}
+	var rows []row
+	for _, m := range c.Plan.Methods {
+		var sets []string
+		for _, set := range c.Spec.Settings {
+			if len(set.Methods) == 0 || slices.Contains(set.Methods, m) {
+				sets = append(sets, set.Label)
+			}
+		}
+		for i, set := range sets {
+			label := string(m)
+			if i > 0 {
+				label = fmt.Sprintf("%s (%s)", m, set)
+			}
+			rows = append(rows, row{m, set, label})
+		}
+	}
 	for _, k := range order {
 		sc := cols[k]
-		for _, m := range c.Plan.Methods {
-			mr := report.DeepMethodRuns{Method: string(m)}
+		for _, w := range rows {
+			mr := report.DeepMethodRuns{Method: w.label}
 			for _, r := range c.Rows {
 				f := c.Federations[r.Federation]
-				if learn.Method(r.Method) != m || (column{f.Scenario, f.Alpha}) != k {
+				if learn.Method(r.Method) != w.method || r.Setting != w.setting || (column{f.Scenario, f.Alpha}) != k {
 					continue
 				}
 				run := report.DeepRun{Seed: int64(r.Seed)}
@@ -575,6 +677,10 @@ func DeepInput(c Collected) report.DeepInput {
 				val = fmt.Sprint(v.Value)
 			}
 			vs = append(vs, v.Name+" = "+val)
+		}
+		if set.Label == experiments.DeepGlobalSetting {
+			in.Notes = append(in.Notes, fmt.Sprintf("%s (%s): run with %s, its preset otherwise: descriptors every round under the model each site was sent, clusters fitted afresh from them; the row without it computes descriptors once, under the initial model.", strings.Join(ms, ", "), set.Label, strings.Join(vs, ", ")))
+			continue
 		}
 		in.Notes = append(in.Notes, fmt.Sprintf("%s: run with %s (setting %s), its preset otherwise.", strings.Join(ms, ", "), strings.Join(vs, ", "), set.Label))
 	}

@@ -102,6 +102,10 @@ type Config struct {
 	// DriftLRFactor multiplies a pTopoFL site's local learning rate in
 	// the round drift re-clusters it (DriftLR); 0 leaves it.
 	DriftLRFactor float64
+	// DescriptorModel is descriptor_model: DescriptorInitial or
+	// DescriptorGlobal (a deep pTopoFL site's descriptor every round under
+	// the model it was sent).
+	DescriptorModel string
 	// DP is the privacy configuration. Under dp record Resolve also sets
 	// Site.DP and DeepSite.Train.DP (clip and noise multiplier); their
 	// Random, the site's secret stream, is the caller's to set.

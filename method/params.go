@@ -87,6 +87,9 @@ type Hyperparameters struct {
 	// ScaffoldVariant selects the authors' SCAFFOLD server update under the
 	// paper preset (learn.SCAFFOLDConfig.ReferenceBug).
 	ScaffoldVariant string `json:"scaffold_variant,omitempty"`
+	// DescriptorModel selects the model a deep site's descriptor is
+	// computed under (DescriptorRound).
+	DescriptorModel string `json:"descriptor_model,omitempty"`
 }
 
 // Kind is the type of a hyper-parameter's value.
@@ -612,7 +615,30 @@ var Params = []Param{
 		},
 		field: func(h *Hyperparameters) any { return &h.ScaffoldVariant },
 		core:  func(v Value, c *Config) { c.Site.SCAFFOLD.ReferenceBug = v.Text == ScaffoldAuthors }},
+	{Name: "descriptor_model", Doc: `the model a deep pTopoFL site computes its descriptor under (its penultimate activations of n_sub training images): "initial", the campaign's initial model, in round 1 (and when drift_check_every or a drift recheck asks, under the model the site then holds); or "global", in every round under the model the server sent the site for that round (round 1: the initial model), as Algorithm 1 recomputes φ_k every round, with the clusters fitted afresh each round from those descriptors (a clustering fitted once would see the initial model only), so drift (Eq. 9) is not measured; deep and external models only (a tabular descriptor depends on the data alone)`, Kind: Text,
+		Methods: []learn.Method{learn.PTopoFL}, Quiet: true, Default: text(DescriptorInitial),
+		Check: func(v Value) string {
+			if v.Text != DescriptorInitial && v.Text != DescriptorGlobal {
+				return `must be "initial" or "global"`
+			}
+			return ""
+		},
+		field: func(h *Hyperparameters) any { return &h.DescriptorModel },
+		core: func(v Value, c *Config) {
+			c.DescriptorModel = v.Text
+			c.Server.RefitClusters = v.Text == DescriptorGlobal
+		}},
 }
+
+// The values of descriptor_model.
+const (
+	// DescriptorInitial computes a deep site's descriptor under the
+	// campaign's initial model.
+	DescriptorInitial = "initial"
+	// DescriptorGlobal computes it every round under the model the
+	// server sent the site.
+	DescriptorGlobal = "global"
+)
 
 // The values of scaffold_variant.
 const (
@@ -817,6 +843,9 @@ func (h Hyperparameters) Validate(m learn.Method) error {
 		case h.IsDP():
 			return fmt.Errorf("hyperparameters.scaffold_variant = %q: not under dp %q (the privacy plan accounts for the change Δc_i a standard site sends); set scaffold_variant \"standard\"", h.ScaffoldVariant, DPRecord)
 		}
+	}
+	if m == learn.PTopoFL && h.DescriptorModel == DescriptorGlobal && !h.IsDeep() && !h.IsExternal() {
+		return fmt.Errorf(`hyperparameters.descriptor_model = "global": a tabular site's descriptor depends on its data alone, not on a model (model %q)`, h.Model)
 	}
 	if h.ValidationFraction > 0 {
 		switch {

@@ -80,7 +80,7 @@ func TestPresets(t *testing.T) {
 			// configuration carries it.
 			site.SCAFFOLD.ReferenceBug = tc.preset == Paper && m == learn.SCAFFOLD
 			want := Config{Method: m, Preset: tc.preset, Descriptor: tc.descriptor, NSub: 80, LabelNSub: tda.DefaultLabelledNSub,
-				Site: site, Server: server, Model: ModelLogistic}
+				Site: site, Server: server, Model: ModelLogistic, DescriptorModel: DescriptorInitial}
 			if !reflect.DeepEqual(c, want) {
 				t.Errorf("case %d %s:\ngot  %+v\nwant %+v", i, m, c, want)
 			}
@@ -124,6 +124,9 @@ func TestValidateNamesTheField(t *testing.T) {
 		{learn.SCAFFOLD, func(h *Hyperparameters) { h.ScaffoldVariant, h.Model = ScaffoldAuthors, ModelCNN }, "hyperparameters.scaffold_variant"},
 		{learn.SCAFFOLD, func(h *Hyperparameters) { h.ScaffoldVariant, h.DP, h.DPNoise = ScaffoldAuthors, DPRecord, 1 }, "hyperparameters.scaffold_variant"},
 		{learn.FedAvg, func(h *Hyperparameters) { h.ScaffoldVariant = "bugged" }, ""}, // 13: FedAvg does not read it
+		{learn.PTopoFL, func(h *Hyperparameters) { h.DescriptorModel = "trained" }, "hyperparameters.descriptor_model"},
+		{learn.PTopoFL, func(h *Hyperparameters) { h.DescriptorModel = DescriptorGlobal }, "hyperparameters.descriptor_model"}, // 15: tabular
+		{learn.PTopoFL, func(h *Hyperparameters) { h.DescriptorModel, h.Model = DescriptorGlobal, ModelCNN }, ""},
 	} {
 		h := Defaults(Default)
 		tc.edit(&h)

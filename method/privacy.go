@@ -130,6 +130,9 @@ func DescriptorRound(m learn.Method, h Hyperparameters, r int) bool {
 	if !NeedsDescriptors(m) {
 		return false
 	}
+	if h.DescriptorModel == DescriptorGlobal {
+		return true // every round, under the model sent that round
+	}
 	return r == 1 || (h.DriftCheckEvery > 0 && (r-1)%h.DriftCheckEvery == 0)
 }
 

@@ -35,9 +35,11 @@ type DeepSeeds struct {
 // aggregation.AggregateRound on the float64 vectors of the sites' float32
 // models, every model sent back is rounded to float32 (as the pipeline
 // stores it), and each site is scored with method.EvaluateDeep. pTopoFL's
-// descriptors are computed once, in round 1, from the initial model
-// (method.DeepDescriptor); a configuration that re-computes them
-// (drift_check_every > 0) is not supported here. The round metric is the
+// descriptors (method.DeepDescriptor) are computed once, in round 1, from
+// the initial model, or under descriptor_model "global" in every round from
+// the model each site was sent for it (round 1: the initial model), with
+// the clusters fitted afresh each round; a configuration that re-computes
+// them otherwise (drift_check_every > 0) is not supported here. The round metric is the
 // unweighted site mean of top-1 accuracy (Acc) and macro AUC (AUC).
 func RunDeep(sites []DeepSite, cfg Config, seeds DeepSeeds) (Result, error) {
 	if err := cfg.Validate(); err != nil {
@@ -59,23 +61,35 @@ func RunDeep(sites []DeepSite, cfg Config, seeds DeepSeeds) (Result, error) {
 		nets[i] = net
 	}
 	descs := make([]tda.Descriptor, k)
-	if method.NeedsDescriptors(cfg.Method) {
+	states := make([]nn.SiteState, k)
+	pushed := make([][]float32, k)
+	// descriptors computes every site's descriptor under the model it
+	// holds: the initial model before round 1's aggregation, then the one
+	// it was sent.
+	descriptors := func() error {
 		for i, s := range sites {
-			nets[i].Init(seeds.Init)
-			init := append([]float32(nil), nets[i].Params()...)
-			d, err := method.DeepDescriptor(nets[i], init, s.Train, cfg.Config, seeds.Descriptor(s.Name), nil)
+			held := pushed[i]
+			if held == nil {
+				nets[i].Init(seeds.Init)
+				held = append([]float32(nil), nets[i].Params()...)
+			}
+			d, err := method.DeepDescriptor(nets[i], held, s.Train, cfg.Config, seeds.Descriptor(s.Name), nil)
 			if err != nil {
-				return Result{}, fmt.Errorf("simulate: site %s: %w", s.Name, err)
+				return fmt.Errorf("simulate: site %s: %w", s.Name, err)
 			}
 			descs[i] = d
 		}
+		return nil
 	}
-	states := make([]nn.SiteState, k)
-	pushed := make([][]float32, k)
 	var control []float64
 	server := aggregation.ServerState{}
 	var res Result
 	for r := 1; r <= cfg.Rounds; r++ {
+		if method.NeedsDescriptors(cfg.Method) && (r == 1 || cfg.DescriptorModel == method.DescriptorGlobal) {
+			if err := descriptors(); err != nil {
+				return Result{}, err
+			}
+		}
 		results := make([]aggregation.SiteResult, k)
 		ownScores := make([][2]float64, k)
 		updateAcc := make([]float64, k)

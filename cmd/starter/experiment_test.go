@@ -294,8 +294,8 @@ func TestExperimentDeep(t *testing.T) {
 	src := t.TempDir()
 	writeFashionStandIn(t, src)
 	out := runExperimentCLI(t, experiments.Deep, "--fashion-mnist", src, "--methods", "ptopofl,fedavg,scaffold")
-	if out.State != "done" || len(out.Rows) != 2*3*3 {
-		t.Fatalf("state %s, %d rows; want done, 18 (2 seeds × 3 federations × 3 methods)", out.State, len(out.Rows))
+	if out.State != "done" || len(out.Rows) != 2*3*4 {
+		t.Fatalf("state %s, %d rows; want done, 24 (2 seeds × 3 federations × 4 rows: pTopoFL twice, FedAvg, SCAFFOLD)", out.State, len(out.Rows))
 	}
 	md, err := os.ReadFile(filepath.Join(out.Out, "report.md"))
 	if err != nil {
@@ -320,14 +320,19 @@ func TestExperimentDeep(t *testing.T) {
 				r.Campaign, r.State, r.RoundsDone, r.NumSites, r.Preset, r.LocalEpochs, r.Classes, r.Model, sites, preset, epochs)
 		}
 		// SCAFFOLD runs plain SGD (experiments.DeepSettings), the others
-		// their preset's momentum.
-		if wantSet, wantMom := map[bool]string{true: "sgd", false: "base"}[r.Method == "scaffold"], map[bool]float64{true: 0, false: 0.9}[r.Method == "scaffold"]; r.Setting != wantSet || r.Momentum != wantMom {
+		// their preset's momentum; pTopoFL runs a second time with
+		// descriptors under the model sent each round.
+		if wantSet, wantMom := map[bool]string{true: "sgd", false: "base"}[r.Method == "scaffold"], map[bool]float64{true: 0, false: 0.9}[r.Method == "scaffold"]; (r.Setting != wantSet && !(r.Method == "ptopofl" && r.Setting == experiments.DeepGlobalSetting)) || r.Momentum != wantMom {
 			t.Errorf("%s: setting %s, momentum %v; want %s, %v", r.Campaign, r.Setting, r.Momentum, wantSet, wantMom)
+		}
+		method := r.Method
+		if r.Setting == experiments.DeepGlobalSetting {
+			method += " (global)"
 		}
 		if math.IsNaN(r.FinalUpdateAcc) || math.IsNaN(r.FinalAcc) {
 			t.Errorf("%s: final update accuracy %v, after aggregation %v", r.Campaign, r.FinalUpdateAcc, r.FinalAcc)
 		}
-		k := key{column, r.Method}
+		k := key{column, method}
 		update[k] = append(update[k], r.FinalUpdateAcc)
 		aggregate[k] = append(aggregate[k], r.FinalAcc)
 	}
@@ -336,7 +341,10 @@ func TestExperimentDeep(t *testing.T) {
 		heading string
 		values  map[key][]float64
 	}{{"After the local update", update}, {"After the aggregation", aggregate}} {
-		for _, m := range []string{"ptopofl", "fedavg", "scaffold"} {
+		for _, m := range []string{"ptopofl", "ptopofl (global)", "fedavg", "scaffold"} {
+			if len(part.values[key{"D", m}]) != 2 {
+				t.Errorf("%s: %d runs of %s in D, want 2", part.heading, len(part.values[key{"D", m}]), m)
+			}
 			row := "| " + m + " |"
 			for _, c := range []string{"C, α = 0.1", "C, α = 0.5", "D"} {
 				mean, sd := eval.MeanStd(part.values[key{c, m}])
@@ -348,9 +356,9 @@ func TestExperimentDeep(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"| C, α = 0.1 | Fashion-MNIST | 3 | deep-small | 2 |", "| D | Fashion-MNIST, writer-like | 4 | deep-d-small | 2 |",
-		"scaffold: run with momentum = 0 (setting sgd), its preset otherwise.", "fig_deep_accuracy.png"} {
+		"scaffold: run with momentum = 0 (setting sgd), its preset otherwise.", `ptopofl (global): run with descriptor\_model = global`, "fig_deep_accuracy.png"} {
 		if !strings.Contains(string(md), want) {
-			t.Errorf("report lacks %q", want)
+			t.Errorf("report lacks %q\n%s", want, md)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(out.Out, "fig_deep_accuracy.png")); err != nil {

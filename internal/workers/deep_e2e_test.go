@@ -92,10 +92,27 @@ func TestDeepCampaignMatchesSimulate(t *testing.T) {
 		Train:      func(r int, site string) uint64 { return pipeline.DeriveSeed(seed, r, site, pipeline.PurposeTrain) },
 		Descriptor: func(site string) uint64 { return pipeline.DeriveSeed(seed, 0, site, pipeline.PurposeDescriptor) },
 	}
+	type deepCase struct {
+		m               learn.Method
+		descriptorModel string
+	}
+	var cases []deepCase
 	for _, m := range learn.Methods {
-		t.Run(string(m), func(t *testing.T) {
+		cases = append(cases, deepCase{m: m})
+	}
+	// pTopoFL with descriptors every round under the model each site was
+	// sent, the clusters fitted afresh from them (descriptor_model global).
+	cases = append(cases, deepCase{learn.PTopoFL, method.DescriptorGlobal})
+	for _, tc := range cases {
+		m := tc.m
+		name := string(m)
+		if tc.descriptorModel != "" {
+			name += "-" + tc.descriptorModel
+		}
+		t.Run(name, func(t *testing.T) {
 			h := method.Defaults(method.DeepSmall)
 			h.Classes, h.NSub = 3, 30
+			h.DescriptorModel = tc.descriptorModel
 			// Three sites: the trimmed mean must cut one model at each
 			// end, Krum tolerates no Byzantine site (n ≥ 2f + 3).
 			h.TrimFraction, h.Byzantine = 0.34, 0
@@ -108,7 +125,7 @@ func TestDeepCampaignMatchesSimulate(t *testing.T) {
 				t.Fatal(err)
 			}
 			spec := pipeline.CampaignSpec{
-				Campaign: "deep-" + string(m), Method: m, Preset: method.DeepSmall, Rounds: rounds, Seed: seed,
+				Campaign: "deep-" + name, Method: m, Preset: method.DeepSmall, Rounds: rounds, Seed: seed,
 				Sites: sites, Bucket: s.store.Bucket(), Hyperparameters: h,
 			}.WithDefaults()
 			if err := spec.Validate(); err != nil {
@@ -133,6 +150,36 @@ func TestDeepCampaignMatchesSimulate(t *testing.T) {
 			// (the anchor's "mean site top-1"), one per round.
 			if len(out.UpdateAccCurve) != rounds || !sameBits(out.UpdateAccCurve, want.UpdateAccCurve) {
 				t.Errorf("update accuracy curve %v, simulate %v", out.UpdateAccCurve, want.UpdateAccCurve)
+			}
+			if m == learn.PTopoFL {
+				// Descriptors in round 1 only, or in every round under
+				// descriptor_model global, and then under another model
+				// each round: a site's round-2 descriptor differs from
+				// its round-1 one (the data are the same).
+				first := map[string][]float64{}
+				for r := 1; r <= rounds; r++ {
+					var rm pipeline.RoundManifest
+					if _, err := s.store.GetJSONKey(ctx, artifact.ManifestKey(spec.Campaign, r), &rm); err != nil {
+						t.Fatal(err)
+					}
+					if want := r == 1 || tc.descriptorModel == method.DescriptorGlobal; rm.DescriptorsRecomputed != want {
+						t.Errorf("round %d: descriptors recomputed %v, want %v", r, rm.DescriptorsRecomputed, want)
+					}
+					for _, o := range rm.Outputs {
+						if o.Role != pipeline.RoleDescriptor || r > 2 {
+							continue
+						}
+						d, err := s.store.GetDescriptor(ctx, artifact.Ref(o.Ref))
+						if err != nil {
+							t.Fatal(err)
+						}
+						if r == 1 {
+							first[o.Site] = d.Descriptor
+						} else if sameBits(d.Descriptor, first[o.Site]) {
+							t.Errorf("site %s: round-2 descriptor equals round 1's: not computed under the model sent", o.Site)
+						}
+					}
+				}
 			}
 			var man pipeline.RoundManifest
 			if _, err := s.store.GetJSONKey(ctx, artifact.ManifestKey(spec.Campaign, rounds), &man); err != nil {
