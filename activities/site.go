@@ -387,16 +387,15 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 	}
 	sin.ServerControl = server.Control
 	if in.Descriptor != nil {
-		b, err := s.store.GetCached(ctx, *in.Descriptor)
-		if err != nil {
+		if sin.Descriptor, err = s.descriptorVector(ctx, *in.Descriptor); err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(err)
 		}
-		rec, err := store.DecodeDescriptor(b)
-		if err != nil {
-			return pipeline.TrainLocalOutput{}, wrap(err)
-		}
-		sin.Descriptor = rec.Descriptor
 	}
+	val := p.Val
+	if train, test, val, err = augmentTopology(cfg, train, test, val, sin.Descriptor); err != nil {
+		return pipeline.TrainLocalOutput{}, wrap(err)
+	}
+	sin.Train = train
 
 	out, err := learn.UpdateSite(sin)
 	if err != nil {
@@ -450,7 +449,7 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 		}
 		// The model to score is the site's own update (nothing the
 		// aggregation sends back changes it), so no pushed model.
-		ev, err := s.score(in.SiteCall, in, cfg, test, p.Val, nil, out.State)
+		ev, err := s.score(in.SiteCall, in, cfg, test, val, nil, out.State)
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(fmt.Errorf("evaluate: %w", err))
 		}
@@ -459,6 +458,32 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 		res.Evaluation.Released = pipeline.Released{}
 	}
 	return res, nil
+}
+
+// descriptorVector reads a descriptor artifact's vector (the site's own).
+func (s *Site) descriptorVector(ctx context.Context, ref pipeline.ArtifactRef) ([]float64, error) {
+	b, err := s.store.GetCached(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := store.DecodeDescriptor(b)
+	if err != nil {
+		return nil, err
+	}
+	return rec.Descriptor, nil
+}
+
+// augmentTopology appends the four topological columns of §3.2
+// (method.AugmentTopology) to the splits under topo_features "augment" or
+// "both", and returns them unchanged otherwise.
+func augmentTopology(cfg method.Config, train, test, val learn.Data, desc []float64) (learn.Data, learn.Data, learn.Data, error) {
+	if !cfg.AugmentsFeatures() {
+		return train, test, val, nil
+	}
+	if desc == nil {
+		return train, test, val, fmt.Errorf("topo_features %q: no descriptor", cfg.TopoFeatures)
+	}
+	return method.AugmentTopology(train, test, val, desc)
 }
 
 // withHeartbeat runs train while heartbeating, so that a worker that dies
@@ -538,7 +563,21 @@ func (s *Site) Evaluate(ctx context.Context, in pipeline.EvaluateInput) (pipelin
 	if err != nil {
 		return pipeline.EvaluateOutput{}, wrap(err)
 	}
-	ev, err := s.score(in.SiteCall, in, cfg, test, p.Val, pushed, state)
+	val := p.Val
+	if cfg.AugmentsFeatures() {
+		if in.Descriptor == nil {
+			return pipeline.EvaluateOutput{}, temporal.NewNonRetryableApplicationError(
+				wrap(fmt.Errorf("topo_features %q: no descriptor to compute the test rows' columns from", cfg.TopoFeatures)).Error(), "BadRequest", nil)
+		}
+		desc, err := s.descriptorVector(ctx, *in.Descriptor)
+		if err != nil {
+			return pipeline.EvaluateOutput{}, wrap(err)
+		}
+		if _, test, val, err = augmentTopology(cfg, train, test, val, desc); err != nil {
+			return pipeline.EvaluateOutput{}, wrap(err)
+		}
+	}
+	ev, err := s.score(in.SiteCall, in, cfg, test, val, pushed, state)
 	if err != nil {
 		return pipeline.EvaluateOutput{}, wrap(err)
 	}

@@ -303,3 +303,32 @@ func TestRobustBaselinesUpdateLikeFedAvg(t *testing.T) {
 		}
 	}
 }
+
+// TestPTopoFLWithoutSampleWeights: under NoSampleWeights (topo_features
+// "augment") pTopoFL's site update is the unweighted fit FedAvg's is, bit
+// for bit, from the same pushed model, and reports no sample weights;
+// with them (the default) it differs.
+func TestPTopoFLWithoutSampleWeights(t *testing.T) {
+	cfg := DefaultSiteConfig()
+	desc := make([]float64, 48)
+	desc[cfg.TopologyWeights.DescriptorIndex] = 0.7
+	in := SiteInput{Method: FedAvg, Round: 2, Train: toy, Pushed: []float64{0.1, -0.2, 0.05}, Descriptor: desc, Config: cfg}
+	want, err := UpdateSite(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		noWeights bool
+		same      bool
+	}{{true, true}, {false, false}} {
+		in.Method = PTopoFL
+		in.Config.NoSampleWeights = tc.noWeights
+		got, err := UpdateSite(in)
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if same := slices.Equal(got.Params, want.Params); same != tc.same || (got.SampleWeights == nil) != tc.noWeights {
+			t.Errorf("case %d: params %v (FedAvg's %v), sample weights %v", i, got.Params, want.Params, got.SampleWeights)
+		}
+	}
+}

@@ -106,6 +106,10 @@ type SiteConfig struct {
 	SCAFFOLD        SCAFFOLDConfig
 	PFedMe          PFedMeConfig
 	TopologyWeights TopologyWeightConfig
+	// NoSampleWeights makes pTopoFL's site update an unweighted fit (the
+	// method's topo_features "augment": the topology enters through
+	// feature columns instead of TopologySampleWeights).
+	NoSampleWeights bool
 	// DP, when set, makes every local step differentially private
 	// (DPGradientDescent): the gradient-descent methods and local solver
 	// "gd" run DP-GD, L-BFGS is refused (ErrLBFGSUnderDP), and pTopoFL's
@@ -416,6 +420,15 @@ func updatePTopoFL(m Model, in SiteInput) (SiteOutput, error) {
 		// gradient: under DP pTopoFL's site update is FedAvg's, and the
 		// method acts through the server's clustering, trust and blending.
 		return updateFedAvg(m, in)
+	}
+	if in.Config.NoSampleWeights {
+		// topo_features "augment": the topology enters through the
+		// feature columns alone, and the fit is unweighted.
+		p, err := fitLocal(m, in.Train, in.lbfgsStart(m), in.Config)
+		if err != nil {
+			return SiteOutput{}, err
+		}
+		return SiteOutput{Params: p}, nil
 	}
 	x := in.TopologyX
 	if x == nil {

@@ -106,6 +106,9 @@ type Config struct {
 	// DescriptorGlobal (a deep pTopoFL site's descriptor every round under
 	// the model it was sent).
 	DescriptorModel string
+	// TopoFeatures is topo_features: TopoWeights, TopoAugment or TopoBoth
+	// (a tabular pTopoFL site's columns, AugmentTopology).
+	TopoFeatures string
 	// DP is the privacy configuration. Under dp record Resolve also sets
 	// Site.DP and DeepSite.Train.DP (clip and noise multiplier); their
 	// Random, the site's secret stream, is the caller's to set.
@@ -242,6 +245,13 @@ func TrainSeed(preset string, campaignSeed uint64, siteIndex int, derived uint64
 		return uint32(campaignSeed) + uint32(siteIndex)
 	}
 	return uint32(derived)
+}
+
+// AugmentsFeatures reports whether c's sites append the topological
+// columns of §3.2 to their rows (pTopoFL under topo_features "augment" or
+// "both"; AugmentTopology).
+func (c Config) AugmentsFeatures() bool {
+	return c.Method == learn.PTopoFL && (c.TopoFeatures == TopoAugment || c.TopoFeatures == TopoBoth)
 }
 
 // DriftLR returns c with the local learning rate of a pTopoFL site that

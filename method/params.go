@@ -90,6 +90,9 @@ type Hyperparameters struct {
 	// DescriptorModel selects the model a deep site's descriptor is
 	// computed under (DescriptorRound).
 	DescriptorModel string `json:"descriptor_model,omitempty"`
+	// TopoFeatures selects how a tabular pTopoFL site uses its
+	// descriptor in local training (AugmentTopology).
+	TopoFeatures string `json:"topo_features,omitempty"`
 }
 
 // Kind is the type of a hyper-parameter's value.
@@ -628,6 +631,35 @@ var Params = []Param{
 			c.DescriptorModel = v.Text
 			c.Server.RefitClusters = v.Text == DescriptorGlobal
 		}},
+	{Name: "topo_features", Doc: `how a tabular pTopoFL site's own descriptor enters its local training (§3.2 and Algorithm 1, "augment local features with φ_k statistics"): "weights", the per-sample weights exp(−‖x_i − c‖/max(A0, 0.1)) of the authors' pTopoFL code (the paper's numbers); "augment", four columns appended to every standardised row, as the authors' TopoFL client computes them: the row's distance to the training centroid, the H0 and H1 persistence entropies and β0 at the median Betti threshold (method.AugmentTopology), with an unweighted fit; or "both"; logistic models without dp only`, Kind: Text,
+		Methods: []learn.Method{learn.PTopoFL}, Quiet: true, Default: text(TopoWeights),
+		Check: func(v Value) string {
+			if v.Text != TopoWeights && v.Text != TopoAugment && v.Text != TopoBoth {
+				return `must be "weights", "augment" or "both"`
+			}
+			return ""
+		},
+		field: func(h *Hyperparameters) any { return &h.TopoFeatures },
+		core: func(v Value, c *Config) {
+			c.TopoFeatures = v.Text
+			c.Site.NoSampleWeights = v.Text == TopoAugment
+		}},
+}
+
+// The values of topo_features.
+const (
+	// TopoWeights weighs each training row by its topology sample weight.
+	TopoWeights = "weights"
+	// TopoAugment appends the four topological columns of §3.2.
+	TopoAugment = "augment"
+	// TopoBoth does both.
+	TopoBoth = "both"
+)
+
+// AugmentsFeatures reports whether h makes pTopoFL sites append the
+// topological columns (topo_features "augment" or "both").
+func (h Hyperparameters) AugmentsFeatures(m learn.Method) bool {
+	return m == learn.PTopoFL && (h.TopoFeatures == TopoAugment || h.TopoFeatures == TopoBoth)
 }
 
 // The values of descriptor_model.
@@ -842,6 +874,14 @@ func (h Hyperparameters) Validate(m learn.Method) error {
 			return fmt.Errorf("hyperparameters.scaffold_variant = %q: the authors' variant exists for the logistic model only (model %q); set scaffold_variant \"standard\"", h.ScaffoldVariant, h.Model)
 		case h.IsDP():
 			return fmt.Errorf("hyperparameters.scaffold_variant = %q: not under dp %q (the privacy plan accounts for the change Δc_i a standard site sends); set scaffold_variant \"standard\"", h.ScaffoldVariant, DPRecord)
+		}
+	}
+	if h.AugmentsFeatures(m) {
+		switch {
+		case h.IsDeep() || h.IsExternal():
+			return fmt.Errorf("hyperparameters.topo_features = %q: the topological columns are for tabular rows (model %q)", h.TopoFeatures, h.Model)
+		case h.IsDP():
+			return fmt.Errorf("hyperparameters.topo_features = %q: not under dp %q (a row's columns depend on every training row and on the exact descriptor)", h.TopoFeatures, DPRecord)
 		}
 	}
 	if m == learn.PTopoFL && h.DescriptorModel == DescriptorGlobal && !h.IsDeep() && !h.IsExternal() {

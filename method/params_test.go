@@ -80,7 +80,7 @@ func TestPresets(t *testing.T) {
 			// configuration carries it.
 			site.SCAFFOLD.ReferenceBug = tc.preset == Paper && m == learn.SCAFFOLD
 			want := Config{Method: m, Preset: tc.preset, Descriptor: tc.descriptor, NSub: 80, LabelNSub: tda.DefaultLabelledNSub,
-				Site: site, Server: server, Model: ModelLogistic, DescriptorModel: DescriptorInitial}
+				Site: site, Server: server, Model: ModelLogistic, DescriptorModel: DescriptorInitial, TopoFeatures: TopoWeights}
 			if !reflect.DeepEqual(c, want) {
 				t.Errorf("case %d %s:\ngot  %+v\nwant %+v", i, m, c, want)
 			}
@@ -127,6 +127,10 @@ func TestValidateNamesTheField(t *testing.T) {
 		{learn.PTopoFL, func(h *Hyperparameters) { h.DescriptorModel = "trained" }, "hyperparameters.descriptor_model"},
 		{learn.PTopoFL, func(h *Hyperparameters) { h.DescriptorModel = DescriptorGlobal }, "hyperparameters.descriptor_model"}, // 15: tabular
 		{learn.PTopoFL, func(h *Hyperparameters) { h.DescriptorModel, h.Model = DescriptorGlobal, ModelCNN }, ""},
+		{learn.PTopoFL, func(h *Hyperparameters) { h.TopoFeatures = "columns" }, "hyperparameters.topo_features"},
+		{learn.PTopoFL, func(h *Hyperparameters) { h.TopoFeatures = TopoBoth }, ""}, // 18
+		{learn.PTopoFL, func(h *Hyperparameters) { h.TopoFeatures, h.Model = TopoAugment, ModelCNN }, "hyperparameters.topo_features"},
+		{learn.PTopoFL, func(h *Hyperparameters) { h.TopoFeatures, h.DP, h.DPNoise = TopoAugment, DPRecord, 1 }, "hyperparameters.topo_features"},
 	} {
 		h := Defaults(Default)
 		tc.edit(&h)

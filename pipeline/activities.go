@@ -178,6 +178,10 @@ type EvaluateInput struct {
 	SiteCall
 	Model     ArtifactRef  `json:"model"`
 	SiteState *ArtifactRef `json:"site_state,omitempty"` // pFedMe evaluates its personal model
+	// Descriptor is the site's descriptor of the round, under
+	// topo_features "augment" or "both" (its test rows get the same
+	// topological columns as its training rows); nil otherwise.
+	Descriptor *ArtifactRef `json:"descriptor,omitempty"`
 }
 
 // EvaluateOutput is the site's score (sklearn definitions: ROC AUC with ties

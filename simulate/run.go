@@ -50,7 +50,10 @@ type Result struct {
 	UpdateAccCurve []float64
 }
 
-// Run runs cfg.Rounds rounds of cfg.Method over sites. Each round: every
+// Run runs cfg.Rounds rounds of cfg.Method over sites. Each site's rows
+// are standardised (method.PrepareSite) and, under topo_features "augment"
+// or "both", given the four topological columns of its descriptor
+// (method.AugmentTopology). Each round: every
 // site runs learn.UpdateSite with what the server pushed last round; the
 // server runs aggregation.AggregateRound; every site is evaluated with
 // learn.EvaluationParams on its test split; the round metric is the
@@ -68,6 +71,12 @@ func Run(sites []Site, cfg Config) (Result, error) {
 		p, err := method.PrepareSite(s.Name, s.TrainX, s.TrainY, s.TestX, s.TestY)
 		if err != nil {
 			return Result{}, err
+		}
+		if cfg.AugmentsFeatures() {
+			// topo_features "augment" or "both": the four columns of §3.2.
+			if p.Train, p.Test, p.Val, err = method.AugmentTopology(p.Train, p.Test, p.Val, s.Descriptor); err != nil {
+				return Result{}, fmt.Errorf("simulate: site %s: %w", s.Name, err)
+			}
 		}
 		prep[i] = p
 	}

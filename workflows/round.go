@@ -599,13 +599,20 @@ func (r *round) evaluateFanOut(ctx workflow.Context) fanOutResult[pipeline.Evalu
 		}
 	}
 	r.drop(noModel)
+	// A site that appends topological columns to its rows scores its
+	// test rows with the same columns, from the descriptor it trained with.
+	var descs map[string]*pipeline.ArtifactRef
+	if r.spec.Hyperparameters.AugmentsFeatures(r.spec.Method) {
+		descs = siteRefs(r.carry.Descriptors)
+	}
 	return fanOut[pipeline.EvaluateOutput](ctx, r.spec, fanOutRequest{
 		Phase: pipeline.PhaseEvaluate, Protocol: r.protocol, Colocated: r.colocated, Activity: pipeline.ActivityEvaluate, Sites: r.active,
 		Input: func(site string) any {
 			return pipeline.EvaluateInput{
-				SiteCall:  r.siteCall(site, pipeline.PurposeTrain),
-				Model:     *models[site],
-				SiteState: states[site],
+				SiteCall:   r.siteCall(site, pipeline.PurposeTrain),
+				Model:      *models[site],
+				SiteState:  states[site],
+				Descriptor: descs[site],
 			}
 		},
 	})

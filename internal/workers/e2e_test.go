@@ -138,6 +138,11 @@ func referenceModels(t *testing.T, sites []simulate.Site, cfg simulate.Config) (
 		if err != nil {
 			t.Fatal(err)
 		}
+		if cfg.AugmentsFeatures() {
+			if p.Train, p.Test, p.Val, err = method.AugmentTopology(p.Train, p.Test, p.Val, s.Descriptor); err != nil {
+				t.Fatal(err)
+			}
+		}
 		prep[i] = p
 	}
 	states := make([]learn.SiteState, k)
@@ -236,7 +241,8 @@ func siteStore(t *testing.T, s *stack, site string) *store.Store {
 // pTopoFL, FedAvg, FedProx, pFedMe and LocalOnly (the last two scored in
 // their training activity), FoolsGold and norm-clipped FedAvg (whose server
 // state, the global model and FoolsGold's per-site update histories, goes
-// through the store between rounds) over the golden healthcare federation on the
+// through the store between rounds), the paper's SCAFFOLD, and pTopoFL with
+// topo_features "augment" and "both" over the golden healthcare federation on the
 // local stack (embedded Temporal and S3, in-process workers for all eight
 // sites) and requires the per-round AUC and accuracy curves and every
 // site's final model to equal the in-memory reference bit for bit. Then it
@@ -250,12 +256,30 @@ func TestCampaignMatchesSimulate(t *testing.T) {
 	startWorkers(t, s, sites)
 
 	var campaigns []string
-	for _, m := range []learn.Method{learn.PTopoFL, learn.FedAvg, learn.FedProx, learn.PFedMe, learn.LocalOnly, learn.FoolsGold, learn.NormClip} {
-		t.Run(string(m), func(t *testing.T) {
-			cfg, err := simulate.Preset(method.Paper, m)
+	type run struct {
+		m            learn.Method
+		topoFeatures string // pTopoFL's topo_features; "" the preset's
+	}
+	runs := []run{{m: learn.PTopoFL}, {m: learn.FedAvg}, {m: learn.FedProx}, {m: learn.PFedMe}, {m: learn.LocalOnly}, {m: learn.FoolsGold}, {m: learn.NormClip},
+		// The paper's SCAFFOLD (the preset's scaffold_variant "authors"),
+		// and pTopoFL with the topological columns of §3.2.
+		{m: learn.SCAFFOLD}, {learn.PTopoFL, method.TopoAugment}, {learn.PTopoFL, method.TopoBoth}}
+	for _, tc := range runs {
+		m := tc.m
+		name := string(m)
+		if tc.topoFeatures != "" {
+			name += "-" + tc.topoFeatures
+		}
+		t.Run(name, func(t *testing.T) {
+			// The paper preset's values: WithDefaults leaves beta, mu,
+			// trim_fraction and drift_threshold as given (zero is meaningful).
+			h := method.Defaults(method.Paper)
+			h.TopoFeatures = tc.topoFeatures
+			mc, err := method.Resolve(m, method.Paper, h)
 			if err != nil {
 				t.Fatal(err)
 			}
+			cfg := simulate.Config{Config: mc, Rounds: 15, Seed: 42}
 			want, err := simulate.Run(sims, cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -265,11 +289,8 @@ func TestCampaignMatchesSimulate(t *testing.T) {
 				t.Fatalf("the test's reference loop disagrees with simulate.Run: %v vs %v", refAUC, want.AUCCurve)
 			}
 
-			// The paper preset's values: WithDefaults leaves beta, mu,
-			// trim_fraction and drift_threshold as given (zero is meaningful).
-			h := method.Defaults(method.Paper)
 			spec := pipeline.CampaignSpec{
-				Campaign: "e2e-" + string(m), Method: m, Preset: method.Paper, Rounds: 15, Seed: 42,
+				Campaign: "e2e-" + name, Method: m, Preset: method.Paper, Rounds: 15, Seed: 42,
 				Sites: sites, Bucket: s.store.Bucket(), DescriptorRows: rows, Hyperparameters: h,
 			}.WithDefaults()
 			if err := spec.Validate(); err != nil {
@@ -323,6 +344,10 @@ func TestCampaignMatchesSimulate(t *testing.T) {
 				got, err := s.store.GetModel(ctx, artifact.Ref(ref))
 				if err != nil {
 					t.Fatal(err)
+				}
+				// 20 features, the four topological columns, the intercept.
+				if want := 21 + 4*map[bool]int{true: 1}[cfg.AugmentsFeatures()]; len(got.Params) != want {
+					t.Errorf("site %s holds %d parameters, want %d", site.Name, len(got.Params), want)
 				}
 				if !sameBits(got.Params, refModels[i]) {
 					t.Errorf("site %s final model\n got %v\nwant %v", site.Name, got.Params, refModels[i])
