@@ -97,8 +97,11 @@ type AttackLevel struct {
 	// flipped (0 when Fraction is 0).
 	Fraction float64
 	FlipRate float64
+	// Sites is the number of sites of the level's federations (0:
+	// unknown), so that the report can say how many flip.
+	Sites int
 	// Methods holds each method's runs (final AUC per seed, paired by seed
-	// with the reference method).
+	// with the reference method; the AUC per round for Fig. 4(B)).
 	Methods []MethodRuns
 	// Detectors holds each detector's counts.
 	Detectors []DetectorRuns
@@ -112,6 +115,20 @@ type AdversarialInput struct {
 	// empty means "ptopofl".
 	Reference string
 	Levels    []AttackLevel
+	// CurveFraction and CurveFlipRates choose the panels of Fig. 4(B),
+	// AUC per round: the clean level (Fraction 0) and each level at
+	// CurveFraction whose flip rate is one of CurveFlipRates, in that
+	// order. No flip rate: no Fig. 4(B).
+	CurveFraction  float64
+	CurveFlipRates []float64
+	// Tau, Detector and FlagTrustBelow describe pTopoFL's anomaly
+	// detection for the report's text: τ (anomaly_threshold), the detector
+	// ("labelled", "descriptor" or "combined") and, when positive, the
+	// trust weight below which a site is flagged instead of z > τ (the
+	// paper preset's 0.5, as in the authors' code). Tau 0 says nothing.
+	Tau            float64
+	Detector       string
+	FlagTrustBelow float64
 }
 
 // SiteTrace is one site's topological signature over rounds.
@@ -219,24 +236,41 @@ type UtilityRow struct {
 	Values, Released         []float64
 }
 
-// AblationVariant is one configuration of the ablation.
+// AblationVariant is one configuration of the ablation on one scenario.
 type AblationVariant struct {
 	// Name is shown in tables and plots, e.g. "M=1", "β=0", "full",
 	// "automatic M".
 	Name string
 	// Description says what the variant removes or changes.
 	Description string
-	// FinalAUC has one entry per seed.
+	// Scenario names the scenario the variant ran on; empty means
+	// AblationInput.Scenario.
+	Scenario string
+	// FinalAUC has one entry per seed, and Seeds, when not nil, those
+	// seeds (aligned with FinalAUC); nil means seeds 1, 2, … in order.
+	// Variants are paired by seed in significance tests.
 	FinalAUC []float64
+	Seeds    []int64
 	// Clusters optionally holds the number of clusters used per seed (for
 	// the automatic M); nil when not applicable.
 	Clusters []int
+	// OnBetaGrid reports that the variant differs from the full method in
+	// its inter-cluster blending β alone (Eq. 7), and Beta is its β: the
+	// points of the report's β figure.
+	OnBetaGrid bool
+	Beta       float64
 }
 
 // AblationInput is the input of Ablation (§4.7, Fig. 7).
 type AblationInput struct {
 	Title string
-	// Scenario names the scenario the ablation ran on.
+	// Scenario names the scenario of the variants that name none.
 	Scenario string
+	// Variants of every scenario; the report has one table per scenario,
+	// in the order the scenarios first appear, and shows a scenario's
+	// variants in the order given.
 	Variants []AblationVariant
+	// Reference names the variant every other variant of its scenario is
+	// compared with, paired by seed; empty means "full".
+	Reference string
 }

@@ -74,30 +74,43 @@ func table1Fixture() Table1Input {
 	}}
 }
 
+// adversarialFixture has 10 sites a federation; every run's AUC curve is
+// final − 0.04, final − 0.02, final over three rounds. Fig. 4(B) takes the
+// clean level and 30 % of the sites at flip rates 30 % and 50 %, not the 50
+// % level.
 func adversarialFixture() AdversarialInput {
 	runs := func(aucs ...float64) []Run {
 		out := make([]Run, len(aucs))
 		for i, v := range aucs {
-			out[i] = Run{Seed: int64(i + 1), FinalAUC: v}
+			out[i] = Run{Seed: int64(i + 1), FinalAUC: v, AUC: []float64{v - 0.04, v - 0.02, v}}
 		}
 		return out
 	}
 	level := func(fraction, flip float64, pt, fa []float64, det []DetectionCounts, krum []DetectionCounts) AttackLevel {
-		return AttackLevel{Fraction: fraction, FlipRate: flip,
+		return AttackLevel{Fraction: fraction, FlipRate: flip, Sites: 10,
 			Methods:   []MethodRuns{{Method: "ptopofl", Runs: runs(pt...)}, {Method: "fedavg", Runs: runs(fa...)}},
 			Detectors: []DetectorRuns{{Name: "ptopofl", Counts: det}, {Name: "krum", Counts: krum}}}
 	}
-	return AdversarialInput{Levels: []AttackLevel{
-		level(0, 0, []float64{0.85, 0.87}, []float64{0.84, 0.86},
-			[]DetectionCounts{{Seed: 1, TrueNegatives: 10}, {Seed: 2, FalsePositives: 1, TrueNegatives: 9}},
-			[]DetectionCounts{{Seed: 1, FalsePositives: 9, TrueNegatives: 1}}),
-		level(0.3, 0.3, []float64{0.82, 0.80}, []float64{0.75, 0.77},
-			[]DetectionCounts{{Seed: 1, TruePositives: 3, TrueNegatives: 7}, {Seed: 2, TruePositives: 2, FalseNegatives: 1, TrueNegatives: 7}}, nil),
-		level(0.5, 0.3, []float64{0.77, 0.77}, []float64{0.70, 0.74},
-			[]DetectionCounts{{Seed: 1, TruePositives: 4, FalseNegatives: 1, FalsePositives: 1, TrueNegatives: 4}}, nil),
-		level(0.3, 0.5, []float64{0.80, 0.78}, []float64{0.70, 0.72},
-			[]DetectionCounts{{Seed: 1, TruePositives: 3, TrueNegatives: 7}}, nil),
-	}}
+	return AdversarialInput{CurveFraction: 0.3, CurveFlipRates: []float64{0.3, 0.5}, Tau: 1.8, Detector: "labelled",
+		Levels: []AttackLevel{
+			level(0, 0, []float64{0.85, 0.87}, []float64{0.84, 0.86},
+				[]DetectionCounts{{Seed: 1, TrueNegatives: 10}, {Seed: 2, FalsePositives: 1, TrueNegatives: 9}},
+				[]DetectionCounts{{Seed: 1, FalsePositives: 9, TrueNegatives: 1}}),
+			level(0.3, 0.3, []float64{0.82, 0.80}, []float64{0.75, 0.77},
+				[]DetectionCounts{{Seed: 1, TruePositives: 3, TrueNegatives: 7}, {Seed: 2, TruePositives: 2, FalseNegatives: 1, TrueNegatives: 7}}, nil),
+			level(0.5, 0.3, []float64{0.77, 0.77}, []float64{0.70, 0.74},
+				[]DetectionCounts{{Seed: 1, TruePositives: 4, FalseNegatives: 1, FalsePositives: 1, TrueNegatives: 4}}, nil),
+			level(0.3, 0.5, []float64{0.80, 0.78}, []float64{0.70, 0.72},
+				[]DetectionCounts{{Seed: 1, TruePositives: 3, TrueNegatives: 7}}, nil),
+		}}
+}
+
+// adversarialPaperFixture is adversarialFixture as the paper preset runs
+// it: the descriptor detector, flags by trust below 0.5.
+func adversarialPaperFixture() AdversarialInput {
+	in := adversarialFixture()
+	in.Detector, in.FlagTrustBelow = "descriptor", 0.5
+	return in
 }
 
 func stabilityFixture() StabilityInput {
@@ -131,12 +144,19 @@ func privacyFixture(t *testing.T) PrivacyInput {
 	}
 }
 
+// ablationFixture has two scenarios of three seeds; healthcare's variants
+// name no scenario (the input's), benchmark's list their seeds out of
+// order. Each has a β grid with full (β = 0.3) on it.
 func ablationFixture() AblationInput {
 	return AblationInput{Scenario: "healthcare", Variants: []AblationVariant{
-		{Name: "M=1", Description: "one cluster", FinalAUC: []float64{0.79, 0.81}},
-		{Name: "β=0", Description: "no inter-cluster blending", FinalAUC: []float64{0.83, 0.84}},
-		{Name: "full", Description: "pTopoFL", FinalAUC: []float64{0.84, 0.85}},
-		{Name: "automatic M", Description: "M chosen by silhouette", FinalAUC: []float64{0.84, 0.84}, Clusters: []int{3, 2}},
+		{Name: "full", Description: "pTopoFL", FinalAUC: []float64{0.84, 0.85, 0.83}, OnBetaGrid: true, Beta: 0.3},
+		{Name: "M=1", Description: "one cluster", FinalAUC: []float64{0.79, 0.81, 0.80}},
+		{Name: "β=0", Description: "no inter-cluster blending", FinalAUC: []float64{0.83, 0.83, 0.80}, OnBetaGrid: true},
+		{Name: "automatic M", Description: "M chosen by silhouette", FinalAUC: []float64{0.84, 0.84, 0.84}, Clusters: []int{3, 2, 3}},
+		{Name: "β=1", Description: "global consensus", FinalAUC: []float64{0.80, 0.82, 0.81}, OnBetaGrid: true, Beta: 1},
+		{Name: "full", Scenario: "benchmark", Description: "pTopoFL", FinalAUC: []float64{0.86, 0.88, 0.90}, OnBetaGrid: true, Beta: 0.3},
+		{Name: "β=0", Scenario: "benchmark", Description: "no inter-cluster blending", FinalAUC: []float64{0.85, 0.86, 0.88}, OnBetaGrid: true},
+		{Name: "β=1", Scenario: "benchmark", Description: "global consensus", Seeds: []int64{3, 1, 2}, FinalAUC: []float64{0.91, 0.87, 0.90}, OnBetaGrid: true, Beta: 1},
 	}}
 }
 
@@ -199,7 +219,7 @@ func TestReports(t *testing.T) {
 		{
 			name:    "adversarial",
 			build:   func() (*Report, error) { return Adversarial(adversarialFixture()) },
-			figures: []string{"fig4_adversarial"},
+			figures: []string{"fig4_adversarial", "fig4b_adversarial_curves"},
 			want: []string{
 				// 0 %: ptopofl 0.85 0.87: mean 0.86, std √(2·0.01²/1) = 0.0141.
 				"0.860 ± 0.014",
@@ -209,6 +229,26 @@ func TestReports(t *testing.T) {
 				"83.3 % (5/6)", "0.0 % (0/14)",
 				// 50 %: ptopofl 0.77 0.77: std 0; FPR 1/5.
 				"0.770 ± 0.000", "20.0 % (1/5)",
+				// τ and the labelled detector.
+				"pTopoFL ran with τ = 1.8", "τ changes the weights, not the flags",
+				// Fig. 4(B): 0.3 × 10 sites = 3 flip at 30 % and 50 %.
+				"Fig. 4(B): AUC per round under attack", "3 of 10 sites flip 30 % and 50 % of their labels",
+				// 0 %, ptopofl: rounds 1 (0.81, 0.83) and 3 (0.85, 0.87),
+				// means 0.82 and 0.86; fedavg (0.80, 0.82) → (0.84, 0.86).
+				"0.820 → 0.860", "0.810 → 0.850",
+				// Flip 50 % at 30 % of the sites: ptopofl (0.76, 0.74) → (0.80,
+				// 0.78), fedavg (0.66, 0.68) → (0.70, 0.72).
+				"0.750 → 0.790", "0.670 → 0.710",
+			},
+		},
+		{
+			name:    "adversarial, paper preset",
+			build:   func() (*Report, error) { return Adversarial(adversarialPaperFixture()) },
+			figures: []string{"fig4_adversarial", "fig4b_adversarial_curves"},
+			want: []string{
+				"pTopoFL ran with τ = 1.8",
+				"a site is flagged when its trust weight is below 0.5, not when its z-score exceeds τ",
+				"τ changes nothing",
 			},
 		},
 		{
@@ -270,15 +310,30 @@ func TestReports(t *testing.T) {
 		{
 			name:    "ablation",
 			build:   func() (*Report, error) { return Ablation(ablationFixture()) },
-			figures: []string{"fig7_ablation"},
+			figures: []string{"fig7_ablation", "fig7_beta"},
 			want: []string{
-				// M=1: 0.79 0.81: mean 0.80, std √(2·0.01²) = 0.0141.
-				"0.800 ± 0.014",
-				// β=0: 0.83 0.84: mean 0.835 (printed 0.835 or 0.836 by
-				// binary rounding; the std 0.00707 is unambiguous).
-				"± 0.007",
-				// automatic M: 0.84 0.84 and clusters 3, 2.
-				"0.840 ± 0.000", "3, 2",
+				"Scenario healthcare", "Scenario benchmark",
+				// healthcare, M=1: 0.79 0.81 0.80: mean 0.80, std 0.01.
+				"0.800 ± 0.010",
+				// healthcare, β=0: 0.83 0.83 0.80: mean 0.82, std √(3e-4) = 0.0173.
+				"0.820 ± 0.017",
+				// automatic M: 0.84 three times and clusters 3, 2, 3.
+				"0.840 ± 0.000", "3, 2, 3",
+				// full − M=1: 0.05 0.04 0.03: mean 0.04, std 0.01; t =
+				// 0.04/(0.01/√3) = 6.928, ν = 2, p = 1 − 6.928/√50 = 0.0202;
+				// W = 0, exact p = 2/8.
+				"full − M=1", "0.0400 ± 0.0100", "6.928 (2)", "0.0202",
+				// healthcare's β grid: full best (0.84); next β = 0 (0.82, not
+				// β = 1's 0.81). β=0 − full: −0.01 −0.02 −0.03: mean −0.02, std
+				// 0.01, t = −3.464, p = 1 − 3.464/√14 = 0.0742; W = 0, p = 2/8.
+				// Means in the sentence with four decimals.
+				"β grid (0, 0.3, 1): β = 0.3 (full) has the highest mean final AUC, 0.8400 ± 0.0100; the next, β = 0 at 0.8200 ± 0.0173, is 0.0200 lower; paired over 3 seeds, paired t-test p = 0.0742, Wilcoxon p = 0.2500: not significant at the 5 % level.",
+				// benchmark's β grid: β = 1 (seeds 1, 2, 3: 0.87 0.90 0.91, mean
+				// 0.8933, std √(4.333e-4) = 0.0208) beats full (0.86 0.88 0.90,
+				// 0.88 ± 0.02) by
+				// 0.0133; paired by seed 0.01 0.02 0.01: mean 0.01333, std
+				// 0.005774, t = 4, p = 1 − 4/√18 = 0.0572; W = 0, p = 2/8.
+				"β grid (0, 0.3, 1): β = 1 has the highest mean final AUC, 0.8933 ± 0.0208, 0.0133 above β = 0.3 (full) at 0.8800 ± 0.0200; paired over 3 seeds, paired t-test p = 0.0572, Wilcoxon p = 0.2500: not significant at the 5 % level.",
 			},
 		},
 	} {
@@ -375,6 +430,9 @@ func TestReportErrors(t *testing.T) {
 		func() (*Report, error) {
 			return Deep(DeepInput{Scenarios: []DeepScenario{{Name: "C", Methods: []DeepMethodRuns{{Method: "fedavg"}}}}})
 		}, // 10
+		func() (*Report, error) {
+			return Ablation(AblationInput{Variants: []AblationVariant{{Name: "full", FinalAUC: []float64{0.8}, Seeds: []int64{1, 2}}}})
+		}, // 11
 	} {
 		if _, err := build(); err == nil {
 			t.Errorf("case %d: expected an error", i)
@@ -434,6 +492,32 @@ func TestNoteSet(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("sentence %d: %q, want %q", i, got[i], want[i])
+		}
+	}
+}
+
+// TestTauNote: what the adversarial report says τ changes, per detector
+// and flag rule (aggregation.Flags, LabelZScores, TrustScores).
+func TestTauNote(t *testing.T) {
+	for i, c := range []struct {
+		tau        float64
+		detector   string
+		trustBelow float64
+		want       string
+	}{
+		{0, "labelled", 0, ""}, // 0: no τ, nothing said
+		{1.8, "labelled", 0, "τ changes the weights, not the flags."},                         // 1
+		{1.8, "descriptor", 0, "τ changes the flags (the detection rates), not the weights."}, // 2
+		{1.8, "combined", 0, "τ changes both the flags and the weights."},                     // 3
+		{1.8, "descriptor", 0.5, "τ changes nothing"},                                         // 4: the paper preset
+		{1.8, "labelled", 0.5, "so τ changes both the flags and the weights."},                // 5
+	} {
+		got := tauNote(AdversarialInput{Tau: c.tau, Detector: c.detector, FlagTrustBelow: c.trustBelow})
+		if c.want == "" && got != "" || !strings.Contains(got, c.want) {
+			t.Errorf("case %d: %q, want it to contain %q", i, got, c.want)
+		}
+		if c.tau > 0 && !strings.HasPrefix(got, "pTopoFL ran with τ = 1.8 ") {
+			t.Errorf("case %d: %q does not say τ", i, got)
 		}
 	}
 }
