@@ -54,6 +54,8 @@ func TestJudge(t *testing.T) {
 		Eq4:  Eq4Result{Pairs: 3, WorstRatio: 1.5, AboveOne: 1},
 		Thm2: Thm2Result{Refuted: true, Instances: 5},
 		Thm3: Thm3Result{Instances: 5, TightShare: 0.1, TightEps2: 0.0625},
+		Thm36: Thm36Result{Instances: 5, WorstIdentity: 1e-16, Healthcare: []Thm36Federation{
+			{Seed: 1, Sigma2: 0.2, Weighted: 0.21}, {Seed: 2, Sigma2: 0.2, Weighted: 0.19}}},
 		Convergence: []Convergence{{TheoremRate: 0.95, Runs: []Run{
 			{Rate: 0.9, BoundHolds: true, Floor: 0.01, Bound: []float64{1}},
 			{Rate: 0.9, BoundHolds: true, Floor: 0.05, Bound: []float64{1}},
@@ -64,6 +66,7 @@ func TestJudge(t *testing.T) {
 		"fails as printed; holds with the factor 2",
 		"fails (counterexample); a repaired condition holds",
 		"first bound holds; the ε² corollary fails",
+		"holds (an identity); its premise fails on 1 of 2 healthcare federations",
 		"rate and bound hold; the floor claim fails",
 	}
 	if len(rep.Verdicts) != len(want) {
@@ -72,6 +75,34 @@ func TestJudge(t *testing.T) {
 	for i, w := range want {
 		if !strings.HasPrefix(rep.Verdicts[i].Verdict, w) {
 			t.Errorf("verdict %d: %q; want %q…", i, rep.Verdicts[i].Verdict, w)
+		}
+	}
+}
+
+// TestThm36: the identity of Thm 3.6 holds to rounding on 2000 random
+// instances (it is the parallel-axis identity, true of any weights that sum
+// to 1), and weights that decrease with ‖g_k − ḡ‖ never give a weighted
+// variance above σ² (Chebyshev's sum inequality). A hand case: g = 0, 0, 6
+// (ḡ = 2, σ² = (4 + 4 + 16)/3 = 8) with α = (½, ½, 0): ḡ_α = 0, the left
+// side 0, the right ½·4 + ½·4 − 4 = 0; with α = (0, 0, 1) both sides are 0
+// too (16 − 16), though that α favours the farthest site.
+func TestThm36(t *testing.T) {
+	r := CheckThm36(2000, 36)
+	if r.WorstIdentity > 1e-12 || r.CorollaryViolations != 0 {
+		t.Errorf("identity error %v, corollary broken %d times", r.WorstIdentity, r.CorollaryViolations)
+	}
+	g := [][]float64{{0}, {0}, {6}}
+	for i, tc := range []struct {
+		alpha         []float64
+		lhs, rhs, sig float64
+	}{
+		{[]float64{0.5, 0.5, 0}, 0, 0, 8}, // 0
+		{[]float64{0, 0, 1}, 0, 0, 8},
+		{[]float64{1.0 / 3, 1.0 / 3, 1.0 / 3}, 8, 8, 8}, // 2: uniform weights, no reduction
+	} {
+		lhs, rhs, sig := thm36Sides(g, tc.alpha)
+		if math.Abs(lhs-tc.lhs) > 1e-12 || math.Abs(rhs-tc.rhs) > 1e-12 || math.Abs(sig-tc.sig) > 1e-12 {
+			t.Errorf("case %d: sides %v = %v, σ² %v; want %v, %v, %v", i, lhs, rhs, sig, tc.lhs, tc.rhs, tc.sig)
 		}
 	}
 }
