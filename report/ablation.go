@@ -117,6 +117,9 @@ func Ablation(in AblationInput) (*Report, error) {
 				// 1e-2, so the difference has four decimals.
 				row[0] = ref + " − " + v.Name
 				row[2] = fmtMeanStd4(pairedDiffs(sc.variants[refAt], v))
+				if strings.HasPrefix(row[3], "NaN") {
+					row[3] = "n/a" // every difference zero: nothing to test
+				}
 				prow = append(prow, row)
 				notes.add(v.Name, note)
 			}
@@ -323,7 +326,46 @@ func betaVerdict(grid []AblationVariant, ref *AblationVariant) string {
 		rm, _ := eval.MeanStd(ref.FinalAUC)
 		head += fmt.Sprintf(", %.4f above %s at %s", bestMean-rm, betaName(*ref), fmtMeanStd4(ref.FinalAUC))
 	}
-	return head + "; " + pairedVerdict(other, *ref) + "."
+	return head + "; " + pairedVerdict(other, *ref) + ". " + betaSignificance(grid, *ref)
+}
+
+// betaSignificance lists the β of the grid whose final AUC differs from
+// the reference's, paired by seed, at the 5 % level by both the paired
+// t-test and the Wilcoxon test, above and below it, with the mean paired
+// difference.
+func betaSignificance(grid []AblationVariant, ref AblationVariant) string {
+	var above, below []string
+	for _, v := range grid {
+		if v.Name == ref.Name {
+			continue
+		}
+		x, y := pairBySeed(v, ref)
+		t, err := eval.PairedTTest(x, y)
+		if err != nil || !(t.P < 0.05) {
+			continue
+		}
+		if w, err := eval.WilcoxonSignedRank(x, y); err != nil || !(w.P < 0.05) {
+			continue
+		}
+		s := fmt.Sprintf("β = %g (%+.4f)", v.Beta, t.MeanDiff)
+		if t.MeanDiff > 0 {
+			above = append(above, s)
+		} else {
+			below = append(below, s)
+		}
+	}
+	name := betaName(ref)
+	if len(above)+len(below) == 0 {
+		return fmt.Sprintf("No β of the grid differs from %s at the 5 %% level by both tests.", name)
+	}
+	var parts []string
+	if len(above) > 0 {
+		parts = append(parts, "above it "+joinAnd(above))
+	}
+	if len(below) > 0 {
+		parts = append(parts, "below it "+joinAnd(below))
+	}
+	return fmt.Sprintf("Different from %s at the 5 %% level by both tests, paired by seed: %s.", name, strings.Join(parts, "; "))
 }
 
 // pairedVerdict tests a against b paired by seed and says whether the

@@ -334,6 +334,8 @@ func TestReports(t *testing.T) {
 				// 0.0133; paired by seed 0.01 0.02 0.01: mean 0.01333, std
 				// 0.005774, t = 4, p = 1 − 4/√18 = 0.0572; W = 0, p = 2/8.
 				"β grid (0, 0.3, 1): β = 1 has the highest mean final AUC, 0.8933 ± 0.0208, 0.0133 above β = 0.3 (full) at 0.8800 ± 0.0200; paired over 3 seeds, paired t-test p = 0.0572, Wilcoxon p = 0.2500: not significant at the 5 % level.",
+				// Three seeds: no Wilcoxon p below 2/2³ = 0.25 (TestBetaSignificance).
+				"No β of the grid differs from β = 0.3 (full) at the 5 % level by both tests.",
 			},
 		},
 	} {
@@ -518,6 +520,47 @@ func TestTauNote(t *testing.T) {
 		}
 		if c.tau > 0 && !strings.HasPrefix(got, "pTopoFL ran with τ = 1.8 ") {
 			t.Errorf("case %d: %q does not say τ", i, got)
+		}
+	}
+}
+
+// TestBetaSignificance: the β values whose paired difference from the
+// reference passes both tests at 5 %, above and below it.
+func TestBetaSignificance(t *testing.T) {
+	ref := AblationVariant{Name: "full", OnBetaGrid: true, Beta: 0.3, FinalAUC: []float64{0.80, 0.81, 0.82, 0.83, 0.84, 0.85}}
+	shift := func(name string, beta float64, d ...float64) AblationVariant {
+		v := AblationVariant{Name: name, OnBetaGrid: true, Beta: beta}
+		for i, x := range ref.FinalAUC {
+			v.FinalAUC = append(v.FinalAUC, x+d[i])
+		}
+		return v
+	}
+	for i, c := range []struct {
+		grid []AblationVariant
+		ref  AblationVariant
+		want string
+	}{
+		// Six seeds: 0.01 0.02 0.01 0.02 0.01 0.02 above: mean 0.015, std
+		// √(6·0.005²/5) = 0.00548, t = 6.708 (ν = 5, p = 0.0011); W = 0,
+		// exact p = 2/2⁶ = 0.031. The same below. β = 1 alternates ±0.01:
+		// mean 0, p = 1.
+		{[]AblationVariant{
+			shift("β=0", 0, -0.01, -0.02, -0.01, -0.02, -0.01, -0.02), ref,
+			shift("β=0.5", 0.5, 0.01, 0.02, 0.01, 0.02, 0.01, 0.02),
+			shift("β=1", 1, 0.01, -0.01, 0.01, -0.01, 0.01, -0.01),
+		}, ref, "Different from β = 0.3 (full) at the 5 % level by both tests, paired by seed: above it β = 0.5 (+0.0150); below it β = 0 (-0.0150)."}, // 0
+		// The fixture's healthcare grid, three seeds: the exact signed-rank
+		// test cannot go below p = 2/2³ = 0.25.
+		{ablationFixture().Variants[:5], ablationFixture().Variants[0], "No β of the grid differs from β = 0.3 (full) at the 5 % level by both tests."}, // 1
+	} {
+		var grid []AblationVariant
+		for _, v := range c.grid {
+			if v.OnBetaGrid {
+				grid = append(grid, v)
+			}
+		}
+		if got := betaSignificance(grid, c.ref); got != c.want {
+			t.Errorf("case %d: %q, want %q", i, got, c.want)
 		}
 	}
 }
