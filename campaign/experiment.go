@@ -327,7 +327,8 @@ func Table1Input(c Collected) report.Table1Input {
 // seed, whom each method's selection left out against who was
 // adversarial: pTopoFL's anomaly flags (at its first setting, τ = 1.8),
 // Krum's unselected sites, FoolsGold's zero-weight sites; Fig. 4(B)'s
-// levels (experiments.Fig4BFraction and Fig4BFlipRates); and the τ,
+// levels (experiments.Fig4BFraction and Fig4BFlipRates), pTopoFL and
+// FedAvg drawn apart as in the paper's figure; and the τ,
 // detector and flag rule pTopoFL's campaigns resolved to (method.Resolve).
 func AdversarialInput(c Collected) report.AdversarialInput {
 	plan, rows, feds := c.Plan, c.Rows, c.Federations
@@ -341,7 +342,8 @@ func AdversarialInput(c Collected) report.AdversarialInput {
 		}
 	}
 	series := adversarialSeries(plan)
-	in := report.AdversarialInput{CurveFraction: experiments.Fig4BFraction, CurveFlipRates: experiments.Fig4BFlipRates}
+	in := report.AdversarialInput{CurveFraction: experiments.Fig4BFraction, CurveFlipRates: experiments.Fig4BFlipRates,
+		CurveFocus: []string{string(learn.PTopoFL), string(learn.FedAvg)}}
 	if i := slices.IndexFunc(series, func(se adversarialRuns) bool { return se.method == learn.PTopoFL }); i >= 0 {
 		if j := slices.IndexFunc(rows, series[i].has); j >= 0 {
 			// The flag rule is the preset's (method.Resolve), not a

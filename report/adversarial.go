@@ -255,8 +255,8 @@ func Adversarial(in AdversarialInput) (*Report, error) {
 // adversarialCurves adds Fig. 4(B) to d: AUC per round, mean over seeds,
 // one panel per attack rate (the clean levels, then the levels at
 // in.CurveFraction with the flip rates of in.CurveFlipRates), each method
-// in its colour of Fig. 4; and a table of each curve's first and last
-// round. Levels the input lacks are left out; with none but the clean
+// in its colour of Fig. 4, the methods of in.CurveFocus in a first row of
+// their own; and a table of each curve's first and last round. Levels the input lacks are left out; with none but the clean
 // level's, or no curve, it adds nothing.
 func adversarialCurves(d *document, in AdversarialInput, clean []AttackLevel, methods []string) error {
 	if len(in.CurveFlipRates) == 0 {
@@ -313,56 +313,94 @@ func adversarialCurves(d *document, in AdversarialInput, clean []AttackLevel, me
 		joinAnd(rates), who, joinAnd(rates[1:]), 100*in.CurveFraction)
 
 	var rows [][]string
-	var plots []*plot.Plot
-	lo, hi := math.Inf(1), math.Inf(-1)
-	drawn := false
 	for _, p := range panels {
-		title := "Attack rate 0 % (no adversary)"
-		if p.rate > 0 {
-			title = fmt.Sprintf("Attack rate %.0f %% (%s)", 100*p.rate, who)
-		}
-		pl := newPlot(title, "Round", "AUC-ROC")
 		row := []string{fmt.Sprintf("%.0f %%", 100*p.rate)}
-		for k, name := range methods {
-			x, y := meanCurve(runsOf(p, name))
+		for _, name := range methods {
 			cell := "n/a"
-			if first, last := firstLast(y); !math.IsNaN(first) {
+			if first, last := firstLast(meanCurveY(runsOf(p, name))); !math.IsNaN(first) {
 				cell = fmt.Sprintf("%.3f → %.3f", first, last)
-				drawn = true
 			}
 			row = append(row, cell)
-			for _, v := range y {
-				if !math.IsNaN(v) {
-					lo, hi = math.Min(lo, v), math.Max(hi, v)
-				}
-			}
-			if err := addLine(pl, name, x, y, lineStyle(k), glyphStyle(k)); err != nil {
-				return fmt.Errorf("report: adversarial: Fig. 4(B): method %q: %w", name, err)
+		}
+		rows = append(rows, row)
+	}
+	// A row of panels per set of methods: the focus (pTopoFL and FedAvg,
+	// as in the paper's figure) on a y range of their own, where a method
+	// that collapses (FoolsGold under 50 % flips) would flatten them, then
+	// every method.
+	sets := [][]string{methods}
+	if len(in.CurveFocus) > 0 {
+		var focus []string
+		for _, m := range methods {
+			if slices.Contains(in.CurveFocus, m) {
+				focus = append(focus, m)
 			}
 		}
-		pl.Legend = plot.NewLegend() // one legend for the figure, beside the panels
-		rows = append(rows, row)
-		plots = append(plots, pl)
+		if len(focus) > 0 && len(focus) < len(methods) {
+			sets = [][]string{focus, methods}
+		}
+	}
+	var grid [][]*plot.Plot
+	drawn := false
+	for si, set := range sets {
+		var plots []*plot.Plot
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, p := range panels {
+			title := "Attack rate 0 % (no adversary)"
+			if p.rate > 0 {
+				title = fmt.Sprintf("Attack rate %.0f %% (%s)", 100*p.rate, who)
+			}
+			if len(sets) > 1 && si == 0 {
+				title += ": " + joinAnd(set)
+			}
+			pl := newPlot(title, "Round", "AUC-ROC")
+			for _, name := range set {
+				k := slices.Index(methods, name)
+				x, y := meanCurve(runsOf(p, name))
+				for _, v := range y {
+					if !math.IsNaN(v) {
+						lo, hi = math.Min(lo, v), math.Max(hi, v)
+						drawn = true
+					}
+				}
+				if err := addLine(pl, name, x, y, lineStyle(k), glyphStyle(k)); err != nil {
+					return fmt.Errorf("report: adversarial: Fig. 4(B): method %q: %w", name, err)
+				}
+			}
+			pl.Legend = plot.NewLegend() // one legend for the figure, beside the panels
+			plots = append(plots, pl)
+		}
+		// One y range for a row's panels, so that they compare, within
+		// [0, 1], where an AUC lies.
+		for _, pl := range plots {
+			pl.Y.Min, pl.Y.Max = math.Max(0, lo-0.005), math.Min(1, hi+0.005)
+		}
+		grid = append(grid, plots)
 	}
 	if !drawn {
 		return nil
 	}
 	d.table(append([]string{"Attack rate"}, methods...), rows)
-	// One y range for every panel, so that the panels compare, within
-	// [0, 1], where an AUC lies.
-	for _, pl := range plots {
-		pl.Y.Min, pl.Y.Max = math.Max(0, lo-0.01), math.Min(1, hi+0.01)
-	}
 	legend := plot.NewLegend()
 	for k, name := range methods {
 		legend.Add(name, &plotter.Line{LineStyle: lineStyle(k)}, &plotter.Scatter{GlyphStyle: glyphStyle(k)})
 	}
-	fig, err := renderWithLegend("fig4b_adversarial_curves", fmt.Sprintf("Fig. 4(B): AUC-ROC per round, mean over seeds, at attack rates %s: %s flip that share of their labels (the authors' code's reading).", joinAnd(rates), who), [][]*plot.Plot{plots}, &legend)
+	caption := fmt.Sprintf("Fig. 4(B): AUC-ROC per round, mean over seeds, at attack rates %s: %s flip that share of their labels (the authors' code's reading).", joinAnd(rates), who)
+	if len(grid) > 1 {
+		caption += fmt.Sprintf(" Top row: %s, the y range fitted to the row; bottom row: every method.", joinAnd(sets[0]))
+	}
+	fig, err := renderWithLegend("fig4b_adversarial_curves", caption, grid, &legend)
 	if err != nil {
 		return err
 	}
 	d.figure(fig)
 	return nil
+}
+
+// meanCurveY is meanCurve's AUC per round alone.
+func meanCurveY(runs []Run) []float64 {
+	_, y := meanCurve(runs)
+	return y
 }
 
 // firstLast returns the first and the last value of y that are not NaN

@@ -121,6 +121,10 @@ type AdversarialInput struct {
 	// order. No flip rate: no Fig. 4(B).
 	CurveFraction  float64
 	CurveFlipRates []float64
+	// CurveFocus names methods that Fig. 4(B) also draws in a first row of
+	// their own, on a y range fitted to them (the paper's figure compares
+	// pTopoFL with FedAvg); empty: one row of every method.
+	CurveFocus []string
 	// Tau, Detector and FlagTrustBelow describe pTopoFL's anomaly
 	// detection for the report's text: τ (anomaly_threshold), the detector
 	// ("labelled", "descriptor" or "combined") and, when positive, the

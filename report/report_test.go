@@ -91,7 +91,7 @@ func adversarialFixture() AdversarialInput {
 			Methods:   []MethodRuns{{Method: "ptopofl", Runs: runs(pt...)}, {Method: "fedavg", Runs: runs(fa...)}},
 			Detectors: []DetectorRuns{{Name: "ptopofl", Counts: det}, {Name: "krum", Counts: krum}}}
 	}
-	return AdversarialInput{CurveFraction: 0.3, CurveFlipRates: []float64{0.3, 0.5}, Tau: 1.8, Detector: "labelled",
+	return AdversarialInput{CurveFraction: 0.3, CurveFlipRates: []float64{0.3, 0.5}, CurveFocus: []string{"ptopofl"}, Tau: 1.8, Detector: "labelled",
 		Levels: []AttackLevel{
 			level(0, 0, []float64{0.85, 0.87}, []float64{0.84, 0.86},
 				[]DetectionCounts{{Seed: 1, TrueNegatives: 10}, {Seed: 2, FalsePositives: 1, TrueNegatives: 9}},
@@ -239,6 +239,8 @@ func TestReports(t *testing.T) {
 				// Flip 50 % at 30 % of the sites: ptopofl (0.76, 0.74) → (0.80,
 				// 0.78), fedavg (0.66, 0.68) → (0.70, 0.72).
 				"0.750 → 0.790", "0.670 → 0.710",
+				// pTopoFL drawn apart first, then both methods.
+				"Top row: ptopofl, the y range fitted to the row; bottom row: every method.",
 			},
 		},
 		{
