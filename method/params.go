@@ -631,7 +631,7 @@ var Params = []Param{
 			c.DescriptorModel = v.Text
 			c.Server.RefitClusters = v.Text == DescriptorGlobal
 		}},
-	{Name: "topo_features", Doc: `how a tabular pTopoFL site's own descriptor enters its local training (§3.2 and Algorithm 1, "augment local features with φ_k statistics"): "weights", the per-sample weights exp(−‖x_i − c‖/max(A0, 0.1)) of the authors' pTopoFL code (the paper's numbers); "augment", four columns appended to every standardised row, as the authors' TopoFL client computes them: the row's distance to the training centroid, the H0 and H1 persistence entropies and β0 at the median Betti threshold (method.AugmentTopology), with an unweighted fit; or "both"; logistic models without dp only`, Kind: Text,
+	{Name: "topo_features", Doc: `how a tabular pTopoFL site's own descriptor enters its local training (§3.2 and Algorithm 1, "augment local features with φ_k statistics"): "weights", the per-sample weights exp(−‖x_i − c‖/max(A0, 0.1)) of the authors' pTopoFL code (the paper's numbers); "augment", four columns appended to every standardised row, as the authors' TopoFL client computes them: the row's distance to the training centroid, the H0 and H1 persistence entropies and β0 at the median Betti threshold (method.AugmentTopology), with an unweighted fit; or "both"; logistic models without dp only. The columns are unscaled, as the authors' are (β0 up to n_sub − 1): use them with local_solver "lbfgs", whose fit absorbs that; under fixed-step "gd" (the default preset) they destabilise training (README)`, Kind: Text,
 		Methods: []learn.Method{learn.PTopoFL}, Quiet: true, Default: text(TopoWeights),
 		Check: func(v Value) string {
 			if v.Text != TopoWeights && v.Text != TopoAugment && v.Text != TopoBoth {
