@@ -16,7 +16,7 @@ func runTheory(seeds int, format string, stdout, stderr io.Writer) error {
 		return inputErrorf("--seeds %d: want ≥ 1 (healthcare federations for the convergence check)", seeds)
 	}
 	if format != "json" {
-		fmt.Fprintf(stderr, "theory: Eq. 4, Thm 3.3, Thm 3.5, and Thm 3.9 on %d healthcare federations…\n", seeds)
+		fmt.Fprintf(stderr, "theory: Eq. 4, Thm 3.3, Thm 3.5, Thm 3.6 and Thm 3.9 on %d healthcare federations…\n", seeds)
 	}
 	rep, err := theory.Measure(seeds)
 	if err != nil {
