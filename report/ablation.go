@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -155,15 +156,7 @@ func Ablation(in AblationInput) (*Report, error) {
 		if len(grid) < 2 {
 			continue
 		}
-		slices.SortStableFunc(grid, func(a, b AblationVariant) int {
-			switch {
-			case a.Beta < b.Beta:
-				return -1
-			case a.Beta > b.Beta:
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(grid, func(a, b AblationVariant) int { return cmp.Compare(a.Beta, b.Beta) })
 		var refGrid *AblationVariant
 		if refAt >= 0 && sc.variants[refAt].OnBetaGrid {
 			refGrid = &sc.variants[refAt]
@@ -278,15 +271,7 @@ func pairBySeed(a, b AblationVariant) (x, y []float64) {
 			ps = append(ps, pair{variantSeed(a, i), v, w})
 		}
 	}
-	slices.SortFunc(ps, func(p, q pair) int {
-		switch {
-		case p.seed < q.seed:
-			return -1
-		case p.seed > q.seed:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(ps, func(p, q pair) int { return cmp.Compare(p.seed, q.seed) })
 	for _, p := range ps {
 		x, y = append(x, p.x), append(y, p.y)
 	}

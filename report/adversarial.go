@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -69,15 +70,7 @@ func Adversarial(in AdversarialInput) (*Report, error) {
 				out = append(out, l)
 			}
 		}
-		slices.SortStableFunc(out, func(a, b AttackLevel) int {
-			switch {
-			case a.Fraction < b.Fraction:
-				return -1
-			case a.Fraction > b.Fraction:
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(out, func(a, b AttackLevel) int { return cmp.Compare(a.Fraction, b.Fraction) })
 		return out
 	}
 	groups := [][]AttackLevel{}
