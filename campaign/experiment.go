@@ -344,7 +344,7 @@ func AdversarialInput(c Collected) report.AdversarialInput {
 	series := adversarialSeries(plan)
 	in := report.AdversarialInput{CurveFraction: experiments.Fig4BFraction, CurveFlipRates: experiments.Fig4BFlipRates,
 		CurveFocus: []string{string(learn.PTopoFL), string(learn.FedAvg)}}
-	if i := slices.IndexFunc(series, func(se adversarialRuns) bool { return se.method == learn.PTopoFL }); i >= 0 {
+	if i := slices.IndexFunc(series, func(se reportSeries) bool { return se.method == learn.PTopoFL }); i >= 0 {
 		if j := slices.IndexFunc(rows, series[i].has); j >= 0 {
 			// The flag rule is the preset's (method.Resolve), not a
 			// column of the results; a row that does not resolve says
@@ -378,7 +378,7 @@ func AdversarialInput(c Collected) report.AdversarialInput {
 			{"Krum selection", learn.Krum, func(r store.SweepResultRow) string { return r.Excluded }},
 			{"FoolsGold weights", learn.FoolsGold, func(r store.SweepResultRow) string { return r.Excluded }},
 		} {
-			i := slices.IndexFunc(series, func(se adversarialRuns) bool { return se.method == d.method })
+			i := slices.IndexFunc(series, func(se reportSeries) bool { return se.method == d.method })
 			if i < 0 {
 				continue
 			}
@@ -395,47 +395,55 @@ func AdversarialInput(c Collected) report.AdversarialInput {
 	return in
 }
 
-// adversarialRuns is one series of the adversarial report: a method under
-// one setting ("" for any, in a plan without settings).
-type adversarialRuns struct {
+// reportSeries is one series of a report: a method under one setting
+// ("" for any, in a plan without settings).
+type reportSeries struct {
 	name    string
 	method  learn.Method
 	setting string
 }
 
-func (a adversarialRuns) has(r store.SweepResultRow) bool {
+func (a reportSeries) has(r store.SweepResultRow) bool {
 	return learn.Method(r.Method) == a.method && (a.setting == "" || r.Setting == a.setting)
 }
 
-// adversarialSeries lists the plan's methods, each once per setting that
-// applies to it, in the plan's order: the first setting of a method is its
-// series under its own name (the one its detector's counts come from), a
-// later one is named after the method and the setting, pTopoFL at the
-// comparison τ "ptopofl (τ = 2)".
-func adversarialSeries(plan experiments.Plan) []adversarialRuns {
-	var out []adversarialRuns
-	for _, m := range plan.Methods {
-		if len(plan.Settings) == 0 {
-			out = append(out, adversarialRuns{string(m), m, ""})
+// methodSeries lists methods, each once per setting of settings that
+// applies to it, in their order (each once, under any setting, when there
+// are no settings): a method's first setting is its series under its own
+// name, a later one is named by later(method, setting).
+func methodSeries(methods []learn.Method, settings []pipeline.SweepSetting, later func(learn.Method, pipeline.SweepSetting) string) []reportSeries {
+	var out []reportSeries
+	for _, m := range methods {
+		if len(settings) == 0 {
+			out = append(out, reportSeries{string(m), m, ""})
 			continue
 		}
 		first := true
-		for _, set := range plan.Settings {
+		for _, set := range settings {
 			if len(set.Methods) > 0 && !slices.Contains(set.Methods, m) {
 				continue
 			}
 			name := string(m)
-			switch {
-			case set.Label == experiments.AdversarialComparisonSetting:
-				name += fmt.Sprintf(" (τ = %g)", experiments.ComparisonTau)
-			case !first:
-				name += " (" + set.Label + ")"
+			if !first {
+				name = later(m, set)
 			}
-			out = append(out, adversarialRuns{name, m, set.Label})
+			out = append(out, reportSeries{name, m, set.Label})
 			first = false
 		}
 	}
 	return out
+}
+
+// adversarialSeries is methodSeries of the adversarial plan: the first
+// setting of a method is the one its detector's counts come from;
+// pTopoFL at the comparison τ is "ptopofl (τ = 2)".
+func adversarialSeries(plan experiments.Plan) []reportSeries {
+	return methodSeries(plan.Methods, plan.Settings, func(m learn.Method, set pipeline.SweepSetting) string {
+		if set.Label == experiments.AdversarialComparisonSetting {
+			return fmt.Sprintf("%s (τ = %g)", m, experiments.ComparisonTau)
+		}
+		return fmt.Sprintf("%s (%s)", m, set.Label)
+	})
 }
 
 // detectionCounts scores the comma-separated sites a method left out
@@ -616,34 +624,16 @@ func DeepInput(c Collected) report.DeepInput {
 	}
 	// A row per method and setting; a method with more than one setting
 	// (pTopoFL's descriptor models) names its extra rows by the setting.
-	type row struct {
-		method  learn.Method
-		setting string
-		label   string
-	}
-	var rows []row
-	for _, m := range c.Plan.Methods {
-		var sets []string
-		for _, set := range c.Spec.Settings {
-			if len(set.Methods) == 0 || slices.Contains(set.Methods, m) {
-				sets = append(sets, set.Label)
-			}
-		}
-		for i, set := range sets {
-			label := string(m)
-			if i > 0 {
-				label = fmt.Sprintf("%s (%s)", m, set)
-			}
-			rows = append(rows, row{m, set, label})
-		}
-	}
+	rows := methodSeries(c.Plan.Methods, c.Spec.Settings, func(m learn.Method, set pipeline.SweepSetting) string {
+		return fmt.Sprintf("%s (%s)", m, set.Label)
+	})
 	for _, k := range order {
 		sc := cols[k]
 		for _, w := range rows {
-			mr := report.DeepMethodRuns{Method: w.label}
+			mr := report.DeepMethodRuns{Method: w.name}
 			for _, r := range c.Rows {
 				f := c.Federations[r.Federation]
-				if learn.Method(r.Method) != w.method || r.Setting != w.setting || (column{f.Scenario, f.Alpha}) != k {
+				if !w.has(r) || (column{f.Scenario, f.Alpha}) != k {
 					continue
 				}
 				run := report.DeepRun{Seed: int64(r.Seed)}

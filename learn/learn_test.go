@@ -259,7 +259,7 @@ func TestSCAFFOLDMessage(t *testing.T) {
 }
 
 // TestLossAndSigmoidAreTheSeparateFunctions: the fused evaluation the
-// L-BFGS objective uses gives, bit for bit, LogLoss and exactSigmoid, on
+// L-BFGS objective uses gives, bit for bit, LogLoss and ExactSigmoid, on
 // zeros of both signs, subnormals, values around the branch points and the
 // clip, large magnitudes and a sweep of random logits.
 func TestLossAndSigmoidAreTheSeparateFunctions(t *testing.T) {
@@ -273,7 +273,7 @@ func TestLossAndSigmoidAreTheSeparateFunctions(t *testing.T) {
 	for _, z := range zs {
 		for _, y := range []float64{0, 1} {
 			l, s := lossAndSigmoid(y, z)
-			wl, ws := LogLoss(y, z), exactSigmoid(z)
+			wl, ws := LogLoss(y, z), ExactSigmoid(z)
 			if math.Float64bits(l) != math.Float64bits(wl) || math.Float64bits(s) != math.Float64bits(ws) {
 				t.Fatalf("z=%v y=%v: fused (%v, %v), separate (%v, %v)", z, y, l, s, wl, ws)
 			}

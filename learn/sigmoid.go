@@ -20,10 +20,10 @@ func Sigmoid(z float64) float64 {
 	return 1 / (1 + math.Exp(-z))
 }
 
-// exactSigmoid returns 1/(1+e^{−z}) without clipping, evaluated so that
+// ExactSigmoid returns 1/(1+e^{−z}) without clipping, evaluated so that
 // neither branch overflows. The L-BFGS objective uses it: clipping there
 // would make the loss flat far from the data and change the optimum.
-func exactSigmoid(z float64) float64 {
+func ExactSigmoid(z float64) float64 {
 	if z >= 0 {
 		return 1 / (1 + math.Exp(-z))
 	}
@@ -47,7 +47,7 @@ func LogLoss(y, z float64) float64 {
 	return softplus(z) - y*z
 }
 
-// lossAndSigmoid returns LogLoss(y, z) and exactSigmoid(z) from one
+// lossAndSigmoid returns LogLoss(y, z) and ExactSigmoid(z) from one
 // exponential: both need e^{−|z|} (softplus's e^{−z} for z > 0 and e^{z}
 // otherwise, the sigmoid's likewise, and e^{−0} = e^{0}), so the values are
 // bit for bit those of the two functions. The L-BFGS objective calls it once

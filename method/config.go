@@ -250,9 +250,7 @@ func TrainSeed(preset string, campaignSeed uint64, siteIndex int, derived uint64
 // AugmentsFeatures reports whether c's sites append the topological
 // columns of §3.2 to their rows (pTopoFL under topo_features "augment" or
 // "both"; AugmentTopology).
-func (c Config) AugmentsFeatures() bool {
-	return c.Method == learn.PTopoFL && (c.TopoFeatures == TopoAugment || c.TopoFeatures == TopoBoth)
-}
+func (c Config) AugmentsFeatures() bool { return augments(c.Method, c.TopoFeatures) }
 
 // DriftLR returns c with the local learning rate of a pTopoFL site that
 // drift re-clustered this round (reclustered) multiplied by

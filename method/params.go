@@ -659,7 +659,13 @@ const (
 // AugmentsFeatures reports whether h makes pTopoFL sites append the
 // topological columns (topo_features "augment" or "both").
 func (h Hyperparameters) AugmentsFeatures(m learn.Method) bool {
-	return m == learn.PTopoFL && (h.TopoFeatures == TopoAugment || h.TopoFeatures == TopoBoth)
+	return augments(m, h.TopoFeatures)
+}
+
+// augments reports whether method m under topo_features value tf appends
+// the topological columns.
+func augments(m learn.Method, tf string) bool {
+	return m == learn.PTopoFL && (tf == TopoAugment || tf == TopoBoth)
 }
 
 // The values of descriptor_model.

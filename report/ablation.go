@@ -246,7 +246,7 @@ func fmtMeanStd4(x []float64) string { return fmtStats(x, "%.4f (1 seed)", "%.4f
 
 // pairedDiffs returns a − b in final AUC on the seeds both ran.
 func pairedDiffs(a, b AblationVariant) []float64 {
-	x, y := pairBySeed(a, b)
+	x, y := pairVariants(a, b)
 	d := make([]float64, len(x))
 	for i := range x {
 		d[i] = x[i] - y[i]
@@ -254,28 +254,10 @@ func pairedDiffs(a, b AblationVariant) []float64 {
 	return d
 }
 
-// pairBySeed returns the final AUCs of a and b on the seeds both ran, in
-// increasing seed order.
-func pairBySeed(a, b AblationVariant) (x, y []float64) {
-	bs := map[int64]float64{}
-	for i, v := range b.FinalAUC {
-		bs[variantSeed(b, i)] = v
-	}
-	type pair struct {
-		seed int64
-		x, y float64
-	}
-	var ps []pair
-	for i, v := range a.FinalAUC {
-		if w, ok := bs[variantSeed(a, i)]; ok {
-			ps = append(ps, pair{variantSeed(a, i), v, w})
-		}
-	}
-	slices.SortFunc(ps, func(p, q pair) int { return cmp.Compare(p.seed, q.seed) })
-	for _, p := range ps {
-		x, y = append(x, p.x), append(y, p.y)
-	}
-	return x, y
+// pairVariants returns the final AUCs of a and b on the seeds both ran,
+// in increasing seed order (pairBySeed).
+func pairVariants(a, b AblationVariant) (x, y []float64) {
+	return pairBySeed(ablationRuns(a), ablationRuns(b))
 }
 
 // betaVerdict says which β of the grid (sorted by β) has the highest mean
@@ -324,7 +306,7 @@ func betaSignificance(grid []AblationVariant, ref AblationVariant) string {
 		if v.Name == ref.Name {
 			continue
 		}
-		x, y := pairBySeed(v, ref)
+		x, y := pairVariants(v, ref)
 		t, err := eval.PairedTTest(x, y)
 		if err != nil || !(t.P < 0.05) {
 			continue
@@ -356,7 +338,7 @@ func betaSignificance(grid []AblationVariant, ref AblationVariant) string {
 // pairedVerdict tests a against b paired by seed and says whether the
 // difference is significant at the 5 % level by each test.
 func pairedVerdict(a, b AblationVariant) string {
-	x, y := pairBySeed(a, b)
+	x, y := pairVariants(a, b)
 	t, err := eval.PairedTTest(x, y)
 	if err != nil {
 		return fmt.Sprintf("%d paired seed(s), too few to test", len(x))

@@ -227,36 +227,44 @@ func meanCurve(runs []Run) (x, y []float64) {
 	return x, y
 }
 
+// pairBySeed returns the final AUCs of a's and b's runs on the seeds both
+// ran, in increasing seed order (a seed run twice counts with its last
+// run).
+func pairBySeed(a, b []Run) (x, y []float64) {
+	as, bs := map[int64]float64{}, map[int64]float64{}
+	for _, r := range a {
+		as[r.Seed] = r.FinalAUC
+	}
+	for _, r := range b {
+		bs[r.Seed] = r.FinalAUC
+	}
+	var seeds []int64
+	for s := range as {
+		if _, ok := bs[s]; ok {
+			seeds = append(seeds, s)
+		}
+	}
+	slices.Sort(seeds)
+	for _, s := range seeds {
+		x, y = append(x, as[s]), append(y, bs[s])
+	}
+	return x, y
+}
+
 // pairedRow compares the reference runs with m's runs of the same seeds.
 // It returns the table row and, when a test cannot be run or cannot be
 // significant, the reason, without the method's name (noteSet.add groups
 // the methods that share one).
 func pairedRow(ref string, refRuns []Run, m MethodRuns) (row []string, note string) {
-	bySeed := map[int64]float64{}
-	for _, r := range m.Runs {
-		bySeed[r.Seed] = r.FinalAUC
+	a, b := pairBySeed(refRuns, m.Runs)
+	d := make([]float64, len(a))
+	for i := range a {
+		d[i] = a[i] - b[i]
 	}
-	var seeds []int64
-	refBySeed := map[int64]float64{}
-	for _, r := range refRuns {
-		if _, ok := bySeed[r.Seed]; ok {
-			if _, dup := refBySeed[r.Seed]; !dup {
-				seeds = append(seeds, r.Seed)
-			}
-			refBySeed[r.Seed] = r.FinalAUC
-		}
-	}
-	slices.Sort(seeds)
-	var a, b, d []float64
-	for _, s := range seeds {
-		a = append(a, refBySeed[s])
-		b = append(b, bySeed[s])
-		d = append(d, refBySeed[s]-bySeed[s])
-	}
-	row = []string{m.Method, fmt.Sprint(len(seeds)), fmtMeanStd(d), "n/a", "n/a", "n/a", "n/a"}
+	row = []string{m.Method, fmt.Sprint(len(a)), fmtMeanStd(d), "n/a", "n/a", "n/a", "n/a"}
 	t, err := eval.PairedTTest(a, b)
 	if err != nil {
-		return row, fmt.Sprintf("%d paired seed(s) with %s; the paired t-test needs at least 2 and the differences are not tested.", len(seeds), ref)
+		return row, fmt.Sprintf("%d paired seed(s) with %s; the paired t-test needs at least 2 and the differences are not tested.", len(a), ref)
 	}
 	row[3] = fmt.Sprintf("%.3f (%d)", t.T, t.DF)
 	row[4] = fmtP(t.P)

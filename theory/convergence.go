@@ -8,6 +8,8 @@ package theory
 import (
 	"fmt"
 	"math"
+
+	"github.com/ptopofl/ptopofl/learn"
 )
 
 // Site is one site's rows: features and 0/1 labels.
@@ -234,7 +236,7 @@ func siteGrad(s Site, w []float64, mu0 float64, g []float64) {
 		for j, v := range x {
 			z += w[j] * v
 		}
-		e := sigmoid(z) - s.Y[i]
+		e := learn.ExactSigmoid(z) - s.Y[i]
 		for j, v := range x {
 			g[j] += e * v
 		}
@@ -258,14 +260,6 @@ func globalGrad(sites []Site, p, w []float64, mu0 float64, g []float64) {
 			g[j] += p[i] * gk[j]
 		}
 	}
-}
-
-func sigmoid(z float64) float64 {
-	if z >= 0 {
-		return 1 / (1 + math.Exp(-z))
-	}
-	e := math.Exp(z)
-	return e / (1 + e)
 }
 
 // lambdaMax returns the largest eigenvalue of X̃ᵀX̃ (X̃ = (X, 1)) by power
