@@ -125,35 +125,49 @@ func New(cfg Config) (*Store, error) {
 		Region:       region,
 		BucketLookup: minio.BucketLookupPath,
 	}
+	key := fmt.Sprintf("secure=%t", secure)
+	mk := plainTransport(secure)
 	if secure && (cfg.CAFile != "" || cfg.InsecureSkipVerify) {
-		tr, err := minio.DefaultTransport(true)
-		if err != nil {
-			return nil, fmt.Errorf("store: TLS transport: %w", err)
-		}
-		tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.InsecureSkipVerify}
-		if cfg.CAFile != "" {
-			pem, err := os.ReadFile(cfg.CAFile)
-			if err != nil {
-				return nil, fmt.Errorf("store: read CA file: %w", err)
-			}
-			pool, err := x509.SystemCertPool()
-			if err != nil || pool == nil {
-				pool = x509.NewCertPool()
-			}
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("store: CA file %s holds no PEM certificate", cfg.CAFile)
-			}
-			tc.RootCAs = pool
-		}
-		tr.TLSClientConfig = tc
-		opts.Transport = tr
+		key = fmt.Sprintf("secure=true ca=%q insecure=%t", cfg.CAFile, cfg.InsecureSkipVerify)
+		mk = func() (*http.Transport, error) { return caTransport(cfg.CAFile, cfg.InsecureSkipVerify) }
 	}
+	tr, err := sharedTransport(key, mk)
+	if err != nil {
+		return nil, err
+	}
+	opts.Transport = tr
 	c, err := minio.New(host, opts)
 	if err != nil {
 		return nil, fmt.Errorf("store: S3 client for %s: %w", cfg.Endpoint, err)
 	}
 	return &Store{client: c, bucket: cfg.Bucket, region: region, cache: sharedCache(host, secure, cfg.Bucket),
 		reader: cacheReader{id: cfg.AccessKey, readsAll: cfg.ReadsAll, canRead: cfg.CanRead}}, nil
+}
+
+// caTransport is minio-go's TLS transport trusting caFile's certificates
+// besides the system's (or skipping verification, for tests).
+func caTransport(caFile string, insecure bool) (*http.Transport, error) {
+	tr, err := minio.DefaultTransport(true)
+	if err != nil {
+		return nil, fmt.Errorf("store: TLS transport: %w", err)
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecure}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("store: read CA file: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("store: CA file %s holds no PEM certificate", caFile)
+		}
+		tc.RootCAs = pool
+	}
+	tr.TLSClientConfig = tc
+	return tr, nil
 }
 
 func parseEndpoint(endpoint string, secure bool) (host string, tlsOn bool, err error) {

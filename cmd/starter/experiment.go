@@ -47,7 +47,7 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	noInstall := fs.Bool("no-install", false, "deep and privacy: never install Debian's "+dataset.FashionMNISTPackage+" when it is missing")
 	out := fs.String("out", "", "report directory (default out/<experiment>)")
 	rounds := fs.Int("rounds", 0, "rounds per campaign (default: the experiment's, 15; stability 20; deep and privacy's deep-small federation the presets', 20 at deep-small)")
-	concurrency := fs.Int("concurrency", 0, "campaigns at once (default 6 for the tabular experiments, 2 for the deep ones)")
+	concurrency := fs.Int("concurrency", 0, "campaigns at once (default 12 for the tabular experiments, 2 for the deep ones)")
 	tiny := fs.Bool("tiny", false, "tiny federations (3-4 sites of 30-50 rows), for tests and smoke runs")
 	rest, err := parseFlags(fs, args)
 	if err != nil {

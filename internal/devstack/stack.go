@@ -350,6 +350,9 @@ func (s *Stack) Stop() error {
 		errs = append(errs, s.temporal.Stop())
 	}
 	if s.s3 != nil {
+		// The S3 server's shutdown waits for open connections: close this
+		// process's idle ones first (see store.CloseIdleConnections).
+		store.CloseIdleConnections()
 		errs = append(errs, s.s3.Stop())
 	}
 	for _, l := range s.locks {
