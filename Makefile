@@ -4,7 +4,7 @@ GO       ?= go
 BIN      := bin
 export GOTOOLCHAIN := local
 
-.PHONY: all build run test test-faults test-deploy bench bench-tda bench-pipeline bench-search bench-trainers bench-deep bench-deep-anchor fashion-mnist lint fmt clean
+.PHONY: all build run test reference test-faults test-deploy bench bench-tda bench-pipeline bench-search bench-trainers bench-deep bench-deep-anchor fashion-mnist lint fmt clean
 
 all: build
 
@@ -19,6 +19,11 @@ test: build
 	$(GO) vet ./...
 	./tools/workflowcheck/run.sh ./workflows/...
 	$(GO) test -count=1 -timeout 25m ./...
+
+# reference: regenerate docs/reference/ (every starter command's flags and
+# every hyper-parameter, from the code); make test fails when it is stale.
+reference:
+	PTOPOFL_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestReferenceIsCurrent ./cmd/starter/
 
 # test-deploy: the deployment path (e2e/deploy_test.go): Temporal on
 # Debian's PostgreSQL (installed here if missing) with every component a

@@ -1,0 +1,65 @@
+package reference
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ptopofl/ptopofl/method"
+)
+
+// TestRule: the rule printed is the check's own message for the first
+// probe it refuses; expected texts are the checks' messages below.
+func TestRule(t *testing.T) {
+	cases := []struct {
+		p    method.Param
+		want string
+	}{
+		0: {method.Param{Kind: method.Int}, "any value of its type"},
+		1: {method.Param{Kind: method.Float, Check: func(v method.Value) string {
+			if v.Num < 3 {
+				return "must be >= 3"
+			}
+			return ""
+		}}, "must be >= 3"},
+		2: {method.Param{Kind: method.Float, Check: func(v method.Value) string {
+			if v.Num > 100 {
+				return "must be <= 100"
+			}
+			return ""
+		}}, "must be <= 100"}, // refused only at the probe 1e6
+		3: {method.Param{Kind: method.Text, Check: func(v method.Value) string {
+			if v.Text != "a" && v.Text != "b" {
+				return `must be "a" or "b"`
+			}
+			return ""
+		}}, `must be "a" or "b"`},
+		4: {method.Param{Kind: method.Text, Check: func(method.Value) string { return "" }}, "any text"},
+	}
+	for i, c := range cases {
+		if got := rule(c.p); got != c.want {
+			t.Errorf("case %d: rule %q, want %q", i, got, c.want)
+		}
+	}
+}
+
+// TestParametersCoversEveryParam: one section per method.Params entry,
+// with its defaults under every preset.
+func TestParametersCoversEveryParam(t *testing.T) {
+	doc := Parameters()
+	for _, p := range method.Params {
+		i := strings.Index(doc, "\n## "+p.Name+"\n")
+		if i < 0 {
+			t.Errorf("no section for %s", p.Name)
+			continue
+		}
+		section := doc[i:]
+		if j := strings.Index(section[1:], "\n## "); j >= 0 {
+			section = section[:j+1]
+		}
+		for _, preset := range method.Presets {
+			if !strings.Contains(section, "`"+preset+"` "+show(p, p.DefaultFor(preset))) {
+				t.Errorf("%s: no default for preset %s", p.Name, preset)
+			}
+		}
+	}
+}
