@@ -105,6 +105,18 @@ const (
 	Text
 )
 
+// String names the kind as messages and the reference print it: "int",
+// "float" or "text".
+func (k Kind) String() string {
+	switch k {
+	case Int:
+		return "int"
+	case Float:
+		return "float"
+	}
+	return "text"
+}
+
 // Value is a hyper-parameter's value: Num for Int and Float, Text for Text.
 type Value struct {
 	Num  float64

@@ -250,21 +250,11 @@ func isBad(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) }
 
 func fmtNum(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 
-func kindName(k method.Kind) string {
-	switch k {
-	case method.Int:
-		return "int"
-	case method.Float:
-		return "float"
-	}
-	return "text"
-}
-
 func article(k method.Kind) string {
 	if k == method.Int {
 		return "an int"
 	}
-	return "a " + kindName(k)
+	return "a " + k.String()
 }
 
 // String names the kind as a sweep file writes it.

@@ -38,11 +38,11 @@ func Parameters() string {
 	b.WriteString("(and models) that read it.\n\n")
 	b.WriteString("| name | type | read by | default | paper |\n|---|---|---|---|---|\n")
 	for _, p := range method.Params {
-		fmt.Fprintf(&b, "| [`%s`](#%s) | %s | %s | %s | %s |\n", p.Name, anchor(p.Name), kindName(p.Kind), readBy(p), show(p, p.DefaultFor(method.Default)), show(p, p.DefaultFor(method.Paper)))
+		fmt.Fprintf(&b, "| [`%s`](#%s) | %s | %s | %s | %s |\n", p.Name, anchor(p.Name), p.Kind.String(), readBy(p), show(p, p.DefaultFor(method.Default)), show(p, p.DefaultFor(method.Paper)))
 	}
 	for _, p := range method.Params {
 		fmt.Fprintf(&b, "\n## %s\n\n%s.\n\n", p.Name, capitalise(p.Doc))
-		fmt.Fprintf(&b, "- Type: %s.\n", kindName(p.Kind))
+		fmt.Fprintf(&b, "- Type: %s.\n", p.Kind.String())
 		fmt.Fprintf(&b, "- Read by: %s.\n", readBy(p))
 		b.WriteString("- Defaults:")
 		for i, preset := range method.Presets {
@@ -107,16 +107,6 @@ func show(p method.Param, v method.Value) string {
 	return "`" + v.String() + "`"
 }
 
-func kindName(k method.Kind) string {
-	switch k {
-	case method.Int:
-		return "integer"
-	case method.Float:
-		return "number"
-	default:
-		return "text"
-	}
-}
 
 func quoteList(xs []string) string {
 	q := make([]string, len(xs))
