@@ -55,7 +55,7 @@ type SCAFFOLDConfig struct {
 	// of its change Δc_i. The server always adds the mean of what sites send
 	// to its variate, so with this flag the server variate accumulates
 	// Σ_rounds mean_k c_i, which is what the authors' code does (golden
-	// README "SCAFFOLD bug"). Only for reproducing their numbers.
+	// docs/explanation/paper.md, "SCAFFOLD bug"). Only for reproducing their numbers.
 	ReferenceBug bool
 }
 

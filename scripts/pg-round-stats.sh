@@ -5,7 +5,7 @@
 # pg_stat_database and pg_stat_wal, around a campaign of ROUNDS rounds after
 # a 2-round warm-up), and the round time with synchronous_commit on, off,
 # and on again. Environment: K (sites, 8), ROUNDS (10), BIN (bin).
-# Needs `make build` and Debian's postgresql; used for the README's
+# Needs `make build` and Debian's postgresql; used for docs/results/pipeline-speed.md's
 # "Pipeline speed" PostgreSQL paragraph.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -34,7 +34,7 @@ func TestConvergenceHealthcare(t *testing.T) {
 				t.Errorf("seed %d %s: bound holds %v, rate %v against the theorem's %v", seed, r.Name, r.BoundHolds, r.Rate, c.TheoremRate)
 			}
 			if floorBound < 1000*r.Floor || floorBound < c.Dist0 {
-				t.Errorf("seed %d %s: the bound's floor %v is within 1000× of the measured %v: not as loose as the README says", seed, r.Name, floorBound, r.Floor)
+				t.Errorf("seed %d %s: the bound's floor %v is within 1000× of the measured %v: not as loose as docs/explanation/paper.md says", seed, r.Name, floorBound, r.Floor)
 			}
 		}
 		if fed, soft := c.Runs[0], c.Runs[1]; !(soft.Floor > fed.Floor) {

@@ -1,7 +1,7 @@
 // Command trainer is an example of a site's own training program under the
 // trainer protocol ptopofl.trainer/v1, written in Go on our packages learn
-// and nn: one process per task, files in and files out (README, "Bring
-// your own trainer"). A site worker runs it with
+// and nn: one process per task, files in and files out
+// (docs/how-to/own-trainer.md). A site worker runs it with
 //
 //	worker --role site --trainer go=/path/to/trainer ...
 //
