@@ -49,26 +49,36 @@ import (
 //	keep_site_models: 3           # retention: keep the site models of the last 3 rounds only; 0 or absent: all
 //	site_records: {site0: {n_train: 150, n_test: 37}}   # dp record without a federation directory: each site's record counts
 type File struct {
-	Campaign            string           `yaml:"campaign"`
-	Method              string           `yaml:"method"`
-	Preset              string           `yaml:"preset"`
-	Rounds              *int             `yaml:"rounds"`
-	Seed                *uint64          `yaml:"seed"`
-	Sites               []string         `yaml:"sites"`
-	Federation          string           `yaml:"federation"`
-	MinSites            int              `yaml:"min_sites"`
-	RoundDeadline       string           `yaml:"round_deadline"`
-	SiteActivityTimeout string           `yaml:"site_activity_timeout"`
-	TrainHeartbeat      string           `yaml:"train_heartbeat"`
-	ContinueAsNewEvery  int              `yaml:"continue_as_new_every"`
-	Bucket              string           `yaml:"bucket"`
-	DescriptorRows      map[string][]int `yaml:"descriptor_rows"`
-	Hyperparameters     map[string]any   `yaml:"hyperparameters"`
+	Campaign string  `yaml:"campaign"` // the campaign's name; default <method>-<hash of the spec and the federation>
+	Method   string  `yaml:"method"`   // ptopofl, fedavg, fedprox, scaffold, pfedme, local, median, trimmed-mean, krum, foolsgold, norm-clip
+	Preset   string  `yaml:"preset"`   // the defaults: default, paper or a deep preset (docs/reference/parameters.md)
+	Rounds   *int    `yaml:"rounds"`   // rounds to run, at most 9999
+	Seed     *uint64 `yaml:"seed"`     // the campaign seed every random draw derives from
+	// Sites names the sites, in order; with --local the default is every
+	// <site>_train.csv of the federation.
+	Sites []string `yaml:"sites"`
+	// Federation is where the in-process site workers of --local read
+	// (relative to this file).
+	Federation string `yaml:"federation"`
+	// MinSites is the quorum of every phase of a round; 0 or absent: all
+	// sites.
+	MinSites            int    `yaml:"min_sites"`
+	RoundDeadline       string `yaml:"round_deadline"`        // how long a round waits for its sites (default 30m)
+	SiteActivityTimeout string `yaml:"site_activity_timeout"` // one site activity attempt's limit before a retry
+	TrainHeartbeat      string `yaml:"train_heartbeat"`       // how often a training activity must report that it lives
+	ContinueAsNewEvery  int    `yaml:"continue_as_new_every"` // rounds per Temporal run before the history starts afresh
+	Bucket              string `yaml:"bucket"`                // the S3 bucket of the artifacts
+	// DescriptorRows fixes the rows each site subsamples for its
+	// descriptor (to reproduce the authors' draws).
+	DescriptorRows  map[string][]int `yaml:"descriptor_rows"`
+	Hyperparameters map[string]any   `yaml:"hyperparameters"` // by their JSON names: docs/reference/parameters.md
 	// Features are the feature columns every site's data must have, in
 	// order (the spec's schema), for a starter that does not see the
 	// sites' files; with a federation directory they are read from it.
-	Features       []string `yaml:"features"`
-	KeepSiteModels int      `yaml:"keep_site_models"`
+	Features []string `yaml:"features"`
+	// KeepSiteModels keeps the site models of the last N rounds only
+	// (retention); 0 or absent: all.
+	KeepSiteModels int `yaml:"keep_site_models"`
 	// SiteRecords gives each site's numbers of training and test records,
 	// which a dp record campaign's privacy plan needs, for a starter that
 	// cannot see the sites' files (with a federation directory they are

@@ -51,27 +51,27 @@ import (
 //	round_deadline: 30m
 //	bucket: ptopofl
 type SweepFile struct {
-	Sweep              string                `yaml:"sweep"`
-	Preset             string                `yaml:"preset"`
-	Rounds             int                   `yaml:"rounds"`
-	Seeds              []uint64              `yaml:"seeds"`
-	Methods            []string              `yaml:"methods"`
-	Federations        []SweepFileFederation `yaml:"federations"`
-	Hyperparameters    map[string]any        `yaml:"hyperparameters"`
-	Grid               map[string][]any      `yaml:"grid"`
-	Variants           []SweepFileVariant    `yaml:"variants"`
-	Concurrency        int                   `yaml:"concurrency"`
-	ContinueAsNewEvery int                   `yaml:"continue_as_new_every"`
-	RoundDeadline      string                `yaml:"round_deadline"`
-	Bucket             string                `yaml:"bucket"`
+	Sweep              string                `yaml:"sweep"`                 // the sweep's name; re-running the file re-attaches
+	Preset             string                `yaml:"preset"`                // the defaults of every campaign
+	Rounds             int                   `yaml:"rounds"`                // rounds per campaign
+	Seeds              []uint64              `yaml:"seeds"`                 // each campaign runs once per seed
+	Methods            []string              `yaml:"methods"`               // the methods compared (one per search sweep)
+	Federations        []SweepFileFederation `yaml:"federations"`           // the federations every method runs on
+	Hyperparameters    map[string]any        `yaml:"hyperparameters"`       // base values for every campaign
+	Grid               map[string][]any      `yaml:"grid"`                  // parameter → values: every combination is a setting
+	Variants           []SweepFileVariant    `yaml:"variants"`              // labelled settings limited to some methods (ablations)
+	Concurrency        int                   `yaml:"concurrency"`           // campaigns at once
+	ContinueAsNewEvery int                   `yaml:"continue_as_new_every"` // as in a campaign file
+	RoundDeadline      string                `yaml:"round_deadline"`        // as in a campaign file
+	Bucket             string                `yaml:"bucket"`                // the S3 bucket
 
-	Search    []search.Dimension  `yaml:"search"`
-	Strategy  string              `yaml:"strategy"`
-	Budget    *SweepFileBudget    `yaml:"budget"`
-	Objective *SweepFileObjective `yaml:"objective"`
-	ASHA      *search.ASHAOptions `yaml:"asha"`
-	TPE       *search.TPEOptions  `yaml:"tpe"`
-	Seed      uint64              `yaml:"seed"`
+	Search    []search.Dimension  `yaml:"search"`    // an adaptive sweep's space (instead of grid)
+	Strategy  string              `yaml:"strategy"`  // random, grid, tpe, asha, tpe+asha (default) or hyperband
+	Budget    *SweepFileBudget    `yaml:"budget"`    // when an adaptive sweep stops
+	Objective *SweepFileObjective `yaml:"objective"` // what it maximises
+	ASHA      *search.ASHAOptions `yaml:"asha"`      // the rungs of asha and tpe+asha
+	TPE       *search.TPEOptions  `yaml:"tpe"`       // TPE's settings
+	Seed      uint64              `yaml:"seed"`      // the search's own seed (its decisions, not the campaigns')
 }
 
 // SweepFileBudget is an adaptive sweep's budget: campaign-rounds trained

@@ -148,14 +148,22 @@ func (f Failure) String() string {
 }
 
 // advice says what to do after a failure of f's kind.
-func (f Failure) advice() string {
-	switch f.Type {
+func (f Failure) advice() string { return Advice(f.Type) }
+
+// Advice says what to do after a campaign failed with an error of type
+// errType (an ErrType constant; any other type gets the general advice).
+func Advice(errType string) string {
+	switch errType {
 	case ErrTypeInvalidSpec:
 		return "fix the campaign spec and start the campaign again"
 	case ErrTypeQuorumNotMet:
 		return "the round's manifest lists the sites that dropped out and why; bring them back (or lower min_sites) and run the campaign again: it resumes from the last committed round as a new attempt"
 	case ErrTypeManifestConflict:
 		return "the round's record in the store is not the one this run computed and is never overwritten; run under another name (starter run --new-campaign)"
+	case ErrTypeBadSiteData:
+		return "the site leaves the round (dropped[] names file, line, column and problem, never a value); its operator fixes the file and the site rejoins at the next round"
+	case ErrTypeDiverged:
+		return "lower the learning rate (lr) or the local steps, or check the site's data for extreme values; the same inputs diverge again"
 	}
 	return "the rounds it committed stay in the audit record; remove the cause and run the campaign again"
 }

@@ -7,8 +7,14 @@ const ManifestSchema = 1
 
 // Round outcomes.
 const (
+	// OutcomeCommitted: every phase reached the quorum; the round's
+	// models, clusters and metrics are in the manifest.
 	OutcomeCommitted = "committed"
-	OutcomeFailed    = "failed" // below quorum: FailureReason says why
+	// OutcomeFailed: a phase fell below the quorum (min_sites);
+	// failure_reason says which, dropped[] who left and why. The campaign
+	// fails with QuorumNotMet: bring the sites back (or lower min_sites) and
+	// run it again, which resumes from the last committed round.
+	OutcomeFailed = "failed"
 )
 
 // Fan-out phases of a round, in order.
@@ -23,10 +29,23 @@ const (
 
 // Drop reasons.
 const (
-	DropTimeout     = "timeout"       // no answer before the round deadline
-	DropBadSiteData = "bad_site_data" // the site's activity failed with ErrTypeBadSiteData
-	DropError       = "error"         // any other failure after the retry policy gave up
-	DropNoModel     = "no_model"      // the aggregation gave the site no model to evaluate
+	// DropTimeout: no answer before the round deadline (round_deadline).
+	// Check that the site's worker runs and polls its queue
+	// (ptopofl-site-<site>); give slow sites a longer round_deadline.
+	DropTimeout = "timeout"
+	// DropBadSiteData: the site's activity failed with ErrTypeBadSiteData:
+	// its files do not match the campaign's schema or hold an unusable
+	// cell (error names file, line, column and problem, never the value).
+	// The site's operator fixes the file; the site rejoins next round.
+	DropBadSiteData = "bad_site_data"
+	// DropError: any other failure, after the retry policy gave up (error
+	// has the text). Retries last until the round deadline, so this is a
+	// lasting problem at the site: its disk, its credentials, its trainer
+	// program (model external), a bug.
+	DropError = "error"
+	// DropNoModel: the aggregation gave the site no model to evaluate, so
+	// it is left out of the round's evaluation.
+	DropNoModel = "no_model"
 )
 
 // SiteDrop records a site that left a round, the phase where it left and

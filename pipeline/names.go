@@ -75,9 +75,16 @@ const (
 // person fixes it, so the round records the site as dropped with the
 // error's text and goes on if the quorum still holds.
 const (
-	ErrTypeBadSiteData  = "BadSiteData"
+	// ErrTypeBadSiteData: a site's files failed the checks against the
+	// campaign's schema (a site activity; the site is dropped, not retried).
+	ErrTypeBadSiteData = "BadSiteData"
+	// ErrTypeQuorumNotMet: fewer than min_sites sites finished a phase of
+	// a round; the round's manifest is written with outcome failed and the
+	// campaign fails.
 	ErrTypeQuorumNotMet = "QuorumNotMet"
-	ErrTypeInvalidSpec  = "InvalidSpec"
+	// ErrTypeInvalidSpec: the campaign's spec does not validate (the
+	// workflow refuses it before any round).
+	ErrTypeInvalidSpec = "InvalidSpec"
 	// ErrTypeDiverged: a site's local update gave a model with a NaN or an
 	// infinity (non-retryable: the same inputs give the same bits).
 	ErrTypeDiverged = "Diverged"

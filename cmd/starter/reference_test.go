@@ -28,8 +28,13 @@ func TestReferenceIsCurrent(t *testing.T) {
 			os.Unsetenv(k)
 		}
 	}
+	formats, err := reference.Formats("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
 	files := map[string]string{
 		"cli.md":        cliReference(t),
+		"formats.md":    formats,
 		"parameters.md": reference.Parameters(),
 	}
 	for _, name := range mapsKeys(files) {

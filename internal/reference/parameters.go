@@ -107,7 +107,6 @@ func show(p method.Param, v method.Value) string {
 	return "`" + v.String() + "`"
 }
 
-
 func quoteList(xs []string) string {
 	q := make([]string, len(xs))
 	for i, x := range xs {

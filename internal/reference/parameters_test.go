@@ -1,10 +1,14 @@
 package reference
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/ptopofl/ptopofl/campaign"
 	"github.com/ptopofl/ptopofl/method"
+	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/store"
 )
 
 // TestRule: the rule printed is the check's own message for the first
@@ -59,6 +63,42 @@ func TestParametersCoversEveryParam(t *testing.T) {
 		for _, preset := range method.Presets {
 			if !strings.Contains(section, "`"+preset+"` "+show(p, p.DefaultFor(preset))) {
 				t.Errorf("%s: no default for preset %s", p.Name, preset)
+			}
+		}
+	}
+}
+
+// TestFormatsListsEveryKey: the AST reading of the declarations finds
+// every key reflection sees in the round manifest, the campaign file and
+// the sweep file, and every parquet column of store.Layouts.
+func TestFormatsListsEveryKey(t *testing.T) {
+	doc, err := Formats("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		v   any
+		tag string
+	}{
+		0: {pipeline.RoundManifest{}, "json"},
+		1: {campaign.File{}, "yaml"},
+		2: {campaign.SweepFile{}, "yaml"},
+	} {
+		rt := reflect.TypeOf(c.v)
+		for i := 0; i < rt.NumField(); i++ {
+			key, _, _ := strings.Cut(rt.Field(i).Tag.Get(c.tag), ",")
+			if key == "" || key == "-" {
+				continue
+			}
+			if !strings.Contains(doc, "| `"+key+"` |") {
+				t.Errorf("case %d: %s.%s (%s) missing", i, rt.Name(), rt.Field(i).Name, key)
+			}
+		}
+	}
+	for _, l := range store.Layouts() {
+		for _, f := range l.Schema.Fields() {
+			if !strings.Contains(doc, "| `"+f.Name+"` | "+f.Type.String()+" |") {
+				t.Errorf("layout %s: column %s missing", l.Name, f.Name)
 			}
 		}
 	}

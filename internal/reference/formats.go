@@ -1,0 +1,249 @@
+package reference
+
+import (
+	"fmt"
+	"go/ast"
+	"go/doc/comment"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/store"
+)
+
+// Formats returns docs/reference/formats.md: the campaign and sweep file
+// formats, the round manifest, the parquet layouts and the errors a site
+// or campaign can end with, read from the declarations themselves (the
+// source of the packages campaign, search and pipeline under root, their
+// doc comments included, and store.Layouts). root is the repository's
+// root directory.
+func Formats(root string) (string, error) {
+	pkgs := map[string]*source{}
+	for _, dir := range []string{"campaign", "search", "pipeline"} {
+		src, err := parseDir(filepath.Join(root, dir))
+		if err != nil {
+			return "", err
+		}
+		pkgs[dir] = src
+	}
+	var b strings.Builder
+	b.WriteString("<!-- Generated from the declarations in campaign/, search/, pipeline/ and store/ by `make reference`; do not edit. -->\n\n")
+	b.WriteString("# File formats, the manifest, parquet layouts and errors\n\n")
+	b.WriteString("Each section is generated from the Go declaration named in its heading: its doc comment and,\n")
+	b.WriteString("per key, the field's type and comment. `make test` fails when this page is stale.\n\n")
+
+	b.WriteString("## Campaign file (`starter run FILE.yaml`)\n\n")
+	if err := pkgs["campaign"].structs(&b, "yaml", "File"); err != nil {
+		return "", err
+	}
+	b.WriteString("\n## Sweep file (`starter sweep FILE.yaml`)\n\n")
+	if err := pkgs["campaign"].structs(&b, "yaml", "SweepFile"); err != nil {
+		return "", err
+	}
+	b.WriteString("\nThe search space and the strategies' options (package `search`):\n\n")
+	if err := pkgs["search"].structs(&b, "yaml", "Dimension", "ASHAOptions", "TPEOptions"); err != nil {
+		return "", err
+	}
+	b.WriteString("\n## Round manifest (`campaigns/<campaign>/round-NNNN/manifest.json`)\n\n")
+	if err := pkgs["pipeline"].structs(&b, "json", "RoundManifest"); err != nil {
+		return "", err
+	}
+	b.WriteString("\n## Parquet layouts\n\n")
+	for _, l := range store.Layouts() {
+		fmt.Fprintf(&b, "### %s\n\nObjects: %s. A row is %s.\n\n| column | type | nullable |\n|---|---|---|\n", l.Name, l.Objects, l.Row)
+		for _, f := range l.Schema.Fields() {
+			fmt.Fprintf(&b, "| `%s` | %s | %t |\n", f.Name, f.Type, f.Nullable)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("## How a site or a campaign can end\n\n")
+	for _, g := range []struct {
+		title, prefix string
+		advice        func(value string) string
+	}{
+		{"Round outcomes (a manifest's `outcome`)", "Outcome", nil},
+		{"Why a site left a round (a manifest's `dropped[].reason`)", "Drop", nil},
+		{"Error types a campaign or site activity fails with (Temporal's application error type; `starter` prints the advice after the failure)", "ErrType", pipeline.Advice},
+	} {
+		fmt.Fprintf(&b, "### %s\n\n", g.title)
+		if err := pkgs["pipeline"].consts(&b, g.prefix, g.advice); err != nil {
+			return "", err
+		}
+		b.WriteString("\n")
+	}
+	return strings.TrimRight(b.String(), "\n") + "\n", nil
+}
+
+// source is one package's declarations, from its non-test files.
+type source struct {
+	dir       string
+	types     map[string]*ast.TypeSpec
+	docs      map[string]string
+	constants []constDecl
+}
+
+type constDecl struct {
+	name, value, doc string
+}
+
+func parseDir(dir string) (*source, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reference: %w", err)
+	}
+	src := &source{dir: dir, types: map[string]*ast.TypeSpec{}, docs: map[string]string{}}
+	fset := token.NewFileSet()
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ParseComments)
+		if err != nil {
+			return nil, fmt.Errorf("reference: %w", err)
+		}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok {
+				continue
+			}
+			for _, spec := range g.Specs {
+				switch s := spec.(type) {
+				case *ast.TypeSpec:
+					src.types[s.Name.Name] = s
+					doc := s.Doc
+					if doc == nil {
+						doc = g.Doc
+					}
+					src.docs[s.Name.Name] = doc.Text()
+				case *ast.ValueSpec:
+					if g.Tok != token.CONST || len(s.Values) != len(s.Names) {
+						continue
+					}
+					doc := strings.TrimSpace(s.Doc.Text() + " " + s.Comment.Text())
+					for i, n := range s.Names {
+						src.constants = append(src.constants, constDecl{n.Name, types.ExprString(s.Values[i]), oneLine(doc)})
+					}
+				}
+			}
+		}
+	}
+	return src, nil
+}
+
+// structs writes each named struct and, after them, the struct types of the
+// same package their fields use, each once: its doc comment as Markdown
+// and a table of its keys (the tag's name for tag).
+func (s *source) structs(b *strings.Builder, tag string, names ...string) error {
+	queue := append([]string(nil), names...)
+	done := map[string]bool{}
+	for len(queue) > 0 {
+		name := queue[0]
+		queue = queue[1:]
+		if done[name] {
+			continue
+		}
+		done[name] = true
+		ts, ok := s.types[name]
+		if !ok {
+			return fmt.Errorf("reference: no type %s in %s", name, s.dir)
+		}
+		st, ok := ts.Type.(*ast.StructType)
+		if !ok {
+			return fmt.Errorf("reference: %s in %s is not a struct", name, s.dir)
+		}
+		fmt.Fprintf(b, "#### `%s.%s`\n\n", filepath.Base(s.dir), name)
+		if d := markdown(s.docs[name]); d != "" {
+			b.WriteString(d + "\n")
+		}
+		b.WriteString("| key | type | meaning |\n|---|---|---|\n")
+		for _, f := range st.Fields.List {
+			if len(f.Names) == 0 || !f.Names[0].IsExported() {
+				continue
+			}
+			key := f.Names[0].Name
+			if f.Tag != nil {
+				t := reflect.StructTag(strings.Trim(f.Tag.Value, "`")).Get(tag)
+				if t == "-" {
+					continue
+				}
+				if k, _, _ := strings.Cut(t, ","); k != "" {
+					key = k
+				}
+			}
+			typ := types.ExprString(f.Type)
+			doc := oneLine(strings.TrimSpace(f.Doc.Text() + " " + f.Comment.Text()))
+			fmt.Fprintf(b, "| `%s` | `%s` | %s |\n", key, typ, strings.ReplaceAll(doc, "|", `\|`))
+			for _, used := range typeNames(f.Type) {
+				if t, ok := s.types[used]; ok && !done[used] {
+					if _, isStruct := t.Type.(*ast.StructType); isStruct {
+						queue = append(queue, used)
+					}
+				}
+			}
+		}
+		b.WriteString("\n")
+	}
+	return nil
+}
+
+// consts writes a table of the package's constants whose names start
+// with prefix, sorted by name, with their values and comments, and what
+// advice (when not nil) says of each value.
+func (s *source) consts(b *strings.Builder, prefix string, advice func(string) string) error {
+	var rows []constDecl
+	for _, c := range s.constants {
+		if strings.HasPrefix(c.name, prefix) {
+			rows = append(rows, c)
+		}
+	}
+	if len(rows) == 0 {
+		return fmt.Errorf("reference: no constants %s* in %s", prefix, s.dir)
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].name < rows[j].name })
+	b.WriteString("| value | constant | meaning and what to do |\n|---|---|---|\n")
+	for _, c := range rows {
+		value := strings.Trim(c.value, `"`)
+		doc := strings.TrimPrefix(c.doc, c.name+": ")
+		if advice != nil {
+			doc += " What to do: " + advice(value) + "."
+		}
+		fmt.Fprintf(b, "| `%s` | `%s` | %s |\n", value, c.name, strings.ReplaceAll(doc, "|", `\|`))
+	}
+	return nil
+}
+
+// typeNames lists the identifiers naming types in a field's type
+// expression (T, *T, []T, map[K]T).
+func typeNames(e ast.Expr) []string {
+	var out []string
+	ast.Inspect(e, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok {
+			out = append(out, id.Name)
+		}
+		if _, ok := n.(*ast.SelectorExpr); ok {
+			return false // another package's type
+		}
+		return true
+	})
+	return out
+}
+
+// markdown renders a Go doc comment as Markdown.
+func markdown(text string) string {
+	if strings.TrimSpace(text) == "" {
+		return ""
+	}
+	var p comment.Parser
+	var pr comment.Printer
+	pr.HeadingLevel = 5
+	return string(pr.Markdown(p.Parse(text)))
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
