@@ -165,8 +165,14 @@ func TestDeployPostgres(t *testing.T) {
 	checkTLSRefusals(t, ctx, logs, env, workerBin, fed, hostPort, s3port, certs, rogue, conn)
 
 	start(t, logs, "server", env, workerBin, append([]string{"--role", "server"}, conn(certs, "ptopofl-server")...)...)
+	// Each site with its own S3 identity, as docs/how-to/deploy.md has
+	// it: devstack --grant-sites on the running TLS stack.
+	if out, err := exec.CommandContext(ctx, devstackBin, "--data", dataDir, "--grant-sites", strings.Join(sites, ",")).CombinedOutput(); err != nil {
+		t.Fatalf("devstack --grant-sites: %v\n%s", err, out)
+	}
 	for _, s := range sites {
-		start(t, logs, "site-"+s, env, workerBin, append([]string{"--role", "site", "--site", s, "--data", fed}, conn(certs, "ptopofl-site-"+s)...)...)
+		siteEnv := readEnvFile(t, filepath.Join(dataDir, "sites", s+".env"))
+		start(t, logs, "site-"+s, siteEnv, workerBin, append([]string{"--role", "site", "--site", s, "--data", fed}, conn(certs, "ptopofl-site-"+s)...)...)
 	}
 	t1 := time.Now()
 	cmd := exec.CommandContext(ctx, starterBin, append([]string{"run", spec, "--federation", fed, "--detach", "--format", "json"}, starterConn...)...)

@@ -42,6 +42,9 @@ type ports struct {
 // and bucket.
 func Open(ctx context.Context, dir, bucket string) (*Opened, error) {
 	if ep, ok := liveStack(ctx, dir); ok {
+		if ep.TLSCA != "" {
+			return nil, fmt.Errorf("local stack over %s runs with TLS (devstack --tls-dir): connect with --temporal, --s3 and the TLS flags instead of --local", dir)
+		}
 		ak, sk, err := ReadCredentials(ep.CredentialsFile)
 		if err != nil {
 			return nil, err
@@ -72,6 +75,11 @@ func liveStack(ctx context.Context, dir string) (Endpoints, bool) {
 	}
 	if syscall.Kill(ep.PID, 0) != nil {
 		return ep, false // left by a process that is gone
+	}
+	if ep.TLSCA != "" {
+		// Its Temporal answers only clients with a certificate, which this
+		// process may not hold; the live process is enough.
+		return ep, true
 	}
 	if WaitTemporal(ctx, ep.Temporal, ep.Namespace, 5*time.Second) != nil {
 		return ep, false

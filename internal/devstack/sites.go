@@ -152,7 +152,7 @@ func SiteCredentialsFile(dir, site string) string {
 // stack's bucket with that site's credentials. rootAccess and rootSecret
 // are the stack's root credentials.
 func SiteStores(ctx context.Context, ep Endpoints, rootAccess, rootSecret string, sites []string) (map[string]*store.Store, error) {
-	root, err := store.New(store.Config{Endpoint: ep.S3URL, Bucket: ep.Bucket, AccessKey: rootAccess, SecretKey: rootSecret, Region: ep.S3Region, ReadsAll: true})
+	root, err := store.New(store.Config{Endpoint: ep.S3URL, Bucket: ep.Bucket, AccessKey: rootAccess, SecretKey: rootSecret, Region: ep.S3Region, ReadsAll: true, CAFile: ep.TLSCA})
 	if err != nil {
 		return nil, fmt.Errorf("local stack: %w", err)
 	}
@@ -174,7 +174,7 @@ func SiteStores(ctx context.Context, ep Endpoints, rootAccess, rootSecret string
 		// What the site's identity may read, for the process's shared
 		// artifact cache: exactly what the bucket policy lets it read.
 		site := site
-		st, err := store.New(store.Config{Endpoint: ep.S3URL, Bucket: ep.Bucket, AccessKey: ak, SecretKey: sk, Region: ep.S3Region,
+		st, err := store.New(store.Config{Endpoint: ep.S3URL, Bucket: ep.Bucket, AccessKey: ak, SecretKey: sk, Region: ep.S3Region, CAFile: ep.TLSCA,
 			CanRead: func(key string) bool { return artifact.SiteMayRead(site, key) }})
 		if err != nil {
 			return nil, fmt.Errorf("local stack: store of site %s: %w", site, err)

@@ -113,6 +113,10 @@ func NewSite(c client.Client, st *store.Store, site, dataDir string, opts Option
 	}
 	nameBinary()
 	wo := opts.Worker
+	// A site runs activities only: without this, its worker also polls its
+	// queue for workflow tasks, which a deployment's authorizer rightly
+	// refuses a site's certificate ("Request unauthorized" in its log).
+	wo.DisableWorkflowWorker = true
 	if opts.Faults.Enabled() {
 		// A new slice: the caller's Options may be shared by other sites.
 		wo.Interceptors = append(slices.Clone(wo.Interceptors), newFaultInterceptor(site, opts.Faults))
