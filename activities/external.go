@@ -56,6 +56,23 @@ const (
 // NAME=COMMAND`.
 type Trainers map[string][]string
 
+// ParseTrainers reads repeated --trainer flags (ParseTrainer each) into
+// Trainers; a name given twice is an error.
+func ParseTrainers(flags []string) (Trainers, error) {
+	out := Trainers{}
+	for _, fl := range flags {
+		name, argv, err := ParseTrainer(fl)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("--trainer %s: given twice", name)
+		}
+		out[name] = argv
+	}
+	return out, nil
+}
+
 // ParseTrainer reads one --trainer flag, NAME=COMMAND: COMMAND is split
 // into words at white space, with no shell and no quoting (a command that
 // needs either is a script). The program runs in its task directory, so a

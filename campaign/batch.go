@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/store"
 )
 
 // Variant is one row of a results table as the user asks for it: a label,
@@ -196,4 +198,44 @@ func TableLabel(method, setting string) string {
 		return method
 	}
 	return setting
+}
+
+// ParseVariant parses "LABEL:METHOD:name=v,name=v" (an ablation such as
+// "ptopofl_M1:ptopofl:clusters=1").
+func ParseVariant(v string) (Variant, error) {
+	parts := strings.SplitN(v, ":", 3)
+	if len(parts) < 2 || parts[0] == "" || parts[1] == "" {
+		return Variant{}, inputErrorf("--variant %q: want LABEL:METHOD[:NAME=VALUE,...]", v)
+	}
+	e := Variant{Label: parts[0], Method: parts[1]}
+	if len(parts) == 3 && parts[2] != "" {
+		e.Set = strings.Split(parts[2], ",")
+	}
+	return e, nil
+}
+
+// TableRow is one row of `starter table --format json`: the sweep's
+// result row under the table's label.
+type TableRow struct {
+	Label string
+	Row   store.SweepResultRow
+}
+
+// MarshalJSON writes the result row's object with "label" first.
+func (r TableRow) MarshalJSON() ([]byte, error) {
+	row, err := json.Marshal(r.Row)
+	if err != nil {
+		return nil, err
+	}
+	label, err := json.Marshal(r.Label)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(`{"label":`), label...)
+	if len(row) > 2 { // row is a non-empty object
+		out = append(append(out, ','), row[1:]...)
+	} else {
+		out = append(out, '}')
+	}
+	return out, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/experiments"
+	"github.com/ptopofl/ptopofl/internal/debian"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
@@ -713,4 +714,22 @@ func LoadDeepImages(src DeepSources) (experiments.DeepImages, error) {
 		}
 	}
 	return im, nil
+}
+
+// EnsureDeepImages is LoadDeepImages after making sure Fashion-MNIST is
+// there: needed unless both CIFAR-10 and FEMNIST are given, it is
+// installed from Debian (saying so on log) when its default directory
+// lacks it, unless noInstall.
+func EnsureDeepImages(ctx context.Context, src DeepSources, noInstall bool, log io.Writer) (experiments.DeepImages, error) {
+	if src.CIFAR10 != "" && src.FEMNIST != "" {
+		src.FashionMNIST = ""
+	}
+	if src.FashionMNIST == dataset.FashionMNISTDir {
+		in := debian.Installer{Log: log, Disabled: noInstall}
+		present := func() bool { return dataset.MissingFashionMNIST(src.FashionMNIST) == "" }
+		if err := in.Ensure(ctx, dataset.FashionMNISTPackage, "starter experiment deep", present); err != nil {
+			return experiments.DeepImages{}, inputErrorf("%v (or pass --fashion-mnist DIR holding %v)", err, dataset.FashionMNISTFiles)
+		}
+	}
+	return LoadDeepImages(src)
 }

@@ -182,3 +182,71 @@ func (s *Service) settingCurves(ctx context.Context, sweep, m string, feds []str
 	}
 	return out, nil
 }
+
+// ReplaySeed is one search seed's replay against a grid (ReplayGrid).
+type ReplaySeed struct {
+	Seed      uint64           `json:"seed"`
+	Trials    int              `json:"trials"`
+	Spent     int              `json:"rounds_spent"`
+	Incumbent search.Incumbent `json:"incumbent"`
+	// Gap is the grid's best test metric (selected on validation) minus
+	// the incumbent's test metric at the grid's rounds.
+	Gap float64 `json:"gap"`
+}
+
+// ReplayReport is what `starter sweep replay --format json` prints: a
+// strategy replayed against a finished grid for several search seeds.
+type ReplayReport struct {
+	Sweep      string           `json:"sweep"`
+	Strategy   string           `json:"strategy"`
+	Metric     string           `json:"metric"`
+	GridSize   int              `json:"grid_size"`
+	GridRounds int              `json:"grid_rounds"` // campaign-rounds of the whole grid (one per configuration and round)
+	Budget     int              `json:"budget"`
+	GridBest   search.Incumbent `json:"grid_best"`
+	Tolerance  float64          `json:"tolerance"`
+	Within     int              `json:"within"` // seeds whose incumbent is within Tolerance of the grid's best
+	Seeds      []ReplaySeed     `json:"seeds"`
+}
+
+// ReplayGridOptions are a replay's strategy, search seeds 1..Seeds, budget
+// in campaign-rounds (0: BudgetFraction of the grid's), ASHA's options and
+// the tolerance within which an incumbent counts as the grid's best.
+type ReplayGridOptions struct {
+	Strategy       search.Strategy
+	Seeds          int
+	Budget         int
+	BudgetFraction float64
+	ASHA           search.ASHAOptions
+	Tolerance      float64
+}
+
+// ReplayGrid replays o.Strategy against table (ReplayTable of grid sweep
+// sweep, ranked on metric) once per search seed 1..o.Seeds with
+// search.Replay, at no training cost, and reports each incumbent's gap to
+// the grid's best test metric.
+func ReplayGrid(sweep, metric string, table search.Table, o ReplayGridOptions) (ReplayReport, error) {
+	if len(table.Rows) == 0 {
+		return ReplayReport{}, inputErrorf("sweep %s: no configurations to replay", sweep)
+	}
+	rounds := len(table.Rows[0].Val)
+	out := ReplayReport{Sweep: sweep, Strategy: string(o.Strategy), Metric: metric, GridSize: len(table.Rows),
+		GridRounds: len(table.Rows) * rounds, GridBest: search.GridBest(table), Tolerance: o.Tolerance, Budget: o.Budget}
+	if out.Budget == 0 {
+		out.Budget = int(math.Floor(o.BudgetFraction * float64(out.GridRounds)))
+	}
+	opts := search.ReplayOptions{ASHA: o.ASHA, Budget: out.Budget}
+	for sd := 1; sd <= o.Seeds; sd++ {
+		res, err := search.Replay(table, o.Strategy, opts, uint64(sd))
+		if err != nil {
+			return ReplayReport{}, inputErrorf("replay %s: %v", o.Strategy, err)
+		}
+		rs := ReplaySeed{Seed: uint64(sd), Trials: len(res.Trials), Spent: res.Spent, Incumbent: res.Incumbent,
+			Gap: out.GridBest.TestAtMax - res.Incumbent.TestAtMax}
+		if rs.Gap <= o.Tolerance {
+			out.Within++
+		}
+		out.Seeds = append(out.Seeds, rs)
+	}
+	return out, nil
+}

@@ -205,6 +205,21 @@ func GridSettings(grid map[string][]any) ([]pipeline.SweepSetting, error) {
 	return settings, nil
 }
 
+// LoadSweepPlan reads the sweep file at path (made absolute first, so the
+// paths in it resolve from any working directory) and builds its plan
+// (ReadSweepFile, BuildSweepPlan).
+func LoadSweepPlan(path, bucket string, bucketGiven bool) (SweepPlan, error) {
+	file, err := filepath.Abs(path)
+	if err != nil {
+		return SweepPlan{}, inputErrorf("%v", err)
+	}
+	sf, err := ReadSweepFile(file)
+	if err != nil {
+		return SweepPlan{}, err
+	}
+	return BuildSweepPlan(sf, file, bucket, bucketGiven)
+}
+
 // BuildSweepPlan turns the sweep file sf, read from file, into a validated
 // SweepSpec and its federations' directories. Method base hyper-parameters
 // come from the preset, as for a single campaign. bucket is used when the

@@ -9,13 +9,14 @@ import (
 	"io"
 
 	"github.com/ptopofl/ptopofl/campaign"
+	"github.com/ptopofl/ptopofl/internal/stackconn"
 )
 
 // runControl sends one of the pause, resume and stop Updates and prints the
 // acknowledgement (the campaign's status after it) or the rejection.
 func runControl(ctx context.Context, update string, args []string, stdout, stderr io.Writer) error {
 	var reason *string
-	e, conn, name, err := openCampaign(ctx, update, args, stderr, func(fs *flag.FlagSet) func() error {
+	e, conn, name, err := stackconn.OpenCampaign(ctx, update, args, stderr, func(fs *flag.FlagSet) func() error {
 		reason = fs.String("reason", "", "why, recorded in the campaign's status")
 		return nil
 	})
@@ -23,9 +24,9 @@ func runControl(ctx context.Context, update string, args []string, stdout, stder
 		return err
 	}
 	defer e.Close()
-	st, err := e.svc.Control(ctx, name, update, *reason)
+	st, err := e.Svc.Control(ctx, name, update, *reason)
 	if errors.Is(err, campaign.ErrRejected) {
-		if conn.format == "json" {
+		if conn.Format == "json" {
 			json.NewEncoder(stdout).Encode(map[string]any{"campaign": name, "update": update, "accepted": false, "error": campaign.RejectionReason(err)})
 		}
 		return err
@@ -33,7 +34,7 @@ func runControl(ctx context.Context, update string, args []string, stdout, stder
 	if err != nil {
 		return err
 	}
-	if conn.format == "json" {
+	if conn.Format == "json" {
 		return json.NewEncoder(stdout).Encode(map[string]any{"campaign": name, "update": update, "accepted": true, "status": st})
 	}
 	fmt.Fprintf(stdout, "%s %s: accepted; state %s, rounds %d/%d\n", update, name, st.State, st.RoundsDone, st.RoundsTotal)

@@ -12,7 +12,8 @@ import (
 	"github.com/ptopofl/ptopofl/campaign"
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/experiments"
-	"github.com/ptopofl/ptopofl/internal/debian"
+	"github.com/ptopofl/ptopofl/internal/stackconn"
+	"github.com/ptopofl/ptopofl/internal/textout"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"
@@ -36,8 +37,8 @@ type experimentOutput struct {
 func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("experiment", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var conn connFlags
-	conn.register(fs)
+	var conn stackconn.Flags
+	conn.Register(fs)
 	seeds := fs.Int("seeds", 3, "number of seeds (1, 2, ...): each generates its own federations and seeds its campaigns")
 	preset := fs.String("preset", "", "hyper-parameter preset: default or paper (default: default); deep: deep-small (default: deep-small for Scenario C, deep-d-small for D) or deep-c (the paper's sizes: deep-c and deep-d)")
 	methods := fs.String("methods", "", "comma-separated methods to run, a subset of the experiment's (default: all of them)")
@@ -49,7 +50,7 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	rounds := fs.Int("rounds", 0, "rounds per campaign (default: the experiment's, 15; stability 20; deep and privacy's deep-small federation the presets', 20 at deep-small)")
 	concurrency := fs.Int("concurrency", 0, "campaigns at once (default 12 for the tabular experiments, 2 for the deep ones)")
 	tiny := fs.Bool("tiny", false, "tiny federations (3-4 sites of 30-50 rows), for tests and smoke runs")
-	rest, err := parseFlags(fs, args)
+	rest, err := stackconn.ParseFlags(fs, args)
 	if err != nil {
 		return err
 	}
@@ -59,20 +60,20 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	name := rest[0]
 	if name == "theory" {
 		// The theorems are checked in process: no stack, no sweep.
-		return runTheory(*seeds, conn.format, stdout, stderr)
+		return runTheory(*seeds, conn.Format, stdout, stderr)
 	}
-	if err := conn.check(); err != nil {
+	if err := conn.Check(); err != nil {
 		return err
 	}
 	opt := experiments.Options{Seeds: *seeds, Rounds: *rounds, Tiny: *tiny}
 	if name == experiments.Deep {
 		opt.Preset = *preset
-		if opt.Images, err = deepImages(ctx, *fashion, *cifar, *femnist, *noInstall, stderr); err != nil {
+		if opt.Images, err = campaign.EnsureDeepImages(ctx, campaign.DeepSources{FashionMNIST: *fashion, CIFAR10: *cifar, FEMNIST: *femnist}, *noInstall, stderr); err != nil {
 			return err
 		}
 	} else if name == experiments.Privacy {
 		// Its deep-small part runs on Fashion-MNIST.
-		if opt.Images, err = deepImages(ctx, *fashion, "", "", *noInstall, stderr); err != nil {
+		if opt.Images, err = campaign.EnsureDeepImages(ctx, campaign.DeepSources{FashionMNIST: *fashion}, *noInstall, stderr); err != nil {
 			return err
 		}
 	}
@@ -106,8 +107,8 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return inputErrorf("--out: %v", err)
 	}
-	quiet := conn.format == "json"
-	sp, err := campaign.PrepareExperiment(plan, outDir, *preset, conn.bucket(), *tiny)
+	quiet := conn.Format == "json"
+	sp, err := campaign.PrepareExperiment(plan, outDir, *preset, conn.Bucket(), *tiny)
 	if err != nil {
 		return err
 	}
@@ -116,12 +117,12 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 			name, sp.Spec.Sweep, len(plan.Federations), countCampaigns(sp.Spec), sp.Spec.Rounds)
 	}
 	var files []string
-	res, err := executeSweep(ctx, &conn, sp, stderr, func(e *env, so campaign.SweepOutput) error {
+	res, err := executeSweep(ctx, &conn, sp, stderr, func(e *stackconn.Env, so campaign.SweepOutput) error {
 		var log io.Writer
 		if !quiet {
 			log = stderr
 		}
-		rep, err := e.svc.ExperimentReport(ctx, plan, sp.Spec, so.Rows, log)
+		rep, err := e.Svc.ExperimentReport(ctx, plan, sp.Spec, so.Rows, log)
 		if err != nil {
 			return fmt.Errorf("experiment %s: report: %w", name, err)
 		}
@@ -136,7 +137,7 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if quiet {
 		return json.NewEncoder(stdout).Encode(eo)
 	}
-	printSweep(stdout, res)
+	textout.WriteSweep(stdout, res)
 	fmt.Fprintf(stdout, "report     %s\n", filepath.Join(outDir, "report.html"))
 	return nil
 }
@@ -144,21 +145,4 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 func countCampaigns(s pipeline.SweepSpec) int {
 	cs, _ := s.Campaigns()
 	return len(cs)
-}
-
-// deepImages reads the deep experiment's data sets; Fashion-MNIST, needed
-// unless both CIFAR-10 and FEMNIST are given, is installed from Debian
-// when its default directory is missing it (unless noInstall).
-func deepImages(ctx context.Context, fashion, cifar, femnist string, noInstall bool, stderr io.Writer) (experiments.DeepImages, error) {
-	if cifar != "" && femnist != "" {
-		fashion = ""
-	}
-	if fashion == dataset.FashionMNISTDir {
-		in := debian.Installer{Log: stderr, Disabled: noInstall}
-		present := func() bool { return dataset.MissingFashionMNIST(fashion) == "" }
-		if err := in.Ensure(ctx, dataset.FashionMNISTPackage, "starter experiment deep", present); err != nil {
-			return experiments.DeepImages{}, inputErrorf("%v (or pass --fashion-mnist DIR holding %v)", err, dataset.FashionMNISTFiles)
-		}
-	}
-	return campaign.LoadDeepImages(campaign.DeepSources{FashionMNIST: fashion, CIFAR10: cifar, FEMNIST: femnist})
 }

@@ -157,7 +157,7 @@ func TestExperimentAblation(t *testing.T) {
 		}
 	}
 	for label, aucs := range byLabel {
-		m, _ := meanStd(aucs)
+		m, _ := eval.MeanStd(aucs)
 		name := experiments.AblationDescriptions[label][0]
 		if !strings.Contains(string(md), name) || math.IsNaN(m) {
 			t.Errorf("variant %s (%s) missing from the report", label, name)

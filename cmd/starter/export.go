@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ptopofl/ptopofl/internal/stackconn"
 	"github.com/ptopofl/ptopofl/store"
 )
 
@@ -23,8 +24,8 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 	}
-	return query(ctx, "export", args, stdout, stderr, own, func(e *env, name string) (exportOutput, error) {
-		rows, rounds, err := e.svc.Export(ctx, name)
+	return stackconn.Query(ctx, "export", args, stdout, stderr, own, func(e *stackconn.Env, name string) (exportOutput, error) {
+		rows, rounds, err := e.Svc.Export(ctx, name)
 		if err != nil {
 			return exportOutput{}, err
 		}

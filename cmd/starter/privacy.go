@@ -9,6 +9,8 @@ import (
 	"math"
 	"slices"
 
+	"github.com/ptopofl/ptopofl/internal/stackconn"
+	"github.com/ptopofl/ptopofl/internal/textout"
 	"github.com/ptopofl/ptopofl/privacy"
 )
 
@@ -23,23 +25,6 @@ noise    the noise multiplier for which T such releases spend at most E at δ = 
 "noise" with rdp is Opacus's get_noise_multiplier; with gdp it is exact. The
 command needs no connection to Temporal or S3.
 `
-
-// privacyEpsilonOutput is what `starter privacy epsilon --format json`
-// prints; external scripts rely on its keys.
-type privacyEpsilonOutput struct {
-	Epsilon    float64 `json:"epsilon"`
-	Accountant string  `json:"accountant"`
-	Order      float64 `json:"order,omitempty"` // the optimal Rényi order; rdp only
-}
-
-// privacyNoiseOutput is what `starter privacy noise --format json` prints;
-// external scripts rely on its keys.
-type privacyNoiseOutput struct {
-	NoiseMultiplier float64 `json:"noise_multiplier"`
-	Accountant      string  `json:"accountant"`
-	Epsilon         float64 `json:"epsilon"`         // what noise_multiplier spends
-	Order           float64 `json:"order,omitempty"` // rdp only
-}
 
 // runPrivacy computes the privacy budget of a DP-SGD/DP-GD plan with package
 // privacy: "epsilon" the ε a noise multiplier spends, "noise" the noise
@@ -89,7 +74,7 @@ func newPrivacyFlags(cmd string, stderr io.Writer) *privacyFlags {
 // parse parses args and checks the shared flags; required lists the flags
 // that must be given (the shared ones are added).
 func (p *privacyFlags) parse(args []string, required ...string) (privacy.Accountant, error) {
-	rest, err := parseFlags(p.fs, args)
+	rest, err := stackconn.ParseFlags(p.fs, args)
 	if err != nil {
 		return "", err
 	}
@@ -168,11 +153,8 @@ func runPrivacyEpsilon(args []string, stdout, stderr io.Writer) error {
 	if math.IsInf(spent.Epsilon, 1) {
 		return fmt.Errorf("epsilon: ε is unbounded: --noise-multiplier %v is too small for %s accounting", *z, acc)
 	}
-	out := privacyEpsilonOutput{Epsilon: spent.Epsilon, Accountant: string(acc), Order: spent.Order}
-	return p.emit(stdout, out, func() {
-		fmt.Fprintf(stdout, "%d steps with noise multiplier %v at sampling rate %v\n", p.steps, *z, p.q)
-		fmt.Fprintf(stdout, "ε = %.4f at δ = %v (%s)\n", spent.Epsilon, p.delta, privacyMethod(acc, spent.Order))
-	})
+	out := textout.PrivacyEpsilon{Epsilon: spent.Epsilon, Accountant: string(acc), Order: spent.Order, Steps: p.steps, Z: *z, Q: p.q, Delta: p.delta}
+	return p.emit(stdout, out, func() { textout.WritePrivacyEpsilon(stdout, out) })
 }
 
 // runPrivacyNoise prints the noise multiplier for which --steps releases at
@@ -195,17 +177,6 @@ func runPrivacyNoise(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("noise: %w", err)
 	}
-	out := privacyNoiseOutput{NoiseMultiplier: z, Accountant: string(acc), Epsilon: spent.Epsilon, Order: spent.Order}
-	return p.emit(stdout, out, func() {
-		fmt.Fprintf(stdout, "noise multiplier %.4f (σ = %.4f × the clipping norm) for %d steps at sampling rate %v\n", z, z, p.steps, p.q)
-		fmt.Fprintf(stdout, "spends ε = %.4f ≤ %v at δ = %v (%s)\n", spent.Epsilon, *target, p.delta, privacyMethod(acc, spent.Order))
-	})
-}
-
-// privacyMethod describes how ε was accounted, for the text output.
-func privacyMethod(acc privacy.Accountant, order float64) string {
-	if acc == privacy.GDP {
-		return "gdp accountant, exact"
-	}
-	return fmt.Sprintf("rdp accountant, optimal Rényi order %v", order)
+	out := textout.PrivacyNoise{NoiseMultiplier: z, Accountant: string(acc), Epsilon: spent.Epsilon, Order: spent.Order, Steps: p.steps, Q: p.q, Delta: p.delta, Target: *target}
+	return p.emit(stdout, out, func() { textout.WritePrivacyNoise(stdout, out) })
 }

@@ -9,8 +9,9 @@ import (
 	"strings"
 
 	"github.com/ptopofl/ptopofl/activities"
-	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/campaign"
+	"github.com/ptopofl/ptopofl/internal/stackconn"
+	"github.com/ptopofl/ptopofl/internal/textout"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
@@ -24,7 +25,7 @@ func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 // campaignFlags are the flags shared by run and table.
 type campaignFlags struct {
-	conn       connFlags
+	conn       stackconn.Flags
 	spec       campaign.SpecOptions
 	file       string
 	federation string
@@ -32,7 +33,7 @@ type campaignFlags struct {
 }
 
 func (f *campaignFlags) register(fs *flag.FlagSet) {
-	f.conn.register(fs)
+	f.conn.Register(fs)
 	fs.StringVar(&f.file, "file", "", "campaign file (YAML); flags given too override it")
 	fs.StringVar(&f.federation, "federation", "", "federation directory of <site>_train.csv/<site>_test.csv; with --local, one in-process site worker per site")
 	fs.StringVar(&f.spec.Campaign, "campaign", "", "campaign name (default: <method>-<hash of spec and federation>, so a re-run re-attaches)")
@@ -53,21 +54,21 @@ func (f *campaignFlags) register(fs *flag.FlagSet) {
 func (f *campaignFlags) prepare(fs *flag.FlagSet, rest []string) (*campaign.File, *campaign.Federation, error) {
 	f.spec.Given = map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { f.spec.Given[fl.Name] = true })
-	f.spec.Bucket = f.conn.bucket()
+	f.spec.Bucket = f.conn.Bucket()
 	f.spec.Set = f.set
 	if len(rest) == 1 && f.file == "" {
 		f.file = rest[0] // "starter run campaign.yaml"
 	} else if len(rest) > 0 {
 		return nil, nil, inputErrorf("unexpected argument %q", rest[0])
 	}
-	if err := f.conn.check(); err != nil {
+	if err := f.conn.Check(); err != nil {
 		return nil, nil, err
 	}
 	cf, fed, err := campaign.Load(f.file, f.federation)
 	if err != nil {
 		return nil, nil, err
 	}
-	if f.conn.local && fed == nil {
+	if f.conn.Local && fed == nil {
 		return nil, nil, inputErrorf("--local needs --federation DIR (or federation: in the campaign file): the in-process site workers read it")
 	}
 	return cf, fed, nil
@@ -83,7 +84,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var trainerFlags stringList
 	fs.Var(&trainerFlags, "trainer", `with --local: a training program NAME=COMMAND the in-process site workers run for model "external" (--set model=external --set trainer=NAME); COMMAND is split at spaces, no shell (repeatable)`)
 	newCampaign := fs.Bool("new-campaign", false, "if the campaign name is taken by a campaign with another spec, run as <name>-2, <name>-3, … (the first free or same-spec name)")
-	rest, err := parseFlags(fs, args)
+	rest, err := stackconn.ParseFlags(fs, args)
 	if err != nil {
 		return err
 	}
@@ -91,10 +92,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if *detach && f.conn.local {
+	if *detach && f.conn.Local {
 		return inputErrorf("--detach: the in-process workers of --local end with the command")
 	}
-	trainers, err := parseTrainers(trainerFlags, f.conn.local)
+	trainers, err := parseTrainers(trainerFlags, f.conn.Local)
 	if err != nil {
 		return err
 	}
@@ -102,7 +103,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if err := checkTrainer(spec, trainers, f.conn.local); err != nil {
+	if err := checkTrainer(spec, trainers, f.conn.Local); err != nil {
 		return err
 	}
 	if fed != nil {
@@ -110,50 +111,50 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 	}
-	quiet := f.conn.format == "json"
+	quiet := f.conn.Format == "json"
 	var progressOut io.Writer
 	if !quiet {
 		progressOut = stderr
 	}
 	if progressOut != nil {
-		printPrivacyPlan(progressOut, spec)
+		textout.WritePrivacyPlan(progressOut, spec)
 	}
 
-	e, err := f.conn.connect(ctx, stderr)
+	e, err := f.conn.Connect(ctx, stderr)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	e.svc.Trainers = trainers
+	e.Svc.Trainers = trainers
 	// The name is the campaign's identity: a different spec under a name
 	// already used is refused here, before any worker or workflow starts.
 	if *newCampaign {
 		name := spec.Campaign
-		if spec, err = e.svc.NewCampaign(ctx, spec); err != nil {
+		if spec, err = e.Svc.NewCampaign(ctx, spec); err != nil {
 			return err
 		}
 		if spec.Campaign != name && progressOut != nil {
 			fmt.Fprintf(progressOut, "campaign %s exists with a different spec; running this one as %s\n", name, spec.Campaign)
 		}
 	}
-	if spec, err = e.svc.ClaimSpec(ctx, spec); err != nil {
+	if spec, err = e.Svc.ClaimSpec(ctx, spec); err != nil {
 		return err
 	}
 	path := f.spec.InitialModel
 	if path == "" && cf != nil {
 		path = cf.InitialModel
 	}
-	if err := e.svc.UploadInitialModel(ctx, spec, path); err != nil {
+	if err := e.Svc.UploadInitialModel(ctx, spec, path); err != nil {
 		return err
 	}
-	if f.conn.local {
-		stop, err := e.svc.StartLocalWorkers(fed, spec.Campaign, spec.Sites, progressOut)
+	if f.conn.Local {
+		stop, err := e.Svc.StartLocalWorkers(fed, spec.Campaign, spec.Sites, progressOut)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
-	res, err := e.svc.Execute(ctx, spec, progressOut, *detach)
+	res, err := e.Svc.Execute(ctx, spec, progressOut, *detach)
 	if err != nil {
 		return err
 	}
@@ -167,92 +168,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if quiet {
 		return json.NewEncoder(stdout).Encode(res)
 	}
-	printResult(stdout, res, e)
+	textout.WriteResult(stdout, res, e.Where())
 	return nil
-}
-
-func printResult(w io.Writer, r campaign.Result, e *env) {
-	fmt.Fprintf(w, "campaign   %s (%s, preset %s): %s after %d rounds in %.1fs\n", r.Campaign, r.Method, r.Preset, r.State, r.RoundsDone, r.WallSeconds)
-	fmt.Fprintf(w, "final AUC  %.4f\nfinal acc  %.4f\nconv round %d\n", r.FinalAUC, r.FinalAcc, r.ConvRound)
-	if len(r.Clusters) > 0 {
-		fmt.Fprintf(w, "clusters   %v\ntrust      %v\n", fmtClusters(r.Clusters), fmtTrust(r.Trust))
-	}
-	if len(r.Flagged) > 0 {
-		fmt.Fprintf(w, "flagged    %s\n", strings.Join(r.Flagged, ", "))
-	}
-	if p := r.Privacy; p != nil {
-		budget := ""
-		if p.Budget > 0 {
-			budget = fmt.Sprintf(" of budget %g", p.Budget)
-		}
-		fmt.Fprintf(w, "privacy    ε %.3f%s at δ %g (largest of any site; per site in starter history)\n", p.Epsilon, budget, p.Delta)
-	}
-	if r.StopReason != "" {
-		fmt.Fprintf(w, "stopped    %s\n", r.StopReason)
-	}
-	printWhere(w, e, artifact.CampaignPrefix(r.Campaign), r.Campaign, r.LastManifest)
-}
-
-// printPrivacyPlan says, before a dp record campaign starts, the noise its
-// plan set and what each site will spend if every planned round runs.
-func printPrivacyPlan(w io.Writer, spec pipeline.CampaignSpec) {
-	h := spec.Hyperparameters
-	if !h.IsDP() {
-		return
-	}
-	recs := make([]method.SiteRecords, len(spec.Sites))
-	for i, s := range spec.Sites {
-		recs[i] = method.SiteRecords{Site: s.Name, Train: s.NTrain, Test: s.NTest}
-	}
-	budgets, err := method.SpendPlan(spec.Method, spec.Preset, h, spec.Rounds, recs)
-	if err != nil {
-		return
-	}
-	desc := ""
-	if h.DPDescriptorNoise > 0 {
-		desc = fmt.Sprintf(", %g (descriptors)", h.DPDescriptorNoise)
-	}
-	fmt.Fprintf(w, "privacy: dp record, noise multipliers %g (training steps)%s, %g (metrics), clip %g\n",
-		h.DPNoise, desc, h.DPMetricsNoise, dpClip(h))
-	for _, line := range campaign.PrivacySummary(budgets) {
-		fmt.Fprintf(w, "  planned over %d rounds  %s\n", spec.Rounds, line)
-	}
-}
-
-func dpClip(h method.Hyperparameters) float64 {
-	p, _ := method.Lookup("dp_clip")
-	return p.Get(h).Num
-}
-
-func fmtTrust(t map[string]float64) string {
-	var parts []string
-	for _, k := range sortedKeys(t) {
-		parts = append(parts, fmt.Sprintf("%s:%.3f", k, t[k]))
-	}
-	return strings.Join(parts, " ")
-}
-
-// fmtClusters prints site:cluster pairs in site order.
-func fmtClusters(c map[string]int) string {
-	var parts []string
-	for _, k := range sortedKeys(c) {
-		parts = append(parts, fmt.Sprintf("%s:%d", k, c[k]))
-	}
-	return strings.Join(parts, " ")
-}
-
-// printWhere says where a campaign's artifacts and manifests are: prefix
-// is its key prefix (artifact.CampaignPrefix, or a pattern for a table of
-// campaigns) and name what `starter history` takes.
-func printWhere(w io.Writer, e *env, prefix, name, lastManifest string) {
-	bucket := e.svc.Store.Bucket()
-	fmt.Fprintf(w, "artifacts  s3://%s/%s (history: starter history %s)\n", bucket, prefix, name)
-	if lastManifest != "" {
-		fmt.Fprintf(w, "manifest   %s\n", lastManifest)
-	}
-	if e.local != nil {
-		fmt.Fprintf(w, "on disk    %s/s3/%s/%s\n", e.dataDir, bucket, prefix)
-	}
 }
 
 // methodNames lists the method names for flag help.
@@ -274,16 +191,9 @@ func parseTrainers(flags []string, local bool) (activities.Trainers, error) {
 	if !local {
 		return nil, inputErrorf("--trainer: only the site workers of --local are started here; a site's own worker maps its programs (worker --role site --trainer NAME=COMMAND)")
 	}
-	out := activities.Trainers{}
-	for _, fl := range flags {
-		name, argv, err := activities.ParseTrainer(fl)
-		if err != nil {
-			return nil, inputErrorf("%v", err)
-		}
-		if _, dup := out[name]; dup {
-			return nil, inputErrorf("--trainer %s: given twice", name)
-		}
-		out[name] = argv
+	out, err := activities.ParseTrainers(flags)
+	if err != nil {
+		return nil, inputErrorf("%v", err)
 	}
 	return out, nil
 }

@@ -2,9 +2,10 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 
+	"github.com/ptopofl/ptopofl/internal/stackconn"
+	"github.com/ptopofl/ptopofl/internal/textout"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
@@ -12,29 +13,7 @@ import (
 // status query; a closed one is described from its result, so status works
 // even when no worker is polling.
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return query(ctx, "status", args, stdout, stderr, nil, func(e *env, name string) (pipeline.CampaignStatus, error) {
-		return e.svc.Status(ctx, name)
-	}, printStatus, nil)
-}
-
-// printStatus prints the status st, a field a line.
-func printStatus(stdout io.Writer, st pipeline.CampaignStatus) {
-	fmt.Fprintf(stdout, "campaign   %s\nstate      %s\nrounds     %d/%d\n", st.Campaign, st.State, st.RoundsDone, st.RoundsTotal)
-	if st.CurrentRound > 0 {
-		fmt.Fprintf(stdout, "running    round %d\n", st.CurrentRound)
-	}
-	if st.LastMetrics != nil {
-		fmt.Fprintf(stdout, "last round %d: auc %.4f acc %.4f\n", st.LastMetrics.Round, st.LastMetrics.AUC, st.LastMetrics.Accuracy)
-	}
-	for _, d := range st.LastDropped {
-		fmt.Fprintf(stdout, "dropped    %s in %s: %s %s\n", d.Site, d.Phase, d.Reason, d.Error)
-	}
-	for _, r := range []struct{ k, v string }{{"paused", st.PauseReason}, {"stop", st.StopReason}, {"failure", st.FailureReason}} {
-		if r.v != "" {
-			fmt.Fprintf(stdout, "%-10s %s\n", r.k, r.v)
-		}
-	}
-	if st.LastManifest != nil {
-		fmt.Fprintf(stdout, "manifest   %s\n", st.LastManifest.String())
-	}
+	return stackconn.Query(ctx, "status", args, stdout, stderr, nil, func(e *stackconn.Env, name string) (pipeline.CampaignStatus, error) {
+		return e.Svc.Status(ctx, name)
+	}, textout.WriteStatus, nil)
 }

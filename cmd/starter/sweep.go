@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
-	"fmt"
 	"io"
 	"path/filepath"
 	"time"
@@ -12,7 +10,8 @@ import (
 	"github.com/ptopofl/ptopofl/activities"
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/campaign"
-	"github.com/ptopofl/ptopofl/eval"
+	"github.com/ptopofl/ptopofl/internal/stackconn"
+	"github.com/ptopofl/ptopofl/internal/textout"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
@@ -28,7 +27,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runSweepExtend(ctx, args[1:], stdout, stderr)
 	}
 	var trainerFlags stringList
-	conn, rest, err := parseCommand("sweep", args, stderr, func(fs *flag.FlagSet) func() error {
+	conn, rest, err := stackconn.ParseCommand("sweep", args, stderr, func(fs *flag.FlagSet) func() error {
 		fs.Var(&trainerFlags, "trainer", `with --local: a training program NAME=COMMAND the in-process site workers run for campaigns of model "external" that name trainer NAME (repeatable)`)
 		return nil
 	}, func(rest []string) error {
@@ -40,19 +39,11 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	file, err := filepath.Abs(rest[0])
-	if err != nil {
-		return inputErrorf("%v", err)
-	}
-	sf, err := campaign.ReadSweepFile(file)
+	plan, err := campaign.LoadSweepPlan(rest[0], conn.Bucket(), conn.Set("bucket"))
 	if err != nil {
 		return err
 	}
-	plan, err := campaign.BuildSweepPlan(sf, file, conn.bucket(), conn.set("bucket"))
-	if err != nil {
-		return err
-	}
-	trainers, err := parseTrainers(trainerFlags, conn.local)
+	trainers, err := parseTrainers(trainerFlags, conn.Local)
 	if err != nil {
 		return err
 	}
@@ -60,15 +51,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	return emitSweep(stdout, conn, out)
-}
-
-func emitSweep(stdout io.Writer, conn *connFlags, out campaign.SweepOutput) error {
-	if conn.format == "json" {
-		return json.NewEncoder(stdout).Encode(out)
-	}
-	printSweep(stdout, out)
-	return nil
+	return stackconn.Emit(stdout, conn, out, textout.WriteSweep)
 }
 
 // runSweepExtend adds budget to an adaptive sweep and waits for it:
@@ -78,7 +61,7 @@ func emitSweep(stdout io.Writer, conn *connFlags, out campaign.SweepOutput) erro
 func runSweepExtend(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var in pipeline.ExtendInput
 	var trainerFlags stringList
-	conn, rest, err := parseCommand("sweep extend", args, stderr, func(fs *flag.FlagSet) func() error {
+	conn, rest, err := stackconn.ParseCommand("sweep extend", args, stderr, func(fs *flag.FlagSet) func() error {
 		fs.IntVar(&in.Budget, "campaign-rounds", 0, "campaign-rounds to add to the sweep's budget")
 		fs.IntVar(&in.Trials, "trials", 0, "trials to add to the sweep's trial cap")
 		fs.Var(&trainerFlags, "trainer", `with --local: as for starter sweep`)
@@ -100,78 +83,71 @@ func runSweepExtend(ctx context.Context, args []string, stdout, stderr io.Writer
 	var plan campaign.SweepPlan
 	name := rest[0]
 	if ext := filepath.Ext(name); ext == ".yaml" || ext == ".yml" {
-		file, err := filepath.Abs(name)
-		if err != nil {
-			return inputErrorf("%v", err)
-		}
-		sf, err := campaign.ReadSweepFile(file)
-		if err != nil {
-			return err
-		}
-		if plan, err = campaign.BuildSweepPlan(sf, file, conn.bucket(), conn.set("bucket")); err != nil {
+		var err error
+		if plan, err = campaign.LoadSweepPlan(name, conn.Bucket(), conn.Set("bucket")); err != nil {
 			return err
 		}
 		name = plan.Spec.Sweep
-	} else if conn.local {
+	} else if conn.Local {
 		return inputErrorf("with --local, give the sweep file, not its name: the in-process sites need its federations' directories")
 	} else if err := artifact.ValidateName(name); err != nil {
 		return inputErrorf("sweep %v", err)
 	}
-	trainers, err := parseTrainers(trainerFlags, conn.local)
+	trainers, err := parseTrainers(trainerFlags, conn.Local)
 	if err != nil {
 		return err
 	}
-	e, err := conn.connect(ctx, stderr)
+	e, err := conn.Connect(ctx, stderr)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	e.svc.Trainers = trainers
+	e.Svc.Trainers = trainers
 	var progress io.Writer
-	if conn.format != "json" {
+	if conn.Format != "json" {
 		progress = stderr
 	}
-	if conn.local {
-		stop, err := e.svc.StartSweepWorkers(plan, progress)
+	if conn.Local {
+		stop, err := e.Svc.StartSweepWorkers(plan, progress)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
-	spec, err := e.svc.ExtendSweep(ctx, name, in)
+	spec, err := e.Svc.ExtendSweep(ctx, name, in)
 	if err != nil {
 		return err
 	}
-	out, err := e.svc.RunSweep(ctx, spec, progress)
+	out, err := e.Svc.RunSweep(ctx, spec, progress)
 	if err != nil {
 		return err
 	}
-	return emitSweep(stdout, conn, out)
+	return stackconn.Emit(stdout, conn, out, textout.WriteSweep)
 }
 
 // executeSweep connects, starts the local workers if asked, runs (or
 // re-attaches to) the sweep and reads its results table back from S3;
 // then, if after is not nil, calls it while the connection is still open.
-func executeSweep(ctx context.Context, conn *connFlags, plan campaign.SweepPlan, stderr io.Writer, after func(*env, campaign.SweepOutput) error, trainers activities.Trainers) (campaign.SweepOutput, error) {
+func executeSweep(ctx context.Context, conn *stackconn.Flags, plan campaign.SweepPlan, stderr io.Writer, after func(*stackconn.Env, campaign.SweepOutput) error, trainers activities.Trainers) (campaign.SweepOutput, error) {
 	start := time.Now()
 	var progress io.Writer
-	if conn.format != "json" {
+	if conn.Format != "json" {
 		progress = stderr
 	}
-	e, err := conn.connect(ctx, stderr)
+	e, err := conn.Connect(ctx, stderr)
 	if err != nil {
 		return campaign.SweepOutput{}, err
 	}
 	defer e.Close()
-	e.svc.Trainers = trainers
-	if conn.local {
-		stop, err := e.svc.StartSweepWorkers(plan, progress)
+	e.Svc.Trainers = trainers
+	if conn.Local {
+		stop, err := e.Svc.StartSweepWorkers(plan, progress)
 		if err != nil {
 			return campaign.SweepOutput{}, err
 		}
 		defer stop()
 	}
-	out, err := e.svc.RunSweep(ctx, plan.Spec, progress)
+	out, err := e.Svc.RunSweep(ctx, plan.Spec, progress)
 	if err != nil {
 		return out, err
 	}
@@ -182,50 +158,4 @@ func executeSweep(ctx context.Context, conn *connFlags, plan campaign.SweepPlan,
 		}
 	}
 	return out, nil
-}
-
-func printSweep(w io.Writer, out campaign.SweepOutput) {
-	fmt.Fprintf(w, "%-10s %-9s %-12s %6s %-8s %6s %9s %9s %5s  %-12s %s\n",
-		"federation", "method", "setting", "seed", "state", "rounds", "final AUC", "accuracy", "conv", "flagged", "campaign")
-	for _, r := range out.Rows {
-		flagged := r.Flagged
-		if flagged == "" {
-			flagged = "-"
-		}
-		state := r.State
-		if r.Strategy != "" && r.Strategy != "grid" {
-			state = r.Status // complete, pruned or failed
-		}
-		fmt.Fprintf(w, "%-10s %-9s %-12s %6d %-8s %6d %9.4f %9.4f %5d  %-12s %s",
-			r.Federation, r.Method, r.Setting, r.Seed, state, r.RoundsDone, r.FinalAUC, r.FinalAcc, r.ConvRound, flagged, r.Campaign)
-		if r.Epsilon > 0 {
-			fmt.Fprintf(w, "  ε %.3f", r.Epsilon) // dp record: the largest ε of any site
-		}
-		fmt.Fprintln(w)
-	}
-	// Mean ± std over seeds per grid point.
-	fmt.Fprintf(w, "\n%-10s %-9s %-12s %5s %17s\n", "federation", "method", "setting", "seeds", "final AUC")
-	for _, g := range out.SeedGroups() {
-		m, sd := meanStd(g.FinalAUC)
-		fmt.Fprintf(w, "%-10s %-9s %-12s %5d %8.4f ± %.4f\n", g.Federation, g.Method, g.Setting, len(g.FinalAUC), m, sd)
-	}
-	fmt.Fprintf(w, "\nsweep %s: %s, %d/%d campaigns (%d failed) in %.1fs\nresults    %s\ncurves     %s\n",
-		out.Sweep, out.State, out.CampaignsDone, out.CampaignsTotal, out.Failed, out.WallSeconds, out.Results, out.Curves)
-	if out.Strategy != "grid" {
-		fmt.Fprintf(w, "search     %s: %d trials, %d campaign-rounds trained\n", out.Strategy, out.Trials, out.RoundsSpent)
-	}
-	if b := out.Best; b != nil {
-		fmt.Fprintf(w, "best       %s %v: validation AUC %.4f, test AUC %.4f (selected on validation; %d campaigns)\n",
-			b.Method, b.Setting, b.ValAUC, b.FinalAUC, len(b.Campaigns))
-	}
-}
-
-// meanStd is eval.MeanStd with a standard deviation of 0 for one value, as
-// the table has always printed it.
-func meanStd(v []float64) (float64, float64) {
-	m, sd := eval.MeanStd(v)
-	if len(v) == 1 {
-		sd = 0
-	}
-	return m, sd
 }

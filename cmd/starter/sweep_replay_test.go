@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ptopofl/ptopofl/campaign"
 )
 
 // TestSweepReplay runs a 2 × 2 grid sweep with validation_fraction on the
@@ -55,13 +57,13 @@ func TestSweepReplay(t *testing.T) {
 			t.Errorf("sweep with validation: best %+v, want a setting of beta and lr from one campaign", out.Best)
 		}
 	}
-	replay := func(args ...string) replayOutput {
+	replay := func(args ...string) campaign.ReplayReport {
 		t.Helper()
 		code, stdout, stderr := runCLI(append([]string{"sweep", "replay", "--from", "val-grid", "--local", "--data-dir", filepath.Join(tmp, "stack"), "--format", "json"}, args...)...)
 		if code != 0 {
 			t.Fatalf("replay %v: exit %d\n%s", args, code, stderr)
 		}
-		var out replayOutput
+		var out campaign.ReplayReport
 		if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 			t.Fatalf("replay %v: %v\n%s", args, err, stdout)
 		}

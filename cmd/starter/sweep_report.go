@@ -10,6 +10,7 @@ import (
 
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/campaign"
+	"github.com/ptopofl/ptopofl/internal/stackconn"
 	"github.com/ptopofl/ptopofl/report"
 )
 
@@ -19,7 +20,7 @@ import (
 // --out: `starter sweep report SWEEP [--grid GRID_SWEEP] [--out DIR]`.
 func runSweepReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var grid, out string
-	conn, rest, err := parseCommand("sweep report", args, stderr, func(fs *flag.FlagSet) func() error {
+	conn, rest, err := stackconn.ParseCommand("sweep report", args, stderr, func(fs *flag.FlagSet) func() error {
 		fs.StringVar(&grid, "grid", "", "a finished grid sweep over the same space and metric, drawn on the same axis")
 		fs.StringVar(&out, "out", "", "write report.md, report.html and the figure into this directory")
 		return nil
@@ -35,12 +36,12 @@ func runSweepReport(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	e, err := conn.connect(ctx, stderr)
+	e, err := conn.Connect(ctx, stderr)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	in, err := e.svc.SweepReport(ctx, rest[0], grid)
+	in, err := e.Svc.SweepReport(ctx, rest[0], grid)
 	if err != nil {
 		return err
 	}
@@ -54,7 +55,7 @@ func runSweepReport(ctx context.Context, args []string, stdout, stderr io.Writer
 			return err
 		}
 	}
-	if conn.format == "json" {
+	if conn.Format == "json" {
 		return json.NewEncoder(stdout).Encode(in)
 	}
 	fmt.Fprintf(stdout, "sweep %s: %s on %s, %d campaign-rounds over %d trials (%d campaigns each)\n\n",

@@ -13,6 +13,7 @@ import (
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/campaign"
 	"github.com/ptopofl/ptopofl/internal/connect"
+	"github.com/ptopofl/ptopofl/internal/stackconn"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/report"
 )
@@ -102,14 +103,14 @@ seed: 3
 	// The promoted campaign: rounds 1..9, each once (no attempt-2 keys),
 	// and its chain verifies.
 	promoted := out.Rows[0].Campaign
-	conn := connFlags{local: true, dataDir: dataDir, remote: connect.Flags{Bucket: connect.DefaultBucket}, format: "json"}
+	conn := stackconn.Flags{Local: true, DataDir: dataDir, Remote: connect.Flags{Bucket: connect.DefaultBucket}, Format: "json"}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	e, err := conn.connect(ctx, io.Discard)
+	e, err := conn.Connect(ctx, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := e.svc.Store.List(ctx, artifact.CampaignPrefix(promoted))
+	keys, err := e.Svc.Store.List(ctx, artifact.CampaignPrefix(promoted))
 	e.Close()
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/internal/connect"
+	"github.com/ptopofl/ptopofl/internal/stackconn"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"
 )
@@ -75,15 +76,15 @@ concurrency: 2
 	}
 
 	// Read everything back from S3 and compare with the manifests.
-	conn := connFlags{local: true, dataDir: dataDir, remote: connect.Flags{Bucket: connect.DefaultBucket}, format: "json"}
+	conn := stackconn.Flags{Local: true, DataDir: dataDir, Remote: connect.Flags{Bucket: connect.DefaultBucket}, Format: "json"}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	e, err := conn.connect(ctx, io.Discard)
+	e, err := conn.Connect(ctx, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	_, rb, err := e.svc.Store.GetKey(ctx, artifact.SweepResultsKey("e2e-sweep"))
+	_, rb, err := e.Svc.Store.GetKey(ctx, artifact.SweepResultsKey("e2e-sweep"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ concurrency: 2
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, cb, err := e.svc.Store.GetKey(ctx, artifact.SweepCurvesKey("e2e-sweep"))
+	_, cb, err := e.Svc.Store.GetKey(ctx, artifact.SweepCurvesKey("e2e-sweep"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ concurrency: 2
 		var auc []float64
 		for round := 1; round <= 3; round++ {
 			var m pipeline.RoundManifest
-			ref, err := e.svc.Store.GetJSONKey(ctx, artifact.ManifestKey(r.Campaign, round), &m)
+			ref, err := e.Svc.Store.GetJSONKey(ctx, artifact.ManifestKey(r.Campaign, round), &m)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -146,32 +147,32 @@ concurrency: 2
 	}
 	// Every campaign's spec is recorded like a `starter run` campaign's.
 	var spec pipeline.CampaignSpec
-	if _, err := e.svc.Store.GetJSONKey(ctx, artifact.SpecKey(rows[0].Campaign), &spec); err != nil || spec.Hyperparameters.NSub != 20 {
+	if _, err := e.Svc.Store.GetJSONKey(ctx, artifact.SpecKey(rows[0].Campaign), &spec); err != nil || spec.Hyperparameters.NSub != 20 {
 		t.Errorf("spec.json of %s: %v %+v", rows[0].Campaign, err, spec.Hyperparameters)
 	}
 	// And verified like one: the last manifest against the one Temporal
 	// recorded, which the sweep's child workflow holds ("<sweep>/<campaign>",
 	// not the campaign's name).
 	for _, r := range []store.SweepResultRow{rows[0], rows[3]} {
-		rep, err := e.svc.Verify(ctx, r.Campaign, 4)
+		rep, err := e.Svc.Verify(ctx, r.Campaign, 4)
 		if err != nil || !rep.OK || !rep.TipChecked || rep.TipSkipped != "" || rep.Tip != r.LastManifestSHA256 {
 			t.Errorf("verify %s: %+v, %v; want ok with the tip %s checked against Temporal", r.Campaign, rep, err, r.LastManifestSHA256)
 		}
 		// status, watch and timings find it the same way; a control
 		// update reaches the child, which Temporal says has completed
 		// (without the child's ID it would say no such workflow).
-		st, err := e.svc.Status(ctx, r.Campaign)
+		st, err := e.Svc.Status(ctx, r.Campaign)
 		if err != nil || st.State != pipeline.StateDone || st.RoundsDone != 3 || st.LastManifest == nil || st.LastManifest.SHA256 != r.LastManifestSHA256 {
 			t.Errorf("status %s: %+v, %v; want done after 3 rounds", r.Campaign, st, err)
 		}
-		if tm, err := e.svc.Timings(ctx, r.Campaign, st.RoundsDone); err != nil || len(tm) != 3 {
+		if tm, err := e.Svc.Timings(ctx, r.Campaign, st.RoundsDone); err != nil || len(tm) != 3 {
 			t.Errorf("timings %s: %d rounds, %v", r.Campaign, len(tm), err)
 		}
-		if _, err := e.svc.Control(ctx, r.Campaign, pipeline.UpdatePause, "test"); err == nil || !strings.Contains(err.Error(), "already completed") {
+		if _, err := e.Svc.Control(ctx, r.Campaign, pipeline.UpdatePause, "test"); err == nil || !strings.Contains(err.Error(), "already completed") {
 			t.Errorf("pause %s (done): %v, want its child workflow's \"already completed\"", r.Campaign, err)
 		}
 	}
-	if _, err := e.svc.Status(ctx, "e2e-sweep-tiny-never-base-s1"); err == nil {
+	if _, err := e.Svc.Status(ctx, "e2e-sweep-tiny-never-base-s1"); err == nil {
 		t.Error("status of a campaign no sweep ran: no error")
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 
 	"github.com/ptopofl/ptopofl/campaign"
+	"github.com/ptopofl/ptopofl/internal/stackconn"
+	"github.com/ptopofl/ptopofl/internal/textout"
 )
 
 // runVerify re-hashes every artifact the campaign's manifests list and
@@ -23,9 +25,9 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return nil
 		}
 	}
-	return query(ctx, "verify", args, stdout, stderr, own, func(e *env, name string) (campaign.VerifyReport, error) {
-		return e.svc.Verify(ctx, name, *parallel)
-	}, printVerify, func(rep campaign.VerifyReport) error {
+	return stackconn.Query(ctx, "verify", args, stdout, stderr, own, func(e *stackconn.Env, name string) (campaign.VerifyReport, error) {
+		return e.Svc.Verify(ctx, name, *parallel)
+	}, textout.WriteVerify, func(rep campaign.VerifyReport) error {
 		if rep.OK {
 			return nil
 		}
@@ -35,31 +37,4 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return fmt.Errorf("campaign %s: %d %s in its audit record (%s)", rep.Campaign, len(rep.Problems), noun, rep.Summary())
 	})
-}
-
-// printVerify prints every problem with its round and key, what the
-// retention policy pruned, then the summary of a clean record.
-func printVerify(stdout io.Writer, rep campaign.VerifyReport) {
-	for _, p := range rep.Problems {
-		fmt.Fprintln(stdout, p.Text())
-	}
-	for _, p := range rep.Pruned {
-		fmt.Fprintln(stdout, p.Text())
-	}
-	if p := rep.Privacy; p != nil {
-		budget := "no budget"
-		if p.Budget > 0 {
-			budget = fmt.Sprintf("budget %g", p.Budget)
-		}
-		checked := "every manifest's ε within the budget and never decreasing"
-		for _, q := range rep.Problems {
-			if q.Kind == campaign.ProblemPrivacy {
-				checked = "see the privacy problems above"
-			}
-		}
-		fmt.Fprintf(stdout, "privacy: largest ε of any site %.4f at δ %g (%s); %s\n", p.Epsilon(), p.Delta, budget, checked)
-	}
-	if rep.OK {
-		fmt.Fprintln(stdout, rep.Summary())
-	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/ptopofl/ptopofl/campaign"
 	"github.com/ptopofl/ptopofl/internal/connect"
 	"github.com/ptopofl/ptopofl/internal/devstack"
+	"github.com/ptopofl/ptopofl/internal/stackconn"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"
 )
@@ -30,8 +31,8 @@ func onStack(t *testing.T, dataDir string, f func(ctx context.Context, st *store
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn := connFlags{local: true, dataDir: dataDir, remote: connect.Flags{Bucket: connect.DefaultBucket}, format: "json"}
-	e, err := conn.connect(ctx, io.Discard)
+	conn := stackconn.Flags{Local: true, DataDir: dataDir, Remote: connect.Flags{Bucket: connect.DefaultBucket}, Format: "json"}
+	e, err := conn.Connect(ctx, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func onStack(t *testing.T, dataDir string, f func(ctx context.Context, st *store
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := url.Parse(e.local.S3URL)
+	u, err := url.Parse(e.Local.S3URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func onStack(t *testing.T, dataDir string, f func(ctx context.Context, st *store
 	if err != nil {
 		t.Fatal(err)
 	}
-	f(ctx, e.svc.Store, mc)
+	f(ctx, e.Svc.Store, mc)
 }
 
 func verifyJSON(t *testing.T, dataDir, name string) (int, campaign.VerifyReport) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ptopofl/ptopofl/campaign"
+	"github.com/ptopofl/ptopofl/internal/stackconn"
 )
 
 // runWatch prints a progress line per committed round (rounds done/total,
@@ -15,7 +16,7 @@ import (
 // JSON object per line.
 func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var every *time.Duration
-	e, conn, name, err := openCampaign(ctx, "watch", args, stderr, func(fs *flag.FlagSet) func() error {
+	e, conn, name, err := stackconn.OpenCampaign(ctx, "watch", args, stderr, func(fs *flag.FlagSet) func() error {
 		every = fs.Duration("every", time.Second, "polling interval")
 		return nil
 	})
@@ -24,13 +25,13 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer e.Close()
 	var text io.Writer
-	if conn.format != "json" {
+	if conn.Format != "json" {
 		text = stdout
 	}
 	p := campaign.NewProgress(name, text)
 	enc := json.NewEncoder(stdout)
 	for {
-		st, err := e.svc.Status(ctx, name)
+		st, err := e.Svc.Status(ctx, name)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil

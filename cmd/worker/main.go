@@ -39,9 +39,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -195,17 +197,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	opts.Faults = c.faults
 	if c.role == "site" && len(c.trainers) > 0 {
-		opts.Trainers = activities.Trainers{}
-		for _, fl := range c.trainers {
-			name, argv, err := activities.ParseTrainer(fl)
-			if err != nil {
-				return err
-			}
-			if _, dup := opts.Trainers[name]; dup {
-				return fmt.Errorf("--trainer %s: given twice", name)
-			}
-			opts.Trainers[name] = argv
-			fmt.Fprintf(stderr, "worker: trainer %s: %s\n", name, strings.Join(argv, " "))
+		trainers, err := activities.ParseTrainers(c.trainers)
+		if err != nil {
+			return err
+		}
+		opts.Trainers = trainers
+		for _, name := range slices.Sorted(maps.Keys(trainers)) {
+			fmt.Fprintf(stderr, "worker: trainer %s: %s\n", name, strings.Join(trainers[name], " "))
 		}
 		if c.trainerDir != "" && len(c.sites()) > 1 {
 			return errors.New("--trainer-dir: one directory serves one site; give one --site, or leave --trainer-dir out")

@@ -1,4 +1,4 @@
-package main
+package textout
 
 import (
 	"bytes"
@@ -9,14 +9,14 @@ import (
 	"github.com/ptopofl/ptopofl/campaign"
 )
 
-// TestPrintHistoryWideValues: with three short-named sites the clusters,
+// TestWriteHistoryWideValues: with three short-named sites the clusters,
 // trust and flagged values fit their columns; with ten sites they do not,
 // and the row then summarises each in its column ("2 clusters, below", the
 // lowest trust, the count flagged) and gives the full values, each named
 // by its site, on lines of their own below the row, so that no column
 // runs into the next and every data line of a row starts at the same
 // columns.
-func TestPrintHistoryWideValues(t *testing.T) {
+func TestWriteHistoryWideValues(t *testing.T) {
 	row := func(n int) campaign.HistoryRow {
 		r := campaign.HistoryRow{Round: 1, Outcome: "committed", Clusters: map[string]int{}, Trust: map[string]float64{},
 			Drift: map[string]float64{}, MeanAUC: 0.9, MeanAcc: 0.8, SHA256: "faa32fed0000"}
@@ -45,7 +45,7 @@ func TestPrintHistoryWideValues(t *testing.T) {
 	}
 	for i, c := range cases {
 		var b bytes.Buffer
-		printHistory(&b, historyOutput{Campaign: "c", Rounds: []campaign.HistoryRow{c.row}, Manifests: "s3://b/c/"})
+		WriteHistory(&b, History{Campaign: "c", Rounds: []campaign.HistoryRow{c.row}, Manifests: "s3://b/c/"})
 		lines := strings.Split(b.String(), "\n")
 		header, first := lines[0], lines[1]
 		for _, w := range c.inRow {
