@@ -11,6 +11,8 @@ import (
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
+// WriteResult prints a campaign's result: its final metrics, clusters,
+// trust, flagged sites, privacy spent, and where its artifacts are.
 func WriteResult(w io.Writer, r campaign.Result, where Where) {
 	fmt.Fprintf(w, "campaign   %s (%s, preset %s): %s after %d rounds in %.1fs\n", r.Campaign, r.Method, r.Preset, r.State, r.RoundsDone, r.WallSeconds)
 	fmt.Fprintf(w, "final AUC  %.4f\nfinal acc  %.4f\nconv round %d\n", r.FinalAUC, r.FinalAcc, r.ConvRound)

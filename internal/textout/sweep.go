@@ -8,6 +8,9 @@ import (
 	"github.com/ptopofl/ptopofl/eval"
 )
 
+// WriteSweep prints a sweep's results: a row per campaign, the mean ±
+// standard deviation of the final AUC over seeds per setting, and where the
+// tables are (and, for a search, its trials and its best setting).
 func WriteSweep(w io.Writer, out campaign.SweepOutput) {
 	fmt.Fprintf(w, "%-10s %-9s %-12s %6s %-8s %6s %9s %9s %5s  %-12s %s\n",
 		"federation", "method", "setting", "seed", "state", "rounds", "final AUC", "accuracy", "conv", "flagged", "campaign")

@@ -11,6 +11,7 @@ import (
 	"github.com/ptopofl/ptopofl/store"
 )
 
+// CampaignNames lists the rows' campaigns, space-separated.
 func CampaignNames(rs []store.SweepResultRow) string {
 	var names []string
 	for _, r := range rs {
