@@ -24,6 +24,7 @@ test: build
 # every hyper-parameter, from the code); make test fails when it is stale.
 reference:
 	PTOPOFL_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestReferenceIsCurrent ./cmd/starter/
+	PTOPOFL_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestCommandsReference ./docs/
 
 # test-deploy: the deployment path (e2e/deploy_test.go): Temporal on
 # Debian's PostgreSQL (installed here if missing) with every component a

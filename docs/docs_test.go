@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -291,17 +292,43 @@ func lastLines(s string, n int) string {
 	return strings.Join(l, "\n")
 }
 
+// binDir is where buildCommands puts this checkout's commands, once per
+// test binary; TestMain removes it.
+var binDir struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir.dir != "" {
+		os.RemoveAll(filepath.Dir(binDir.dir))
+	}
+	os.Exit(code)
+}
+
 // buildCommands builds this checkout's commands into a temporary bin
-// directory (from Go's build cache after make build).
+// directory (from Go's build cache after make build), once.
 func buildCommands(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "bin")
-	cmd := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "./cmd/starter", "./cmd/gendata", "./cmd/devstack", "./cmd/worker")
-	cmd.Dir = ".."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	binDir.once.Do(func() {
+		tmp, err := os.MkdirTemp("", "docs-bin-")
+		if err != nil {
+			binDir.err = err
+			return
+		}
+		binDir.dir = filepath.Join(tmp, "bin")
+		cmd := exec.Command("go", "build", "-o", binDir.dir+string(filepath.Separator), "./cmd/starter", "./cmd/gendata", "./cmd/devstack", "./cmd/worker", "./cmd/tda", "./cmd/nn")
+		cmd.Dir = ".."
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binDir.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binDir.err != nil {
+		t.Fatal(binDir.err)
 	}
-	return bin
+	return binDir.dir
 }
 
 var (
@@ -361,5 +388,53 @@ func TestLinks(t *testing.T) {
 				t.Errorf("%s: link %q: no heading with that anchor in %s", page, target, path)
 			}
 		}
+	}
+}
+
+// helpCommands are the commands besides starter (docs/reference/cli.md)
+// whose flags docs/reference/commands.md lists, each as its -h prints it.
+var helpCommands = [][]string{
+	{"worker"},
+	{"devstack"}, {"devstack", "certs"}, {"devstack", "postgres"},
+	{"gendata"}, {"gendata", "healthcare"}, {"gendata", "benchmark"}, {"gendata", "clouds"}, {"gendata", "fashion-mnist"},
+	{"tda"}, {"tda", "diagram"}, {"tda", "descriptor"}, {"tda", "distance"}, {"tda", "dp-measure"},
+	{"nn"}, {"nn", "bench"}, {"nn", "train"}, {"nn", "eval"},
+}
+
+// TestCommandsReference regenerates docs/reference/commands.md (the flags
+// of worker, devstack, gendata, tda and nn, as each prints them with -h)
+// and fails when the committed page differs; PTOPOFL_UPDATE_REFERENCE=1
+// (make reference) rewrites it. Defaults that depend on the user's home
+// directory are printed for HOME=/home/you.
+func TestCommandsReference(t *testing.T) {
+	bin := buildCommands(t)
+	var b strings.Builder
+	b.WriteString("<!-- Generated from the commands' own flag sets by `make reference`; do not edit. -->\n\n")
+	b.WriteString("# worker, devstack, gendata, tda and nn: flags\n\n")
+	b.WriteString("Each block is what the command prints for `-h` (defaults that depend on the home directory\n")
+	b.WriteString("are shown for `HOME=/home/you`). `starter` is in [cli.md](cli.md). `make test` fails when this\n")
+	b.WriteString("page is stale.\n")
+	for _, c := range helpCommands {
+		cmd := exec.Command(filepath.Join(bin, c[0]), append(c[1:], "-h")...)
+		cmd.Env = []string{"HOME=/home/you", "PATH=/usr/bin:/bin", "TMPDIR=/tmp"}
+		out, _ := cmd.CombinedOutput() // -h exits 0 or 2 depending on the command
+		if len(bytes.TrimSpace(out)) == 0 {
+			t.Fatalf("%s -h printed nothing", strings.Join(c, " "))
+		}
+		fmt.Fprintf(&b, "\n## %s\n\n```\n%s```\n", strings.Join(c, " "), strings.TrimLeft(string(out), "\n"))
+	}
+	path := filepath.Join("reference", "commands.md")
+	if os.Getenv("PTOPOFL_UPDATE_REFERENCE") == "1" {
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run make reference)", err)
+	}
+	if string(got) != b.String() {
+		t.Errorf("docs/reference/commands.md is stale: run make reference and commit it")
 	}
 }
