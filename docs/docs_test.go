@@ -25,8 +25,9 @@ import (
 // checkout's commands and examples/ its examples; the lines after a command are what it must print on
 // standard output (standard error is progress and is not compared). A line
 // "..." stands for any number of lines. Before comparing, both sides are
-// masked: durations, 127.0.0.1 ports, hexadecimal hashes of 8 digits or
-// more and the page's directory (shown as "…") may differ; every other
+// masked: durations, dates, 127.0.0.1 ports, KiB/MiB sizes, hexadecimal
+// hashes of 8 digits or more and the page's directory (shown as "…") may
+// differ; every other
 // character, every number of a result included, must match.
 type block struct {
 	line  int // of the opening fence, 1-based
@@ -83,6 +84,7 @@ var masks = []struct {
 }{
 	{regexp.MustCompile(`127\.0\.0\.1:\d+`), "127.0.0.1:PORT"},
 	{regexp.MustCompile(`\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2})?`), "DATETIME"},
+	{regexp.MustCompile(`\b\d+ (KiB|MiB)\b`), "SIZE"}, // a Temporal history's size varies with its timestamps' encodings
 	{regexp.MustCompile(`\b(\d+h)?(\d+m)?\d+(\.\d+)?(ns|µs|ms|s|m|h)\b`), "TIME"},
 }
 
