@@ -33,5 +33,5 @@ func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if rows == nil {
 		rows = []campaign.Listed{}
 	}
-	return stackconn.Emit(stdout, conn, rows, textout.WriteList)
+	return stackconn.Emit(stdout, conn.Format, rows, textout.WriteList)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -125,15 +124,6 @@ func (p *privacyFlags) checkPositive(name string, v float64) error {
 	return nil
 }
 
-// emit prints v as one JSON object (--format json) or with text.
-func (p *privacyFlags) emit(stdout io.Writer, v any, text func()) error {
-	if p.format == "json" {
-		return json.NewEncoder(stdout).Encode(v)
-	}
-	text()
-	return nil
-}
-
 // runPrivacyEpsilon prints the ε that --steps releases with
 // --noise-multiplier at --sampling-rate spend at --delta.
 func runPrivacyEpsilon(args []string, stdout, stderr io.Writer) error {
@@ -154,7 +144,7 @@ func runPrivacyEpsilon(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("epsilon: ε is unbounded: --noise-multiplier %v is too small for %s accounting", *z, acc)
 	}
 	out := textout.PrivacyEpsilon{Epsilon: spent.Epsilon, Accountant: string(acc), Order: spent.Order, Steps: p.steps, Z: *z, Q: p.q, Delta: p.delta}
-	return p.emit(stdout, out, func() { textout.WritePrivacyEpsilon(stdout, out) })
+	return stackconn.Emit(stdout, p.format, out, textout.WritePrivacyEpsilon)
 }
 
 // runPrivacyNoise prints the noise multiplier for which --steps releases at
@@ -178,5 +168,5 @@ func runPrivacyNoise(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("noise: %w", err)
 	}
 	out := textout.PrivacyNoise{NoiseMultiplier: z, Accountant: string(acc), Epsilon: spent.Epsilon, Order: spent.Order, Steps: p.steps, Q: p.q, Delta: p.delta, Target: *target}
-	return p.emit(stdout, out, func() { textout.WritePrivacyNoise(stdout, out) })
+	return stackconn.Emit(stdout, p.format, out, textout.WritePrivacyNoise)
 }

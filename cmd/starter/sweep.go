@@ -51,7 +51,7 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	return stackconn.Emit(stdout, conn, out, textout.WriteSweep)
+	return stackconn.Emit(stdout, conn.Format, out, textout.WriteSweep)
 }
 
 // runSweepExtend adds budget to an adaptive sweep and waits for it:
@@ -122,7 +122,7 @@ func runSweepExtend(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	return stackconn.Emit(stdout, conn, out, textout.WriteSweep)
+	return stackconn.Emit(stdout, conn.Format, out, textout.WriteSweep)
 }
 
 // executeSweep connects, starts the local workers if asked, runs (or

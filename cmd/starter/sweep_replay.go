@@ -73,5 +73,5 @@ func runSweepReplay(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	return stackconn.Emit(stdout, conn, out, textout.WriteReplay)
+	return stackconn.Emit(stdout, conn.Format, out, textout.WriteReplay)
 }

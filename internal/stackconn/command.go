@@ -111,7 +111,7 @@ func Query[T any](ctx context.Context, cmd string, args []string, stdout, stderr
 	if err != nil {
 		return err
 	}
-	if err := Emit(stdout, conn, v, text); err != nil {
+	if err := Emit(stdout, conn.Format, v, text); err != nil {
 		return err
 	}
 	if done != nil {
@@ -120,9 +120,9 @@ func Query[T any](ctx context.Context, cmd string, args []string, stdout, stderr
 	return nil
 }
 
-// Emit prints v as one JSON object (--format json) or with text.
-func Emit[T any](stdout io.Writer, conn *Flags, v T, text func(w io.Writer, v T)) error {
-	if conn.Format == "json" {
+// Emit prints v as one JSON object when format is "json", else with text.
+func Emit[T any](stdout io.Writer, format string, v T, text func(w io.Writer, v T)) error {
+	if format == "json" {
 		return json.NewEncoder(stdout).Encode(v)
 	}
 	text(stdout, v)

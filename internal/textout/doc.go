@@ -5,13 +5,3 @@
 // as JSON; these are their text forms, kept out of cmd/starter so that the
 // command is wiring only.
 package textout
-
-import (
-	"cmp"
-	"maps"
-	"slices"
-)
-
-func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
-	return slices.Sorted(maps.Keys(m))
-}

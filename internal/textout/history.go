@@ -3,7 +3,9 @@ package textout
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/ptopofl/ptopofl/campaign"
@@ -28,7 +30,7 @@ func WriteHistory(stdout io.Writer, h History) {
 		var cl, tr, siteTrust []string
 		maxDrift, minTrust := 0.0, math.Inf(1)
 		ids := map[int]bool{}
-		for _, s := range sortedKeys(r.Clusters) {
+		for _, s := range slices.Sorted(maps.Keys(r.Clusters)) {
 			cl = append(cl, fmt.Sprintf("%s:%d", s, r.Clusters[s]))
 			tr = append(tr, fmt.Sprintf("%.2f", r.Trust[s]))
 			siteTrust = append(siteTrust, fmt.Sprintf("%s:%.2f", s, r.Trust[s]))

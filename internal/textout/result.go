@@ -3,6 +3,8 @@ package textout
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/ptopofl/ptopofl/artifact"
@@ -68,7 +70,7 @@ func dpClip(h method.Hyperparameters) float64 {
 
 func fmtTrust(t map[string]float64) string {
 	var parts []string
-	for _, k := range sortedKeys(t) {
+	for _, k := range slices.Sorted(maps.Keys(t)) {
 		parts = append(parts, fmt.Sprintf("%s:%.3f", k, t[k]))
 	}
 	return strings.Join(parts, " ")
@@ -77,7 +79,7 @@ func fmtTrust(t map[string]float64) string {
 // fmtClusters prints site:cluster pairs in site order.
 func fmtClusters(c map[string]int) string {
 	var parts []string
-	for _, k := range sortedKeys(c) {
+	for _, k := range slices.Sorted(maps.Keys(c)) {
 		parts = append(parts, fmt.Sprintf("%s:%d", k, c[k]))
 	}
 	return strings.Join(parts, " ")
