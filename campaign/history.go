@@ -55,6 +55,13 @@ func History(ctx context.Context, st *store.Store, campaign string) ([]HistoryRo
 	if err != nil {
 		return nil, err
 	}
+	return HistoryOf(objs, st.Bucket())
+}
+
+// HistoryOf is History of the manifests objs already read from bucket
+// (ReadManifests, or ReadManifestsCached for a viewer that reads the same
+// campaign again and again): one row per round, checking the chain.
+func HistoryOf(objs Objects, bucket string) ([]HistoryRow, error) {
 	effective, superseded := objs.Effective()
 	var rows []HistoryRow
 	prev := ""
@@ -71,12 +78,12 @@ func History(ctx context.Context, st *store.Store, campaign string) ([]HistoryRo
 			Round: m.Round, Outcome: m.Outcome, Participants: m.Participants, Dropped: m.Dropped,
 			Clusters: map[string]int{}, Trust: map[string]float64{}, Drift: map[string]float64{},
 			Flagged: m.Flagged, MeanAUC: m.Mean.AUC, MeanAcc: m.Mean.Accuracy,
-			Manifest: "s3://" + st.Bucket() + "/" + k, SHA256: sm.SHA256, PrevSHA256: m.PrevManifestSHA256,
+			Manifest: "s3://" + bucket + "/" + k, SHA256: sm.SHA256, PrevSHA256: m.PrevManifestSHA256,
 			Attempt: m.Attempt, Released: m.Released, Privacy: m.Privacy,
 		}
 		for _, o := range superseded {
 			if o.Round == sm.Round {
-				r.Superseded = append(r.Superseded, "s3://"+st.Bucket()+"/"+o.Key)
+				r.Superseded = append(r.Superseded, "s3://"+bucket+"/"+o.Key)
 			}
 		}
 		r.SpecHash = m.SpecHash

@@ -29,16 +29,28 @@ type Listed struct {
 // List lists campaigns from Temporal's visibility store, newest first, one
 // row per campaign (continue-as-new runs of a campaign are one campaign).
 func (s *Service) List(ctx context.Context) ([]Listed, error) {
-	seen := map[string]int{} // campaign → index in rows
+	return s.listWorkflows(ctx, pipeline.CampaignWorkflowName, "campaigns")
+}
+
+// ListSweeps lists sweeps as List lists campaigns: one row per sweep
+// (Listed.Campaign is the sweep's name), newest first.
+func (s *Service) ListSweeps(ctx context.Context) ([]Listed, error) {
+	return s.listWorkflows(ctx, pipeline.SweepWorkflowName, "sweeps")
+}
+
+// listWorkflows lists the workflows of type workflowType, one row per
+// workflow ID; what names them in an error.
+func (s *Service) listWorkflows(ctx context.Context, workflowType, what string) ([]Listed, error) {
+	seen := map[string]int{} // workflow ID → index in rows
 	var rows []Listed
 	var token []byte
 	for {
 		resp, err := s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query:         fmt.Sprintf("WorkflowType = '%s'", pipeline.CampaignWorkflowName),
+			Query:         fmt.Sprintf("WorkflowType = '%s'", workflowType),
 			NextPageToken: token,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("list campaigns: %w", err)
+			return nil, fmt.Errorf("list %s: %w", what, err)
 		}
 		for _, w := range resp.GetExecutions() {
 			id := w.GetExecution().GetWorkflowId()

@@ -49,12 +49,58 @@ func (o Objects) Effective() (effective, superseded []StoredManifest) {
 // in round order. A manifest that does not decode is returned with Err set;
 // an error is returned only when S3 cannot be read.
 func ReadManifests(ctx context.Context, st *store.Store, campaign string) (Objects, error) {
-	keys, err := st.List(ctx, artifact.CampaignPrefix(campaign))
+	return ReadManifestsCached(ctx, st, campaign, nil)
+}
+
+// ManifestCache keeps the manifests ReadManifestsCached has read, by key,
+// so that a reader that reads the same campaigns again and again (the
+// console, while a campaign runs) fetches only the manifests that are new
+// or whose size the listing shows changed. A manifest is written once and
+// never changed, so the cache holds what S3 holds unless someone rewrites
+// a manifest with bytes of the same length: verify, which re-reads every
+// object, is the check for that, and never uses a cache. It is safe for
+// concurrent use.
+type ManifestCache struct {
+	mu sync.Mutex
+	m  map[string]StoredManifest // key → as read, with its size below
+	sz map[string]int64
+}
+
+// NewManifestCache returns an empty cache.
+func NewManifestCache() *ManifestCache {
+	return &ManifestCache{m: map[string]StoredManifest{}, sz: map[string]int64{}}
+}
+
+func (c *ManifestCache) get(key string, size int64) (StoredManifest, bool) {
+	if c == nil {
+		return StoredManifest{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sm, ok := c.m[key]
+	return sm, ok && c.sz[key] == size
+}
+
+func (c *ManifestCache) put(key string, size int64, sm StoredManifest) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[key], c.sz[key] = sm, size
+}
+
+// ReadManifestsCached is ReadManifests reading through cache (nil: no
+// cache): a manifest listed with the size it had when cached is not
+// fetched again.
+func ReadManifestsCached(ctx context.Context, st *store.Store, campaign string, cache *ManifestCache) (Objects, error) {
+	listed, err := st.ListSizes(ctx, artifact.CampaignPrefix(campaign))
 	if err != nil {
 		return Objects{}, err
 	}
 	objs := Objects{RoundKeys: map[int]int{}}
-	for _, k := range keys {
+	for _, o := range listed {
+		k := o.Key
 		if k == artifact.SpecKey(campaign) {
 			objs.SpecPresent = true
 		}
@@ -67,6 +113,10 @@ func ReadManifests(ctx context.Context, st *store.Store, campaign string) (Objec
 		if !ok {
 			continue
 		}
+		if sm, ok := cache.get(k, o.Size); ok {
+			objs.Manifests = append(objs.Manifests, sm)
+			continue
+		}
 		ref, b, err := st.GetKey(ctx, k)
 		if err != nil {
 			return Objects{}, err
@@ -77,6 +127,7 @@ func ReadManifests(ctx context.Context, st *store.Store, campaign string) (Objec
 		if err := dec.Decode(&sm.Manifest); err != nil {
 			sm.Err, sm.Manifest = fmt.Errorf("not a round manifest: %w", err), pipeline.RoundManifest{}
 		}
+		cache.put(k, ref.Size, sm)
 		objs.Manifests = append(objs.Manifests, sm)
 	}
 	slices.SortFunc(objs.Manifests, func(a, b StoredManifest) int {

@@ -13,6 +13,7 @@
 //	starter verify  CAMPAIGN
 //	starter export  CAMPAIGN --out FILE.parquet
 //	starter ls
+//	starter console [--addr HOST:PORT]   a read-only web console of the campaigns and sweeps
 //
 // Every sub-command takes --format text|json and either --local (the
 // embedded stack over --data-dir, default ./.run/local) or --temporal
@@ -64,6 +65,7 @@ commands:
   sweep    run a grid of campaigns (methods × hyper-parameters × seeds × federations) and print the results table
   experiment  run one of the paper's experiments (table1|adversarial|stability|privacy|ablation|deep) as a sweep; write its report
   privacy  compute ε for a DP-SGD/DP-GD plan, or the noise for a target ε (epsilon|noise)
+  console  serve a read-only web console of the campaigns and sweeps (prints "console URL")
 
 Run "starter COMMAND -h" for the flags of a command.
 `
@@ -109,6 +111,7 @@ var commands = map[string]command{
 	"sweep":      runSweep,
 	"experiment": runExperiment,
 	"privacy":    runPrivacy,
+	"console":    runConsole,
 }
 
 // run executes the command line args (without the program name) and returns
