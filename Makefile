@@ -4,7 +4,7 @@ GO       ?= go
 BIN      := bin
 export GOTOOLCHAIN := local
 
-.PHONY: all build run test reference test-faults test-deploy bench bench-tda bench-pipeline bench-search bench-trainers bench-deep bench-deep-anchor fashion-mnist lint fmt clean
+.PHONY: all build run test reference console-screenshots test-faults test-deploy bench bench-tda bench-pipeline bench-search bench-trainers bench-deep bench-deep-anchor fashion-mnist lint fmt clean
 
 all: build
 
@@ -25,6 +25,15 @@ test: build
 reference:
 	PTOPOFL_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestReferenceIsCurrent ./cmd/starter/
 	PTOPOFL_UPDATE_REFERENCE=1 $(GO) test -count=1 -run TestCommandsReference ./docs/
+
+# console-screenshots: the campaign console's pages as docs/how-to/console.md
+# shows them, made by its browser test (e2e/console_test.go, Debian's
+# chromium) and copied into docs/images/console/.
+console-screenshots: build
+	rm -rf out/console-screenshots
+	PTOPOFL_TEST_OUT=$(CURDIR)/out/console-screenshots $(GO) test -count=1 -run '^TestConsoleInBrowser$$' ./e2e/
+	mkdir -p docs/images/console
+	cp out/console-screenshots/TestConsoleInBrowser/console-*.png docs/images/console/
 
 # test-deploy: the deployment path (e2e/deploy_test.go): Temporal on
 # Debian's PostgreSQL (installed here if missing) with every component a

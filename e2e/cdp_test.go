@@ -34,6 +34,7 @@ type cdpBrowser struct {
 	mu      sync.Mutex
 	nextID  int
 	pending map[int]chan cdpMessage
+	onEvent func(method string, params json.RawMessage) // nil: events are dropped
 	readErr error
 	closed  chan struct{} // the browser's output ended
 }
@@ -41,6 +42,7 @@ type cdpBrowser struct {
 type cdpMessage struct {
 	ID     int             `json:"id,omitempty"`
 	Method string          `json:"method,omitempty"`
+	Params json.RawMessage `json:"params,omitempty"`
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *struct {
 		Code    int    `json:"code"`
@@ -103,7 +105,8 @@ func startBrowser(t *testing.T, ctx context.Context) *cdpBrowser {
 	return b
 }
 
-// read delivers the browser's replies to their calls; events are dropped.
+// read delivers the browser's replies to their calls, and its events to
+// onEvent when it is set (else they are dropped).
 func (b *cdpBrowser) read(r io.ReadCloser) {
 	defer r.Close()
 	br := bufio.NewReader(r)
@@ -115,7 +118,16 @@ func (b *cdpBrowser) read(r io.ReadCloser) {
 			break
 		}
 		var m cdpMessage
-		if json.Unmarshal(line[:len(line)-1], &m) != nil || m.ID == 0 {
+		if json.Unmarshal(line[:len(line)-1], &m) != nil {
+			continue
+		}
+		if m.ID == 0 {
+			b.mu.Lock()
+			on := b.onEvent
+			b.mu.Unlock()
+			if on != nil && m.Method != "" {
+				on(m.Method, m.Params)
+			}
 			continue
 		}
 		b.mu.Lock()
@@ -169,6 +181,20 @@ func (b *cdpBrowser) call(ctx context.Context, session, method string, params, r
 	case <-ctx.Done():
 		return fmt.Errorf("chromium: %s: %w", method, ctx.Err())
 	}
+}
+
+// watch calls on with every event the page sends from now on, after
+// enabling the domains named (e.g. "Runtime", "Log", "Network").
+func (b *cdpBrowser) watch(ctx context.Context, on func(method string, params json.RawMessage), domains ...string) error {
+	b.mu.Lock()
+	b.onEvent = on
+	b.mu.Unlock()
+	for _, d := range domains {
+		if err := b.call(ctx, b.session, d+".enable", nil, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // errNotReady is load's and follow's error when the page never showed

@@ -7,9 +7,11 @@
 # re-attached, not re-run.
 #
 # The stack runs as its own process (bin/devstack) so that the Temporal Web
-# UI it serves stays up after the results are printed, with its URL; stop
-# it with the kill command printed. UI=0 runs the stack inside the starter
-# instead, stopped when it exits, with no UI.
+# UI it serves stays up after the results are printed, with its URL, and
+# the campaign console (starter console) beside it, started before the
+# campaigns so that they can be watched live; stop both with the kill
+# command printed. UI=0 runs the stack inside the starter instead, stopped
+# when it exits, with no UI and no console.
 #
 # Environment: RUN_DIR (default .run), ROUNDS (15), SEED (42), PRESET
 # (default), METHODS (all), PARALLEL (3), UI (1).
@@ -47,7 +49,9 @@ stack_pid() {
 		echo "$pid"
 	fi
 }
+stack_started=0
 if [ "$UI" != 0 ] && [ -z "$(stack_pid)" ]; then
+	stack_started=1
 	mkdir -p "$DATA"
 	rm -f "$DATA/endpoints.json"
 	nohup "$BIN/devstack" --data "$DATA" >"$RUN_DIR/devstack.log" 2>&1 &
@@ -65,6 +69,35 @@ if [ "$UI" != 0 ] && [ -z "$(stack_pid)" ]; then
 	fi
 fi
 
+# console_pid prints the PID of the console serving $DATA, if one is alive.
+console_pid() {
+	local pid
+	pid=$(cat "$RUN_DIR/console.pid" 2>/dev/null || true)
+	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q " console "; then
+		echo "$pid"
+	fi
+}
+console_url() { sed -n 's/^console \(http[^ ]*\)$/\1/p' "$RUN_DIR/console.out" 2>/dev/null | head -1; }
+if [ "$stack_started" = 1 ] && [ -n "$(console_pid)" ]; then
+	kill "$(console_pid)" # it served the stack that is gone
+	sleep 0.5
+fi
+if [ "$UI" != 0 ] && [ -z "$(console_pid)" ]; then
+	nohup "$BIN/starter" console --local --data-dir "$DATA" >"$RUN_DIR/console.out" 2>"$RUN_DIR/console.log" &
+	echo $! >"$RUN_DIR/console.pid"
+	for _ in $(seq 600); do
+		[ -n "$(console_url)" ] && break
+		if ! kill -0 "$(cat "$RUN_DIR/console.pid")" 2>/dev/null; then
+			echo "run.sh: the console did not start; see $RUN_DIR/console.log" >&2
+			break
+		fi
+		sleep 0.1
+	done
+fi
+if [ "$UI" != 0 ] && [ -n "$(console_url)" ]; then
+	echo "== campaign console: $(console_url) (the campaigns below appear there as they run)"
+fi
+
 echo "== running $METHODS on the local stack ($DATA), $ROUNDS rounds, preset $PRESET"
 "$BIN/starter" table --local --data-dir "$DATA" --federation "$FED" \
 	--methods "$METHODS" --rounds "$ROUNDS" --seed "$SEED" --preset "$PRESET" --parallel "$PARALLEL"
@@ -80,5 +113,8 @@ if [ "$UI" != 0 ] && [ -n "$(stack_pid)" ]; then
 	else
 		echo "Temporal Web UI:                none (the running local stack was started with --ui=false)"
 	fi
-	echo "the local stack keeps serving; stop it with:  kill $(stack_pid)"
+	if [ -n "$(console_pid)" ] && [ -n "$(console_url)" ]; then
+		echo "campaign console:               $(console_url)"
+	fi
+	echo "the local stack and the console keep serving; stop them with:  kill $(stack_pid) $(console_pid)"
 fi

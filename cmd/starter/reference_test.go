@@ -16,8 +16,9 @@ import (
 const referenceDir = "../../docs/reference"
 
 // TestReferenceIsCurrent regenerates docs/reference/cli.md (every starter
-// command's flags, as its own flag set prints them) and parameters.md (from
-// method.Params) and fails when the committed files differ: the reference
+// command's flags, as its own flag set prints them), parameters.md (from
+// method.Params), formats.md and console.md (the console's addresses and
+// JSON) and fails when the committed files differ: the reference
 // cannot drift from the code. `make reference` (PTOPOFL_UPDATE_REFERENCE=1)
 // rewrites them.
 func TestReferenceIsCurrent(t *testing.T) {
@@ -32,8 +33,13 @@ func TestReferenceIsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	consoleAPI, err := reference.Console("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
 	files := map[string]string{
 		"cli.md":        cliReference(t),
+		"console.md":    consoleAPI,
 		"formats.md":    formats,
 		"parameters.md": reference.Parameters(),
 	}

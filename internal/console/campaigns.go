@@ -15,161 +15,118 @@ import (
 // committed round's means, the largest ε any site has spent so far); the
 // state is Temporal's.
 type CampaignRow struct {
-	// Campaign is the campaign's name, as `starter status` takes it.
-	Campaign string `json:"campaign"`
-	// Sweep is the sweep that ran the campaign; absent for a campaign
-	// `starter run` started.
-	Sweep string `json:"sweep,omitempty"`
-	// WorkflowID is the campaign's workflow: its name, or
-	// "<sweep>/<campaign>" for a sweep's campaign.
-	WorkflowID string `json:"workflow_id"`
-	Method     string `json:"method"`
-	Preset     string `json:"preset"`
+	Campaign   string `json:"campaign"`        // the campaign's name, as `starter status` takes it
+	Sweep      string `json:"sweep,omitempty"` // the sweep that ran it; absent for a campaign `starter run` started
+	WorkflowID string `json:"workflow_id"`     // its workflow: its name, or "<sweep>/<campaign>" for a sweep's campaign
+	Method     string `json:"method"`          // the spec's method
+	Preset     string `json:"preset"`          // the spec's preset
 	// State is running, paused, stopping, done, stopped or failed
 	// (pipeline.State*), or terminated, canceled or timed_out as Temporal
 	// closed the workflow; unknown when Temporal no longer holds it.
 	State string `json:"state"`
 	// StateNote says why a campaign is paused, stopped or failed, or that
 	// a running one did not answer the status query (no server worker).
-	StateNote string `json:"state_note,omitempty"`
-	// Attempt is the attempt that wrote the last manifest (1: the first).
-	Attempt int `json:"attempt"`
-	// RoundsDone counts the committed rounds (their latest attempts);
-	// RoundsPlanned is the spec's rounds (0 when no spec is stored).
-	RoundsDone    int `json:"rounds_done"`
-	RoundsPlanned int `json:"rounds_planned"`
-	// FinalAUC and FinalAcc are the last committed round's mean AUC and
-	// accuracy over the evaluated sites; null before the first round.
-	FinalAUC *float64 `json:"final_auc"`
-	FinalAcc *float64 `json:"final_acc"`
+	StateNote     string   `json:"state_note,omitempty"`
+	Attempt       int      `json:"attempt"`        // the attempt that wrote the last manifest (1: the first)
+	RoundsDone    int      `json:"rounds_done"`    // committed rounds (each round's latest attempt)
+	RoundsPlanned int      `json:"rounds_planned"` // the spec's rounds (0 when no spec is stored)
+	FinalAUC      *float64 `json:"final_auc"`      // the last committed round's mean AUC over the evaluated sites; null before the first
+	FinalAcc      *float64 `json:"final_acc"`      // the same round's mean accuracy
 	// Epsilon is the largest ε any site has spent so far under dp record
-	// (the last manifest's privacy record), EpsilonBudget the campaign's
-	// budget dp_epsilon; absent when the campaign is not private.
+	// (the last manifest's privacy record); absent when not private.
 	Epsilon       *float64 `json:"epsilon,omitempty"`
-	EpsilonBudget float64  `json:"epsilon_budget,omitempty"`
+	EpsilonBudget float64  `json:"epsilon_budget,omitempty"` // dp_epsilon, the budget ε is held to (absent: none)
 	// Verify is what is known of the audit record: "chain ok" (every
 	// manifest read chains to the one before it), "verified" (a verify the
 	// console ran on request passed at the current last manifest), "N
 	// problems" (that verify found some), "chain broken: …", or "no
 	// manifest".
 	Verify  string    `json:"verify"`
-	Started time.Time `json:"started,omitzero"`
-	Ended   time.Time `json:"ended,omitzero"`
+	Started time.Time `json:"started,omitzero"` // when its workflow started
+	Ended   time.Time `json:"ended,omitzero"`   // when its workflow closed; absent while it runs
 }
 
 // CampaignDetail is one campaign's page and GET /api/campaigns/<campaign>:
 // its row, every round from the manifests, and the chain of manifests.
 type CampaignDetail struct {
 	CampaignRow
-	// Sites is the federation in spec order.
-	Sites []string `json:"sites"`
-	// Rounds are the rounds' latest attempts, in round order.
-	Rounds []RoundView `json:"rounds"`
-	// Privacy is the campaign's privacy record (dp record); absent
-	// otherwise. Each round's per-site ε is in Rounds[].Sites[].
-	Privacy *PrivacyView `json:"privacy,omitempty"`
+	Sites   []string     `json:"sites"`             // the federation in spec order
+	Rounds  []RoundView  `json:"rounds"`            // each round's latest attempt, in round order
+	Privacy *PrivacyView `json:"privacy,omitempty"` // the last privacy record (dp record); per-site ε per round is in rounds[].sites[]
 	// Chain lists every manifest, superseded ones included, in round and
 	// attempt order, with its sha256 and the one it chains to.
 	Chain []ChainLink `json:"chain"`
 	// Problems are manifests that could not be read or do not chain; the
 	// rounds shown leave those out. Empty when the record reads cleanly.
-	Problems []string `json:"problems"`
-	// WebUI is the campaign's workflow in the Temporal Web UI; absent
-	// when the console was not told where the UI is.
-	WebUI string `json:"web_ui,omitempty"`
-	// Updated is when the console read this.
-	Updated time.Time `json:"updated"`
+	Problems []string  `json:"problems"`
+	WebUI    string    `json:"web_ui,omitempty"` // the campaign's workflow in the Temporal Web UI; absent when the console does not know the UI
+	Updated  time.Time `json:"updated"`          // when the console read this
 }
 
 // RoundView is one round of a campaign, from its manifest.
 type RoundView struct {
-	Round         int    `json:"round"`
-	Attempt       int    `json:"attempt"`
-	Outcome       string `json:"outcome"`
-	FailureReason string `json:"failure_reason,omitempty"`
-	// Participants completed every phase; Dropped left, with the phase
-	// and why.
-	Participants []string            `json:"participants"`
-	Dropped      []pipeline.SiteDrop `json:"dropped"`
-	Flagged      []string            `json:"flagged"`
-	// MaxDrift is the largest Δ_k (Eq. 9) of any site this round, as
-	// `starter history` prints it.
-	MaxDrift float64 `json:"max_drift"`
-	// MeanAUC and MeanAcc are the round's unweighted means over its
-	// evaluated sites (auc_r, acc_r); ValAUC and ValAcc the validation
-	// means, absent without validation_fraction.
-	MeanAUC float64  `json:"mean_auc"`
-	MeanAcc float64  `json:"mean_acc"`
-	ValAUC  *float64 `json:"val_auc,omitempty"`
-	ValAcc  *float64 `json:"val_acc,omitempty"`
-	// Missing names a mean no evaluated site reported (model external).
-	Missing []string `json:"missing,omitempty"`
-	// ReleasedNumbers is how many numbers the sites released in all.
-	ReleasedNumbers int `json:"released_numbers"`
-	// Sites is every site of the federation in spec order.
-	Sites []SiteRound `json:"sites"`
-	// Manifest is the manifest's S3 address, ManifestURL the console's
-	// address of its bytes, SHA256 their hash, PrevSHA256 the previous
-	// round's manifest's hash it records.
-	Manifest    string `json:"manifest"`
-	ManifestURL string `json:"manifest_url"`
-	SHA256      string `json:"sha256"`
-	PrevSHA256  string `json:"prev_sha256"`
+	Round           int                 `json:"round"`                    // the round
+	Attempt         int                 `json:"attempt"`                  // the attempt that committed it (1: the first)
+	Outcome         string              `json:"outcome"`                  // committed or failed
+	FailureReason   string              `json:"failure_reason,omitempty"` // which phase fell below the quorum, for a failed round
+	Participants    []string            `json:"participants"`             // the sites that completed every phase
+	Dropped         []pipeline.SiteDrop `json:"dropped"`                  // the sites that left, with the phase and why
+	Flagged         []string            `json:"flagged"`                  // the sites the drift check flagged
+	MaxDrift        float64             `json:"max_drift"`                // the largest Δ_k (Eq. 9) of any site, as `starter history` prints it
+	MeanAUC         float64             `json:"mean_auc"`                 // the unweighted mean AUC over the evaluated sites (auc_r)
+	MeanAcc         float64             `json:"mean_acc"`                 // the unweighted mean accuracy (acc_r)
+	ValAUC          *float64            `json:"val_auc,omitempty"`        // the mean validation AUC; absent without validation_fraction
+	ValAcc          *float64            `json:"val_acc,omitempty"`        // the mean validation accuracy
+	Missing         []string            `json:"missing,omitempty"`        // a mean no evaluated site reported (model external)
+	ReleasedNumbers int                 `json:"released_numbers"`         // how many numbers the sites released in all
+	Sites           []SiteRound         `json:"sites"`                    // every site of the federation, in spec order
+	Manifest        string              `json:"manifest"`                 // the manifest's S3 address
+	ManifestURL     string              `json:"manifest_url"`             // the console's address of its bytes
+	SHA256          string              `json:"sha256"`                   // the sha256 of those bytes
+	PrevSHA256      string              `json:"prev_sha256"`              // the previous round's manifest's sha256, as this one records it
 }
 
 // SiteRound is one site in one round, from the manifest.
 type SiteRound struct {
-	Site         string `json:"site"`
-	Participated bool   `json:"participated"`
-	// DropPhase and DropReason say where and why the site left the round.
-	DropPhase  string `json:"drop_phase,omitempty"`
-	DropReason string `json:"drop_reason,omitempty"`
-	// Cluster, Trust and Drift are what clustering and the drift check
-	// said of the site (absent for methods without them).
-	Cluster *int     `json:"cluster,omitempty"`
-	Trust   *float64 `json:"trust,omitempty"`
-	Drift   *float64 `json:"drift,omitempty"`
-	Flagged bool     `json:"flagged"`
-	// AUC and Acc score the site's model on its test split; ValAUC and
-	// ValAcc on its validation rows.
-	AUC    *float64 `json:"auc,omitempty"`
-	Acc    *float64 `json:"acc,omitempty"`
-	ValAUC *float64 `json:"val_auc,omitempty"`
-	ValAcc *float64 `json:"val_acc,omitempty"`
-	// Released is what the site released in the round, ReleasedNumbers
-	// how many numbers in all.
-	Released        []pipeline.Release `json:"released"`
-	ReleasedNumbers int                `json:"released_numbers"`
-	// Epsilon is the ε the site has spent so far and EpsilonRound this
-	// round's, under dp record; EpsilonBudget the most it may spend.
-	Epsilon       *float64 `json:"epsilon,omitempty"`
-	EpsilonRound  *float64 `json:"epsilon_round,omitempty"`
-	EpsilonBudget *float64 `json:"epsilon_budget,omitempty"`
+	Site            string             `json:"site"`                     // the site
+	Participated    bool               `json:"participated"`             // it completed every phase
+	DropPhase       string             `json:"drop_phase,omitempty"`     // where it left the round
+	DropReason      string             `json:"drop_reason,omitempty"`    // why it left
+	Cluster         *int               `json:"cluster,omitempty"`        // its cluster (methods that cluster)
+	Trust           *float64           `json:"trust,omitempty"`          // its trust score
+	Drift           *float64           `json:"drift,omitempty"`          // its Δ_k (Eq. 9)
+	Flagged         bool               `json:"flagged"`                  // the drift check flagged it
+	AUC             *float64           `json:"auc,omitempty"`            // its model's AUC on its test split
+	Acc             *float64           `json:"acc,omitempty"`            // its model's accuracy on its test split
+	ValAUC          *float64           `json:"val_auc,omitempty"`        // the AUC on its validation rows
+	ValAcc          *float64           `json:"val_acc,omitempty"`        // the accuracy on its validation rows
+	Released        []pipeline.Release `json:"released"`                 // what it released, kind and count
+	ReleasedNumbers int                `json:"released_numbers"`         // how many numbers in all
+	Epsilon         *float64           `json:"epsilon,omitempty"`        // the ε it has spent so far (dp record)
+	EpsilonRound    *float64           `json:"epsilon_round,omitempty"`  // the ε of this round's releases
+	EpsilonBudget   *float64           `json:"epsilon_budget,omitempty"` // the most ε it may spend
 }
 
 // PrivacyView is a private campaign's privacy record as its last
 // manifest holds it.
 type PrivacyView struct {
-	Delta float64 `json:"delta"`
-	// Budget is dp_epsilon (0: none).
-	Budget float64 `json:"budget"`
-	// Epsilon is the largest ε of any site so far.
-	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`   // the δ every ε is at
+	Budget  float64 `json:"budget"`  // dp_epsilon (0: none)
+	Epsilon float64 `json:"epsilon"` // the largest ε of any site so far
 }
 
 // ChainLink is one manifest of the chain.
 type ChainLink struct {
-	Round       int    `json:"round"`
-	Attempt     int    `json:"attempt"`
-	Key         string `json:"key"`
-	ManifestURL string `json:"manifest_url"`
-	SHA256      string `json:"sha256"`
-	PrevSHA256  string `json:"prev_sha256"`
+	Round       int    `json:"round"`        // its round
+	Attempt     int    `json:"attempt"`      // its attempt (1: the first)
+	Key         string `json:"key"`          // its key in the bucket
+	ManifestURL string `json:"manifest_url"` // the console's address of its bytes
+	SHA256      string `json:"sha256"`       // their sha256
+	PrevSHA256  string `json:"prev_sha256"`  // the previous round's manifest's sha256 it records
 	// Linked says PrevSHA256 is the sha256 of the previous round's latest
 	// manifest ("" for round 1); false is a break verify reports.
-	Linked bool `json:"linked"`
-	// Superseded says a later attempt at the round replaced it.
-	Superseded bool `json:"superseded"`
+	Linked     bool `json:"linked"`
+	Superseded bool `json:"superseded"` // a later attempt at the round replaced it
 }
 
 // sitePrivacy is the one place that reads what a manifest records of a

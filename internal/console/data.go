@@ -527,15 +527,14 @@ func (s *Server) sweepDetail(ctx context.Context, sweep string) (SweepDetail, er
 // Comparison is GET /compare's and /api/compare's data: two to eight
 // campaigns, each with its means per round.
 type Comparison struct {
-	Campaigns []ComparedCampaign `json:"campaigns"`
-	Updated   time.Time          `json:"updated"`
+	Campaigns []ComparedCampaign `json:"campaigns"` // in the order asked
+	Updated   time.Time          `json:"updated"`   // when the console read this
 }
 
-// ComparedCampaign is a campaign's row and its committed rounds' means
-// (TestAUC and TestAcc: the sites' test splits).
+// ComparedCampaign is a campaign's row and its committed rounds' means.
 type ComparedCampaign struct {
 	CampaignRow
-	Rounds []CurvePoint `json:"rounds"`
+	Rounds []CurvePoint `json:"rounds"` // each committed round's means (test_*: the sites' test splits)
 }
 
 // MaxCompared is the most campaigns one comparison draws.

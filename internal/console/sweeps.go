@@ -18,25 +18,20 @@ import (
 // SweepRow is one sweep as the campaigns page lists it, and an element of
 // GET /api/sweeps.
 type SweepRow struct {
-	Sweep string `json:"sweep"`
+	Sweep string `json:"sweep"` // the sweep's name
 	// State is running, paused, stopping, done or stopped
 	// (pipeline.Sweep*), or failed, terminated, canceled or timed_out as
 	// Temporal closed the workflow.
-	State     string `json:"state"`
-	StateNote string `json:"state_note,omitempty"`
-	// Strategy is "grid" or an adaptive sweep's search strategy.
-	Strategy string   `json:"strategy"`
-	Methods  []string `json:"methods"`
-	// CampaignsDone counts the campaigns that ended, whatever the
-	// outcome, of CampaignsTotal (an adaptive sweep's total grows as it
-	// starts trials); Failed those that failed.
-	CampaignsDone  int `json:"campaigns_done"`
-	CampaignsTotal int `json:"campaigns_total"`
-	Failed         int `json:"failed"`
-	// Trials is how many trials an adaptive sweep has started.
-	Trials  int       `json:"trials,omitempty"`
-	Started time.Time `json:"started,omitzero"`
-	Ended   time.Time `json:"ended,omitzero"`
+	State          string    `json:"state"`
+	StateNote      string    `json:"state_note,omitempty"` // why it paused or stopped, or that it did not answer the status query
+	Strategy       string    `json:"strategy"`             // "grid", or an adaptive sweep's search strategy
+	Methods        []string  `json:"methods"`              // the methods it runs
+	CampaignsDone  int       `json:"campaigns_done"`       // campaigns that ended, whatever the outcome
+	CampaignsTotal int       `json:"campaigns_total"`      // of how many (an adaptive sweep's grows as it starts trials)
+	Failed         int       `json:"failed"`               // campaigns that failed
+	Trials         int       `json:"trials,omitempty"`     // trials an adaptive sweep has started
+	Started        time.Time `json:"started,omitzero"`     // when its workflow started
+	Ended          time.Time `json:"ended,omitzero"`       // when it closed; absent while it runs
 }
 
 // SweepDetail is a sweep's page and GET /api/sweeps/<sweep>. Every metric
@@ -48,80 +43,62 @@ type SweepDetail struct {
 	// Objective is the metric an adaptive sweep ranks trials on (val_auc
 	// or val_acc); a grid sweep's is val_auc when its campaigns hold out
 	// validation rows, else empty.
-	Objective string `json:"objective,omitempty"`
-	// Rounds is each campaign's planned rounds; Budget and TrialCap an
-	// adaptive sweep's limits (0: none); RoundsSpent the campaign-rounds
-	// trained so far.
-	Rounds      int `json:"rounds"`
-	Budget      int `json:"budget,omitempty"`
-	TrialCap    int `json:"trial_cap,omitempty"`
-	RoundsSpent int `json:"rounds_spent"`
-	// Dims are the hyper-parameters the sweep varies: a search's
-	// dimensions, or the grid's parameters.
-	Dims   []DimView   `json:"dims"`
-	Trials []TrialView `json:"trials"`
+	Objective   string      `json:"objective,omitempty"`
+	Rounds      int         `json:"rounds"`              // each campaign's planned rounds
+	Budget      int         `json:"budget,omitempty"`    // an adaptive sweep's campaign-rounds budget (0: none)
+	TrialCap    int         `json:"trial_cap,omitempty"` // its most trials (0: none)
+	RoundsSpent int         `json:"rounds_spent"`        // campaign-rounds trained so far
+	Dims        []DimView   `json:"dims"`                // the hyper-parameters it varies: a search's dimensions, or the grid's parameters
+	Trials      []TrialView `json:"trials"`              // its trials, in order
 	// BestSoFar is the incumbent after each action of an adaptive sweep
 	// (the best objective among the trials trained furthest) against the
-	// campaign-rounds spent; Rungs are its rungs with the trials that
-	// reached each and those promoted to it. Both need the search record:
-	// SearchRecord says whether it was read.
+	// campaign-rounds spent (search record only).
 	BestSoFar    []BestPoint `json:"best_so_far"`
-	Rungs        []RungView  `json:"rungs"`
-	SearchRecord bool        `json:"search_record"`
-	// Running lists the campaigns running now.
-	Running []string `json:"running"`
-	// Notes say what could not be shown and why.
-	Notes   []string  `json:"notes"`
-	WebUI   string    `json:"web_ui,omitempty"`
-	Updated time.Time `json:"updated"`
+	Rungs        []RungView  `json:"rungs"`            // its rungs, with the trials that reached each (search record only)
+	SearchRecord bool        `json:"search_record"`    // whether the search record was read
+	Running      []string    `json:"running"`          // the campaigns running now
+	Notes        []string    `json:"notes"`            // what could not be shown, and why
+	WebUI        string      `json:"web_ui,omitempty"` // the sweep's workflow in the Temporal Web UI
+	Updated      time.Time   `json:"updated"`          // when the console read this
 }
 
-// DimView is one hyper-parameter a sweep varies. Kind is uniform,
-// log_uniform, int or choice; Lo and Hi bound a numeric one, Choices list a
-// choice's values.
+// DimView is one hyper-parameter a sweep varies.
 type DimView struct {
-	Name    string   `json:"name"`
-	Kind    string   `json:"kind"`
-	Lo      float64  `json:"lo,omitempty"`
-	Hi      float64  `json:"hi,omitempty"`
-	Log     bool     `json:"log,omitempty"`
-	Choices []string `json:"choices,omitempty"`
+	Name    string   `json:"name"`              // the hyper-parameter
+	Kind    string   `json:"kind"`              // uniform, log_uniform, int or choice
+	Lo      float64  `json:"lo,omitempty"`      // a numeric one's lower bound
+	Hi      float64  `json:"hi,omitempty"`      // and upper bound
+	Log     bool     `json:"log,omitempty"`     // drawn on a log scale
+	Choices []string `json:"choices,omitempty"` // a choice's values
 }
 
 // TrialView is one trial of a sweep: an adaptive sweep's trial ("t0007")
 // or a grid's setting of a method ("ptopofl/beta0.3").
 type TrialView struct {
-	Label string `json:"label"`
-	// Trial is an adaptive sweep's trial index; -1 in a grid.
-	Trial  int          `json:"trial"`
-	Method string       `json:"method"`
-	Config []ParamValue `json:"config"`
+	Label  string       `json:"label"`  // "t0007", or "<method>/<setting>" in a grid
+	Trial  int          `json:"trial"`  // an adaptive sweep's trial index; -1 in a grid
+	Method string       `json:"method"` // its method
+	Config []ParamValue `json:"config"` // its hyper-parameter values
 	// Status is complete, pruned, paused, running, failed or done (the
-	// search record's, else its campaigns' states); Why says why it
-	// stopped, when the search record says.
-	Status string `json:"status"`
-	Why    string `json:"why,omitempty"`
-	// Rung is the rung of its last action (search record only).
-	Rung *int `json:"rung,omitempty"`
-	// RoundsTrained is the rounds every one of its campaigns committed.
-	RoundsTrained int `json:"rounds_trained"`
-	// Objective is the mean objective at RoundsTrained; ValAUC, ValAcc,
-	// TestAUC and TestAcc the mean validation and test metrics there.
-	Objective *float64 `json:"objective"`
-	ValAUC    *float64 `json:"val_auc"`
-	ValAcc    *float64 `json:"val_acc"`
-	TestAUC   *float64 `json:"test_auc"`
-	TestAcc   *float64 `json:"test_acc"`
-	Campaigns []string `json:"campaigns"`
-	// Curve is the trial's mean per round, rounds 1 … RoundsTrained.
-	Curve []CurvePoint `json:"curve"`
+	// search record's, else its campaigns' states).
+	Status        string       `json:"status"`
+	Why           string       `json:"why,omitempty"`  // why it stopped, when the search record says
+	Rung          *int         `json:"rung,omitempty"` // the rung of its last action (search record only)
+	RoundsTrained int          `json:"rounds_trained"` // the rounds every one of its campaigns committed
+	Objective     *float64     `json:"objective"`      // the mean objective at RoundsTrained
+	ValAUC        *float64     `json:"val_auc"`        // the mean validation AUC there
+	ValAcc        *float64     `json:"val_acc"`        // the mean validation accuracy there
+	TestAUC       *float64     `json:"test_auc"`       // the mean test AUC there
+	TestAcc       *float64     `json:"test_acc"`       // the mean test accuracy there
+	Campaigns     []string     `json:"campaigns"`      // its campaigns, one per federation and seed
+	Curve         []CurvePoint `json:"curve"`          // its mean per round, rounds 1 … RoundsTrained
 }
 
-// ParamValue is a hyper-parameter's value: a number, or a name in Text.
+// ParamValue is a hyper-parameter's value.
 type ParamValue struct {
-	Name  string  `json:"name"`
-	Value float64 `json:"value"`
-	Text  string  `json:"text,omitempty"`
+	Name  string  `json:"name"`           // the hyper-parameter
+	Value float64 `json:"value"`          // a number
+	Text  string  `json:"text,omitempty"` // or a name
 }
 
 // String is the value as a campaign file writes it.
@@ -129,31 +106,28 @@ func (p ParamValue) String() string { return method.Value{Num: p.Value, Text: p.
 
 // CurvePoint is a mean over campaigns after one round.
 type CurvePoint struct {
-	Round   int      `json:"round"`
-	ValAUC  *float64 `json:"val_auc"`
-	ValAcc  *float64 `json:"val_acc"`
-	TestAUC float64  `json:"test_auc"`
-	TestAcc float64  `json:"test_acc"`
+	Round   int      `json:"round"`    // the round
+	ValAUC  *float64 `json:"val_auc"`  // the mean validation AUC (null without validation rows)
+	ValAcc  *float64 `json:"val_acc"`  // the mean validation accuracy
+	TestAUC float64  `json:"test_auc"` // the mean AUC on the sites' test splits
+	TestAcc float64  `json:"test_acc"` // the mean accuracy on them
 }
 
-// BestPoint is the incumbent once Spent campaign-rounds are trained: its
-// trial, the round it reached and its mean objective and test metric there.
+// BestPoint is the incumbent once Spent campaign-rounds are trained.
 type BestPoint struct {
-	Spent int      `json:"rounds_spent"`
-	Trial int      `json:"trial"`
-	Round int      `json:"round"`
-	Val   *float64 `json:"val"`
-	Test  *float64 `json:"test"`
+	Spent int      `json:"rounds_spent"` // campaign-rounds trained
+	Trial int      `json:"trial"`        // the incumbent trial (-1: none yet)
+	Round int      `json:"round"`        // the round it reached
+	Val   *float64 `json:"val"`          // its mean objective there
+	Test  *float64 `json:"test"`         // its mean test metric there
 }
 
-// RungView is one rung of an adaptive sweep: the round its trials train
-// to, the trials that reached it, and those of them promoted from the
-// rung below.
+// RungView is one rung of an adaptive sweep.
 type RungView struct {
-	Rung     int      `json:"rung"`
-	Round    int      `json:"round"`
-	Trials   []string `json:"trials"`
-	Promoted []string `json:"promoted"`
+	Rung     int      `json:"rung"`     // the rung
+	Round    int      `json:"round"`    // the round its trials train to
+	Trials   []string `json:"trials"`   // the trials that reached it
+	Promoted []string `json:"promoted"` // those promoted to it from the rung below
 }
 
 // sweepCampaign is one campaign of a sweep as the backend found it: its
