@@ -89,11 +89,11 @@ func (s *Service) queryStatus(ctx context.Context, workflowID string) (pipeline.
 // status query; a closed one is described from its result, so Status
 // works even when no worker is polling.
 func (s *Service) Status(ctx context.Context, campaign string) (pipeline.CampaignStatus, error) {
-	st, err := s.StatusOf(ctx, campaign, campaign)
+	st, err := s.workflowStatus(ctx, campaign, campaign)
 	if id, ok, serr := s.inSweep(ctx, campaign, err); serr != nil {
 		return st, serr
 	} else if ok {
-		return s.StatusOf(ctx, campaign, id)
+		return s.workflowStatus(ctx, campaign, id)
 	}
 	return st, err
 }
@@ -114,11 +114,17 @@ func (s *Service) inSweep(ctx context.Context, campaign string, err error) (stri
 	return id, ok, nil
 }
 
-// StatusOf is Status of campaign run by the workflow with ID
-// workflowID: the campaign's name for `starter run`, another for a
-// sweep's campaign (pipeline.SweepCampaignWorkflowID), for a caller that
-// knows the ID already (from List).
+// StatusOf is Status of campaign run by the workflow with ID workflowID,
+// for a caller that knows the ID already (from List): the campaign's name
+// for `starter run`, "<sweep>/<campaign>" for a sweep's campaign.
 func (s *Service) StatusOf(ctx context.Context, campaign, workflowID string) (pipeline.CampaignStatus, error) {
+	return s.workflowStatus(ctx, campaign, workflowID)
+}
+
+// workflowStatus is Status of campaign run by the workflow with ID
+// workflowID: the campaign's name for `starter run`, another for a
+// sweep's campaign (pipeline.SweepCampaignWorkflowID).
+func (s *Service) workflowStatus(ctx context.Context, campaign, workflowID string) (pipeline.CampaignStatus, error) {
 	desc, err := s.Client.DescribeWorkflowExecution(ctx, workflowID, "")
 	if err != nil {
 		return pipeline.CampaignStatus{}, fmt.Errorf("campaign %s: %w", campaign, err)

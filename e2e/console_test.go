@@ -72,7 +72,9 @@ round_deadline: 5m
 
 // pageEvents is what the browser reported while the test's pages were
 // open: messages of their consoles at level error, uncaught exceptions,
-// failed loads, and every URL requested.
+// the browser's own errors about a page (a failed load, a blocked
+// request: what a Content-Security-Policy refuses is reported there), and
+// every URL requested.
 type pageEvents struct {
 	mu       sync.Mutex
 	errors   []string
@@ -91,7 +93,7 @@ func (e *pageEvents) on(method string, params json.RawMessage) {
 				Description string `json:"description"`
 			} `json:"args"`
 		}
-		if json.Unmarshal(params, &p) == nil && (p.Type == "error" || p.Type == "assert" || p.Type == "warning") {
+		if json.Unmarshal(params, &p) == nil && (p.Type == "error" || p.Type == "assert") {
 			var parts []string
 			for _, a := range p.Args {
 				parts = append(parts, fmt.Sprint(a.Value)+a.Description)
@@ -116,7 +118,7 @@ func (e *pageEvents) on(method string, params json.RawMessage) {
 				Level, Text, URL string
 			} `json:"entry"`
 		}
-		if json.Unmarshal(params, &p) == nil && (p.Entry.Level == "error" || p.Entry.Level == "warning") {
+		if json.Unmarshal(params, &p) == nil && p.Entry.Level == "error" {
 			e.errors = append(e.errors, "log: "+p.Entry.Text+" "+p.Entry.URL)
 		}
 	case "Network.requestWillBeSent":
@@ -329,8 +331,14 @@ func TestConsoleInBrowser(t *testing.T) {
 	if _, err := b.load(ctx, "data:text/html;charset=utf-8,"+url.PathEscape(control), 20*time.Second, func(dom string) bool { return strings.Contains(dom, "control.png") }, ""); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
-	errs, reqs := ev.take()
+	var errs, reqs []string
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		e, r := ev.take()
+		errs, reqs = append(errs, e...), append(reqs, r...)
+		if anyContains(errs, "the control's console error") && anyContains(reqs, "http://localhost:9/control.png") {
+			break
+		}
+	}
 	if !anyContains(errs, "the control's console error") || !anyContains(reqs, "http://localhost:9/control.png") {
 		t.Fatalf("the control page's console error and request elsewhere were not both seen (errors %q, requests %q): the checks would see nothing", errs, reqs)
 	}
@@ -345,7 +353,14 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Fatalf("%s: %v\n%s", path, err, tail(pageText(dom), 3000))
 		}
 		fullScreenshot(t, ctx, b, filepath.Join(out, shot+".png"))
-		errs, reqs := ev.take()
+		var errs, reqs []string
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			e, r := ev.take()
+			errs, reqs = append(errs, e...), append(reqs, r...)
+			if slices.ContainsFunc(reqs, func(r string) bool { return strings.HasSuffix(r, "/static/console.css") }) || time.Now().After(deadline) {
+				break
+			}
+		}
 		if len(errs) > 0 {
 			t.Errorf("%s wrote to its console: %q", path, errs)
 		}

@@ -181,9 +181,11 @@ func (s *Server) campaignRows(ctx context.Context, f campaignFilter) ([]Campaign
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
+	// One campaign whose record cannot be read (a spec.json that does not
+	// decode, say) is shown as such; the others still are.
+	for i, err := range errs {
 		if err != nil {
-			return nil, nil, err
+			all[i].Verify = "unreadable: " + err.Error()
 		}
 	}
 	kept := []CampaignRow{}
@@ -501,25 +503,30 @@ func (s *Server) sweepDetail(ctx context.Context, sweep string) (SweepDetail, er
 			}
 			objs, err := s.src.Manifests(ctx, k.c.name)
 			if err != nil {
-				errs[i] = err
+				errs[i] = fmt.Errorf("campaign %s: its manifests could not be read (%v); its trial's numbers leave it out", k.c.name, err)
 				return
 			}
 			k.c.rounds = committedMeans(objs)
 		}()
 	}
 	wg.Wait()
+	var notes []string
 	for _, err := range errs {
 		if err != nil {
-			return SweepDetail{}, err
+			notes = append(notes, err.Error())
 		}
 	}
-	for _, k := range camps {
+	for i, k := range camps {
+		if errs[i] != nil {
+			continue
+		}
 		in.campaigns = append(in.campaigns, k.c)
 		if k.c.state == pipeline.StateRunning || k.c.state == pipeline.StateStopping {
 			in.running = append(in.running, k.c.name)
 		}
 	}
 	d := buildSweep(in)
+	d.Notes = append(d.Notes, notes...)
 	d.WebUI, d.Updated = s.workflowLink(sweep), s.now()
 	return d, nil
 }
