@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ptopofl/ptopofl/internal/console"
+	"github.com/ptopofl/ptopofl/internal/devstack"
 	"github.com/ptopofl/ptopofl/internal/stackconn"
 )
 
@@ -24,7 +25,7 @@ func runConsole(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fs.StringVar(&lc.CertFile, "tls-cert", "", "the console's certificate (PEM): serve HTTPS, to client certificates only")
 		fs.StringVar(&lc.KeyFile, "tls-key", "", "the key of --tls-cert (PEM)")
 		fs.StringVar(&lc.ClientCAFile, "tls-client-ca", "", "the CA (PEM) whose client certificates are let in (default: --temporal-tls-ca, the deployment's CA)")
-		fs.StringVar(&names, "tls-client-names", "ptopofl-starter", "comma-separated common names of the client certificates let in (empty: any the CA signed)")
+		fs.StringVar(&names, "tls-client-names", devstack.StarterCommonName, "comma-separated common names of the client certificates let in: the operators' (empty: any the CA signed)")
 		fs.StringVar(&webUI, "temporal-ui", "", "the Temporal Web UI's address, for links to each workflow (default with --local: the local stack's UI)")
 		fs.DurationVar(&refresh, "refresh", console.DefaultRefresh, "how often an open page of a running campaign or sweep asks for news")
 		return func() error {
