@@ -21,6 +21,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/ptopofl/ptopofl/artifact"
+	"github.com/ptopofl/ptopofl/internal/secretfile"
 )
 
 // Region is the region used for SigV4 signing unless Config.Region says otherwise.
@@ -67,6 +68,10 @@ type Config struct {
 	CAFile string
 	// InsecureSkipVerify disables TLS certificate checks. Only for testing.
 	InsecureSkipVerify bool
+	// ClientCertFile and ClientKeyFile are the PEM certificate and key
+	// presented to an S3 server that asks for one (mutual TLS, as the
+	// local stack's S3 does with TLS); unused over plain HTTP.
+	ClientCertFile, ClientKeyFile string
 	// ReadsAll says that this identity may read every key of the bucket
 	// (the root account of the local stack), and CanRead which keys it may
 	// read when it may not read them all (a site of the local stack:
@@ -90,6 +95,37 @@ func CredentialsFromEnv() (accessKey, secretKey string, err error) {
 	}
 	if len(missing) > 0 {
 		return "", "", fmt.Errorf("S3 credentials: set %s in the environment (for the local stack, source the credentials env file it wrote)", strings.Join(missing, " and "))
+	}
+	return accessKey, secretKey, nil
+}
+
+// ReadCredentialsFile reads the S3 credentials from path, a file of
+// KEY=VALUE lines (optionally "export KEY=VALUE", values optionally
+// quoted; blank lines and # comments ignored) that sets EnvAccessKey and
+// EnvSecretKey, as the local stack writes them. The file must be readable
+// by its owner only (package secretfile): credentials others may read are
+// refused, never used.
+func ReadCredentialsFile(path string) (accessKey, secretKey string, err error) {
+	b, err := secretfile.Read(path)
+	if err != nil {
+		return "", "", fmt.Errorf("S3 credentials: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, _ := strings.Cut(strings.TrimPrefix(line, "export "), "=")
+		v = strings.Trim(strings.TrimSpace(v), `"'`)
+		switch strings.TrimSpace(k) {
+		case EnvAccessKey:
+			accessKey = v
+		case EnvSecretKey:
+			secretKey = v
+		}
+	}
+	if accessKey == "" || secretKey == "" {
+		return "", "", fmt.Errorf("S3 credentials: %s lacks %s or %s", path, EnvAccessKey, EnvSecretKey)
 	}
 	return accessKey, secretKey, nil
 }
@@ -127,9 +163,14 @@ func New(cfg Config) (*Store, error) {
 	}
 	key := fmt.Sprintf("secure=%t", secure)
 	mk := plainTransport(secure)
-	if secure && (cfg.CAFile != "" || cfg.InsecureSkipVerify) {
-		key = fmt.Sprintf("secure=true ca=%q insecure=%t", cfg.CAFile, cfg.InsecureSkipVerify)
-		mk = func() (*http.Transport, error) { return caTransport(cfg.CAFile, cfg.InsecureSkipVerify) }
+	if (cfg.ClientCertFile == "") != (cfg.ClientKeyFile == "") {
+		return nil, errors.New("store: Config.ClientCertFile and Config.ClientKeyFile go together")
+	}
+	if secure && (cfg.CAFile != "" || cfg.InsecureSkipVerify || cfg.ClientCertFile != "") {
+		key = fmt.Sprintf("secure=true ca=%q insecure=%t cert=%q", cfg.CAFile, cfg.InsecureSkipVerify, cfg.ClientCertFile)
+		mk = func() (*http.Transport, error) {
+			return caTransport(cfg.CAFile, cfg.InsecureSkipVerify, cfg.ClientCertFile, cfg.ClientKeyFile)
+		}
 	}
 	tr, err := sharedTransport(key, mk)
 	if err != nil {
@@ -145,8 +186,9 @@ func New(cfg Config) (*Store, error) {
 }
 
 // caTransport is minio-go's TLS transport trusting caFile's certificates
-// besides the system's (or skipping verification, for tests).
-func caTransport(caFile string, insecure bool) (*http.Transport, error) {
+// besides the system's (or skipping verification, for tests), presenting
+// certFile and keyFile when set and the server asks for a certificate.
+func caTransport(caFile string, insecure bool, certFile, keyFile string) (*http.Transport, error) {
 	tr, err := minio.DefaultTransport(true)
 	if err != nil {
 		return nil, fmt.Errorf("store: TLS transport: %w", err)
@@ -165,6 +207,13 @@ func caTransport(caFile string, insecure bool) (*http.Transport, error) {
 			return nil, fmt.Errorf("store: CA file %s holds no PEM certificate", caFile)
 		}
 		tc.RootCAs = pool
+	}
+	if certFile != "" {
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("store: client certificate %s: %w", certFile, err)
+		}
+		tc.Certificates = []tls.Certificate{pair}
 	}
 	tr.TLSClientConfig = tc
 	return tr, nil

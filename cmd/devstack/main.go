@@ -6,29 +6,36 @@
 //
 // Once both servers are ready it prints one JSON line with the endpoints to
 // stdout and writes the same to DIR/endpoints.json. The S3 credentials are in
-// DIR/credentials.env (PTOPOFL_S3_ACCESS_KEY, PTOPOFL_S3_SECRET_KEY), never on
-// stdout. It runs until SIGINT or SIGTERM, then stops both servers and exits 0.
+// DIR/credentials.env (PTOPOFL_S3_ACCESS_KEY, PTOPOFL_S3_SECRET_KEY; mode
+// 0600, for --s3-credentials-file), never on stdout. It runs until SIGINT or
+// SIGTERM, then stops both servers and exits 0.
 //
 // Site workers started by hand get their own S3 identity, which may touch
 // only that site's artifacts: with the stack running,
 //
 //	devstack --data DIR --grant-sites hospital-a,hospital-b
 //
-// prints DIR/sites/<site>.env for each (load it into the site worker's
-// environment). Temporal payloads are encrypted with DIR/payload-keys: give
-// it to every worker with --payload-key-file.
+// prints DIR/sites/<site>.env for each (mode 0600: give it to the site's
+// worker with --s3-credentials-file). Temporal payloads are encrypted with
+// DIR/payload-keys: give it to every worker with --payload-key-file.
 //
-// With --persistence postgres --postgres-url postgres://USER:PW@HOST:PORT/DB
-// Temporal keeps its state in PostgreSQL (schemas created or upgraded at
-// start) instead of DIR/temporal/temporal.db. The subcommand
+// With --persistence postgres --postgres-url-file FILE (a file of mode 0600
+// holding postgres://USER:PW@HOST:PORT/DB; --postgres-url takes the URL
+// itself, where every local account's process listing shows it) Temporal
+// keeps its state in PostgreSQL (schemas created or upgraded at start)
+// instead of DIR/temporal/temporal.db. The subcommand
 //
 //	devstack postgres --dir DIR [--port P]
 //
-// runs a PostgreSQL server for it (see postgres.go). With --tls-dir DIR2
-// (made by `devstack certs --dir DIR2 --clients ...`) S3 speaks HTTPS only
-// and the Temporal frontend requires client certificates from that CA,
-// authorizing each call by the certificate's name (a site's certificate
-// polls only its own task queue).
+// runs a PostgreSQL server for it and writes its URL to DIR/postgres.url
+// (see postgres.go). With --tls-dir DIR2 (made by `devstack certs --dir
+// DIR2 --clients ...`) every TCP port of the process asks for a client
+// certificate signed by that CA: the Temporal frontend authorizes each call
+// by the certificate's name (a site's certificate polls only its own task
+// queue), Temporal's history and matching services accept only a
+// certificate made in memory at each start, S3 answers HTTPS with a client
+// certificate only, and the Web UI only an operator's certificate
+// (ptopofl-starter).
 //
 // The Temporal Web UI is served on 127.0.0.1 (endpoints "ui") unless
 // --ui=false.
@@ -81,8 +88,9 @@ func run() int {
 	persistence := fs.String("persistence", "sqlite", "where Temporal keeps its state: sqlite (a file in DIR) or postgres (--postgres-url)")
 	ui := fs.Bool("ui", true, "serve the Temporal Web UI on 127.0.0.1 (--ui=false: off)")
 	uiPort := fs.Int("ui-port", 0, "Web UI port on 127.0.0.1 (0: a free port)")
-	tlsDir := fs.String("tls-dir", "", "serve S3 over HTTPS and Temporal with mutual TLS and per-site authorization, with the CA and certificates `devstack certs` wrote to this directory")
-	postgresURL := fs.String("postgres-url", "", "with --persistence postgres: postgres://USER:PASSWORD@HOST:PORT/DATABASE[?visibility=DB2]")
+	tlsDir := fs.String("tls-dir", "", "serve every port with mutual TLS (Temporal with per-site authorization, S3, the Web UI for the starter's certificate), with the CA and certificates `devstack certs` wrote to this directory")
+	postgresURL := fs.String("postgres-url", "", "with --persistence postgres: postgres://USER:PASSWORD@HOST:PORT/DATABASE[?visibility=DB2] (shows the password in the process listing: prefer --postgres-url-file)")
+	postgresURLFile := fs.String("postgres-url-file", "", "with --persistence postgres: a file (mode 0600) whose first line is the --postgres-url, as `devstack postgres` writes it to DIR/"+devstack.PostgresURLFile)
 	servicesFlag := fs.String("services", "all", `servers to run: "all", "s3" or "temporal" (comma-separated)`)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: devstack --data DIR [--temporal-port P] [--s3-port Q] [--namespace NS] [--bucket B] [--services all|s3|temporal]")
@@ -108,7 +116,7 @@ func run() int {
 		return 1
 	}
 
-	pg, err := persistenceFlags(*persistence, *postgresURL)
+	pg, err := persistenceFlags(*persistence, *postgresURL, *postgresURLFile)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "devstack: %v\n", err)
 		return 2

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -12,20 +13,32 @@ import (
 	"time"
 
 	"github.com/ptopofl/ptopofl/internal/devstack"
+	"github.com/ptopofl/ptopofl/internal/secretfile"
 )
 
-// persistenceFlags checks --persistence and --postgres-url together: the
-// PostgreSQL databases to use, or nil for the SQLite file.
-func persistenceFlags(persistence, postgresURL string) (*devstack.PostgresDB, error) {
+// persistenceFlags checks --persistence, --postgres-url and
+// --postgres-url-file together: the PostgreSQL databases to use, or nil
+// for the SQLite file.
+func persistenceFlags(persistence, postgresURL, urlFile string) (*devstack.PostgresDB, error) {
+	if postgresURL != "" && urlFile != "" {
+		return nil, fmt.Errorf("--postgres-url and --postgres-url-file both set; give one (the file keeps the password out of the process listing)")
+	}
 	switch persistence {
 	case "sqlite":
-		if postgresURL != "" {
-			return nil, fmt.Errorf("--postgres-url is set but --persistence is sqlite; add --persistence postgres")
+		if postgresURL != "" || urlFile != "" {
+			return nil, fmt.Errorf("--postgres-url or --postgres-url-file is set but --persistence is sqlite; add --persistence postgres")
 		}
 		return nil, nil
 	case "postgres":
+		if urlFile != "" {
+			d, err := devstack.ReadPostgresURLFile(urlFile)
+			if err != nil {
+				return nil, fmt.Errorf("--postgres-url-file: %w", err)
+			}
+			return &d, nil
+		}
 		if postgresURL == "" {
-			return nil, fmt.Errorf("--persistence postgres needs --postgres-url (start a server with: devstack postgres --dir DIR)")
+			return nil, fmt.Errorf("--persistence postgres needs --postgres-url-file (devstack postgres --dir DIR writes DIR/%s)", devstack.PostgresURLFile)
 		}
 		d, err := devstack.ParsePostgresURL(postgresURL)
 		if err != nil {
@@ -37,18 +50,28 @@ func persistenceFlags(persistence, postgresURL string) (*devstack.PostgresDB, er
 	}
 }
 
-// postgresInfo is the line `devstack postgres` prints once the server
-// accepts logins, and writes to DIR/postgres.json.
+// postgresInfo is what `devstack postgres` writes to DIR/postgres.json
+// (mode 0600) once the server accepts logins.
 type postgresInfo struct {
 	URL string `json:"url"` // for devstack --postgres-url; holds the password
 	PID int    `json:"pid"` // the postmaster's
 	Log string `json:"log"`
 }
 
+// postgresLine is the line it prints: where the server is and the file
+// with its URL, never the password.
+type postgresLine struct {
+	Addr    string `json:"addr"`     // host:port
+	URLFile string `json:"url_file"` // for devstack --postgres-url-file (mode 0600)
+	PID     int    `json:"pid"`
+	Log     string `json:"log"`
+}
+
 // runPostgres is `devstack postgres --dir DIR [--port P]`: it runs a
 // PostgreSQL server for the devstack's --persistence postgres (initdb on
-// the first start, as the postgres account when run as root), prints its
-// URL as JSON, and runs until SIGINT or SIGTERM (then a fast shutdown,
+// the first start, as the postgres account when run as root), writes its
+// URL to DIR/postgres.url (mode 0600), prints where it is as JSON without
+// the password, and runs until SIGINT or SIGTERM (then a fast shutdown,
 // exit 0) or until the server dies (exit 1).
 func runPostgres(args []string) int {
 	fs := flag.NewFlagSet("devstack postgres", flag.ContinueOnError)
@@ -71,13 +94,18 @@ func runPostgres(args []string) int {
 		return 1
 	}
 	info := postgresInfo{URL: pg.DB().URL(), PID: pg.PID(), Log: pg.LogPath()}
-	line, _ := json.Marshal(info)
+	b, _ := json.Marshal(info)
 	abs, _ := filepath.Abs(*dir)
-	if err := os.WriteFile(filepath.Join(abs, "postgres.json"), append(line, '\n'), 0o600); err != nil {
+	urlFile := filepath.Join(abs, devstack.PostgresURLFile)
+	if err := errors.Join(
+		secretfile.Write(filepath.Join(abs, "postgres.json"), append(b, '\n')),
+		secretfile.Write(urlFile, []byte(info.URL+"\n")),
+	); err != nil {
 		fmt.Fprintf(os.Stderr, "devstack postgres: %v\n", err)
 		pg.Stop()
 		return 1
 	}
+	line, _ := json.Marshal(postgresLine{Addr: pg.DB().Addr, URLFile: urlFile, PID: info.PID, Log: info.Log})
 	fmt.Println(string(line))
 	fmt.Fprintf(os.Stderr, "devstack postgres: ready in %v on %s (pid %d); stop with Ctrl-C or SIGTERM\n",
 		time.Since(t0).Round(time.Millisecond), pg.DB().Addr, pg.PID())

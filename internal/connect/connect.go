@@ -20,6 +20,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/ptopofl/ptopofl/internal/payloadcodec"
+	"github.com/ptopofl/ptopofl/internal/secretfile"
 	"github.com/ptopofl/ptopofl/internal/workers"
 	"github.com/ptopofl/ptopofl/store"
 )
@@ -35,6 +36,11 @@ const (
 	EnvTLSKey    = "PTOPOFL_TEMPORAL_TLS_KEY"
 	EnvTLSServer = "PTOPOFL_TEMPORAL_TLS_SERVER_NAME"
 	EnvS3CA      = "PTOPOFL_S3_TLS_CA"
+	EnvS3Cert    = "PTOPOFL_S3_TLS_CERT"
+	EnvS3Key     = "PTOPOFL_S3_TLS_KEY"
+	// EnvS3CredentialsFile names a file holding the S3 credentials
+	// (store.ReadCredentialsFile), read instead of the environment's.
+	EnvS3CredentialsFile = "PTOPOFL_S3_CREDENTIALS_FILE"
 )
 
 // DefaultBucket is the bucket of the local stack and the default elsewhere.
@@ -52,6 +58,12 @@ type Flags struct {
 	TLSKey    string
 	TLSServer string
 	S3CA      string
+	// S3Cert and S3Key are the client certificate presented to an S3
+	// server that requires one; empty means TLSCert and TLSKey.
+	S3Cert, S3Key string
+	// S3CredentialsFile holds the S3 credentials; empty means the
+	// environment's (store.CredentialsFromEnv).
+	S3CredentialsFile string
 	// PayloadKeyFile is the file of the keys that seal Temporal payloads
 	// (package payloadcodec); empty means payloadcodec.EnvKeys, if set.
 	PayloadKeyFile string
@@ -73,6 +85,10 @@ func (f *Flags) Register(fs *flag.FlagSet, defaultTemporal string) {
 	// --help and process listings cannot show them.
 	fs.StringVar(&f.PayloadKeyFile, "payload-key-file", os.Getenv(payloadcodec.EnvKeyFile), "file of the keys that encrypt Temporal payloads, ID:BASE64 lines, the current key first (env "+payloadcodec.EnvKeyFile+"; or the keys in "+payloadcodec.EnvKeys+")")
 	fs.StringVar(&f.S3CA, "s3-tls-ca", os.Getenv(EnvS3CA), "PEM CA bundle to verify an https:// S3 endpoint (an error with http://; env "+EnvS3CA+")")
+	fs.StringVar(&f.S3Cert, "s3-tls-cert", os.Getenv(EnvS3Cert), "client certificate for an https:// S3 endpoint that requires one (default: --temporal-tls-cert; env "+EnvS3Cert+")")
+	fs.StringVar(&f.S3Key, "s3-tls-key", os.Getenv(EnvS3Key), "client key for --s3-tls-cert (default: --temporal-tls-key; mode 0600; env "+EnvS3Key+")")
+	// The credentials' file only: the keys themselves are never a flag.
+	fs.StringVar(&f.S3CredentialsFile, "s3-credentials-file", os.Getenv(EnvS3CredentialsFile), "file of the S3 credentials, "+store.EnvAccessKey+"=… and "+store.EnvSecretKey+"=… lines, mode 0600 (default: those variables in the environment; env "+EnvS3CredentialsFile+")")
 }
 
 // EnvOr is the environment variable name, or def when it is unset or empty.
@@ -93,6 +109,9 @@ func (f *Flags) Check() error {
 	}
 	if (f.TLSCert == "") != (f.TLSKey == "") {
 		return fmt.Errorf("--temporal-tls-cert and --temporal-tls-key go together")
+	}
+	if (f.S3Cert == "") != (f.S3Key == "") {
+		return fmt.Errorf("--s3-tls-cert and --s3-tls-key go together")
 	}
 	return f.checkS3TLS()
 }
@@ -129,6 +148,9 @@ func (f *Flags) TemporalTLS() (*tls.Config, error) {
 		tc.RootCAs = pool
 	}
 	if f.TLSCert != "" {
+		if err := secretfile.Check(f.TLSKey); err != nil {
+			return nil, fmt.Errorf("--temporal-tls-key: %v", err)
+		}
 		cert, err := tls.LoadX509KeyPair(f.TLSCert, f.TLSKey)
 		if err != nil {
 			return nil, fmt.Errorf("--temporal-tls-cert/--temporal-tls-key: %v", err)
@@ -174,18 +196,57 @@ func Dial(ctx context.Context, opts client.Options) (client.Client, error) {
 	return cl, nil
 }
 
-// OpenStore opens the flags' S3 bucket with the credentials of the
-// environment (store.CredentialsFromEnv); insecure skips verifying the
-// endpoint's certificate (testing only).
+// OpenStore opens the flags' S3 bucket with the credentials of
+// --s3-credentials-file, else of the environment (store.CredentialsFromEnv),
+// presenting the S3 client certificate (S3ClientCert) to an https://
+// endpoint that asks for one; insecure skips verifying the endpoint's
+// certificate (testing only).
 func (f *Flags) OpenStore(insecure bool) (*store.Store, error) {
 	if err := f.checkS3TLS(); err != nil {
 		return nil, err
 	}
-	ak, sk, err := store.CredentialsFromEnv()
+	ak, sk, err := f.S3Credentials()
 	if err != nil {
 		return nil, err
 	}
-	return store.New(store.Config{Endpoint: f.S3, Bucket: f.Bucket, AccessKey: ak, SecretKey: sk, CAFile: f.S3CA, InsecureSkipVerify: insecure})
+	cfg := store.Config{Endpoint: f.S3, Bucket: f.Bucket, AccessKey: ak, SecretKey: sk, CAFile: f.S3CA, InsecureSkipVerify: insecure}
+	if strings.HasPrefix(strings.ToLower(f.S3), "https://") {
+		if cfg.ClientCertFile, cfg.ClientKeyFile, err = f.S3ClientCert(); err != nil {
+			return nil, err
+		}
+	}
+	return store.New(cfg)
+}
+
+// S3Credentials are the S3 keys: from --s3-credentials-file when set, else
+// from the environment.
+func (f *Flags) S3Credentials() (accessKey, secretKey string, err error) {
+	if f.S3CredentialsFile != "" {
+		ak, sk, err := store.ReadCredentialsFile(f.S3CredentialsFile)
+		if err != nil {
+			return "", "", fmt.Errorf("--s3-credentials-file: %w", err)
+		}
+		return ak, sk, nil
+	}
+	return store.CredentialsFromEnv()
+}
+
+// S3ClientCert is the certificate and key presented to S3: --s3-tls-cert
+// and --s3-tls-key, else the Temporal client certificate (one certificate
+// per party serves both), else none. The key must be readable by its owner
+// only.
+func (f *Flags) S3ClientCert() (cert, key string, err error) {
+	cert, key, flag := f.S3Cert, f.S3Key, "--s3-tls-key"
+	if cert == "" {
+		cert, key, flag = f.TLSCert, f.TLSKey, "--temporal-tls-key"
+	}
+	if cert == "" {
+		return "", "", nil
+	}
+	if err := secretfile.Check(key); err != nil {
+		return "", "", fmt.Errorf("%s: %v", flag, err)
+	}
+	return cert, key, nil
 }
 
 // QuietLogger keeps the SDK's informational chatter out of the user's

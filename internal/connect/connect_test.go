@@ -23,13 +23,16 @@ func TestTemporalTLS(t *testing.T) {
 	}
 	bad := filepath.Join(t.TempDir(), "ca.pem")
 	os.WriteFile(bad, []byte("not a certificate"), 0o644)
+	badKey := filepath.Join(t.TempDir(), "key.pem")
+	os.WriteFile(badKey, []byte("not a key"), 0o600)
 	for i, c := range []struct {
 		f    Flags
 		want string
 	}{
 		0: {Flags{TLSCA: bad}, "--temporal-tls-ca " + bad + ": no PEM certificate"},
 		1: {Flags{TLSCA: filepath.Join(t.TempDir(), "missing.pem")}, "--temporal-tls-ca:"},
-		2: {Flags{TLSCert: bad, TLSKey: bad}, "--temporal-tls-cert/--temporal-tls-key:"},
+		2: {Flags{TLSCert: bad, TLSKey: badKey}, "--temporal-tls-cert/--temporal-tls-key:"},
+		3: {Flags{TLSCert: bad, TLSKey: bad}, "--temporal-tls-key: " + bad + " has mode 0644: others may read it"}, // a key others may read is refused before use
 	} {
 		if _, err := c.f.TemporalTLS(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("case %d: %v, want %q", i, err, c.want)
@@ -116,5 +119,49 @@ func TestPayloadKeysNotInHelp(t *testing.T) {
 	keys, err := f.PayloadKeys()
 	if err != nil || keys == nil || keys.Current() != "help-test" {
 		t.Errorf("PayloadKeys: %v, %v; want the key help-test from %s", keys, err, payloadcodec.EnvKeys)
+	}
+}
+
+// TestS3CredentialsAndCertificate: --s3-credentials-file is read instead
+// of the environment, and refused when others may read it; the S3 client
+// certificate defaults to the Temporal one and its key must be private.
+func TestS3CredentialsAndCertificate(t *testing.T) {
+	dir := t.TempDir()
+	creds := filepath.Join(dir, "site.env")
+	os.WriteFile(creds, []byte("# a comment\nexport PTOPOFL_S3_ACCESS_KEY=ak-file\nPTOPOFL_S3_SECRET_KEY='sk-file'\n"), 0o600)
+	t.Setenv("PTOPOFL_S3_ACCESS_KEY", "ak-env")
+	t.Setenv("PTOPOFL_S3_SECRET_KEY", "sk-env")
+	f := Flags{S3CredentialsFile: creds}
+	if ak, sk, err := f.S3Credentials(); err != nil || ak != "ak-file" || sk != "sk-file" {
+		t.Errorf("from the file: %q %q %v", ak, sk, err)
+	}
+	if ak, sk, err := (&Flags{}).S3Credentials(); err != nil || ak != "ak-env" || sk != "sk-env" {
+		t.Errorf("from the environment: %q %q %v", ak, sk, err)
+	}
+	os.Chmod(creds, 0o644)
+	if _, _, err := f.S3Credentials(); err == nil || !strings.Contains(err.Error(), "--s3-credentials-file") || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("a file others may read: %v", err)
+	}
+	key := filepath.Join(dir, "key.pem")
+	os.WriteFile(key, []byte("k"), 0o600)
+	for i, c := range []struct {
+		f          Flags
+		cert, want string
+	}{
+		0: {Flags{}, "", ""},
+		1: {Flags{TLSCert: "t.pem", TLSKey: key}, "t.pem", key},
+		2: {Flags{TLSCert: "t.pem", TLSKey: key, S3Cert: "s.pem", S3Key: key}, "s.pem", key},
+	} {
+		cert, k, err := c.f.S3ClientCert()
+		if err != nil || cert != c.cert || k != c.want {
+			t.Errorf("case %d: %q %q %v", i, cert, k, err)
+		}
+	}
+	os.Chmod(key, 0o640)
+	if _, _, err := (&Flags{S3Cert: "s.pem", S3Key: key}).S3ClientCert(); err == nil || !strings.Contains(err.Error(), "--s3-tls-key") {
+		t.Errorf("a key others may read: %v", err)
+	}
+	if err := (&Flags{Temporal: "t:1", S3: "https://s:1", S3Cert: "s.pem"}).Check(); err == nil || !strings.Contains(err.Error(), "--s3-tls-key") {
+		t.Errorf("cert without key: %v", err)
 	}
 }

@@ -1,13 +1,11 @@
 package devstack
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -88,26 +86,11 @@ func liveStack(ctx context.Context, dir string) (Endpoints, bool) {
 }
 
 // ReadCredentials reads the S3 root account from the stack's credentials
-// file (KEY=VALUE lines, optionally prefixed by "export ").
+// file (store.ReadCredentialsFile: KEY=VALUE lines, mode 0600).
 func ReadCredentials(path string) (ak, sk string, err error) {
-	f, err := os.Open(path)
+	ak, sk, err = store.ReadCredentialsFile(path)
 	if err != nil {
 		return "", "", fmt.Errorf("local stack: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(sc.Text()), "export "), "=")
-		v = strings.Trim(v, `"'`)
-		switch k {
-		case store.EnvAccessKey:
-			ak = v
-		case store.EnvSecretKey:
-			sk = v
-		}
-	}
-	if ak == "" || sk == "" {
-		return "", "", fmt.Errorf("local stack: %s lacks %s or %s", path, store.EnvAccessKey, store.EnvSecretKey)
 	}
 	return ak, sk, nil
 }

@@ -95,14 +95,15 @@ func (certClaimMapper) GetClaims(a *authorization.AuthInfo) (*authorization.Clai
 
 func newCertClaimMapper(*config.Config) authorization.ClaimMapper { return certClaimMapper{} }
 
-// frontendTLS is the server's TLS configuration for f: mutual TLS on the
-// frontend (client certificates signed by f.CA required), and f's
-// certificate for the server's own calls to its frontend. The history and
-// matching services talk to each other inside the process over loopback
-// without TLS.
-func frontendTLS(f TLSFiles) config.RootTLS {
+// serverTLS is the server's TLS configuration for f: mutual TLS on the
+// frontend (client certificates signed by f.CA required), f's certificate
+// for the server's own calls to its frontend, and mutual TLS between the
+// frontend, history and matching services with internode's certificate
+// (internodeTLS), which no client of the stack holds.
+func serverTLS(f TLSFiles, internode config.GroupTLS) config.RootTLS {
 	client := config.ClientTLS{RootCAFiles: []string{f.CA}}
 	return config.RootTLS{
+		Internode: internode,
 		Frontend: config.GroupTLS{
 			Server: config.ServerTLS{CertFile: f.Cert, KeyFile: f.Key, ClientCAFiles: []string{f.CA}, RequireClientAuth: true},
 			Client: client,

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -15,6 +16,10 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"go.temporal.io/server/common/config"
+
+	"github.com/ptopofl/ptopofl/internal/secretfile"
 )
 
 // Certificate names of the local stack's mutual TLS. A client's identity is
@@ -26,6 +31,10 @@ const (
 	StackCommonName   = "ptopofl-devstack" // the stack's own certificate: Temporal frontend, S3, readiness checks
 	ServerCommonName  = "ptopofl-server"   // the server worker (workflows and server activities)
 	StarterCommonName = "ptopofl-starter"  // cmd/starter and other operators
+	// InternodeCommonName names the certificate the embedded server's own
+	// services present to each other (internodeTLS); it is made at every
+	// start, held in memory only, and signed by a CA of its own.
+	InternodeCommonName = "ptopofl-internode"
 	// SiteCommonNamePrefix + site is a site worker's common name, equal to
 	// the site's task queue (pipeline.SiteTaskQueue).
 	SiteCommonNamePrefix = "ptopofl-site-"
@@ -153,7 +162,7 @@ func writeKey(path string, key *ecdsa.PrivateKey) error {
 	if err != nil {
 		return fmt.Errorf("certs: %w", err)
 	}
-	return writePEM(path, "PRIVATE KEY", der, 0o600)
+	return writePEM(path, "PRIVATE KEY", der, secretfile.Mode)
 }
 
 func writePEM(path, typ string, der []byte, perm os.FileMode) error {
@@ -168,8 +177,11 @@ func writePEM(path, typ string, der []byte, perm os.FileMode) error {
 }
 
 // ClientConfig is a TLS client configuration that presents f's certificate
-// and trusts only f's CA.
+// and trusts only f's CA. A key others may read is refused.
 func (f TLSFiles) ClientConfig() (*tls.Config, error) {
+	if err := secretfile.Check(f.Key); err != nil {
+		return nil, fmt.Errorf("key: %w", err)
+	}
 	pemCA, err := os.ReadFile(f.CA)
 	if err != nil {
 		return nil, fmt.Errorf("CA: %w", err)
@@ -183,4 +195,76 @@ func (f TLSFiles) ClientConfig() (*tls.Config, error) {
 		return nil, fmt.Errorf("certificate %s: %w", f.Cert, err)
 	}
 	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool, Certificates: []tls.Certificate{cert}}, nil
+}
+
+// internodeLifetime is how long the internode certificates of one server
+// start are valid: they live in memory only, as long as the process.
+const internodeLifetime = 10 * 365 * 24 * time.Hour
+
+// internodeTLS is mutual TLS between the embedded server's own services
+// (frontend, history, matching), with a CA and one certificate made for
+// this start only, in memory, never written anywhere: the history and
+// matching ports, which have no authorizer, accept only a client holding
+// that certificate, which is this process. A certificate of the
+// consortium's CA, a site's included, does not get past their handshake,
+// so nothing reaches Temporal's internal services without going through
+// the frontend and its per-site policy. The certificate names 127.0.0.1,
+// the address every service is dialled on.
+func internodeTLS() (config.GroupTLS, error) {
+	now := time.Now()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return config.GroupTLS{}, fmt.Errorf("internode CA key: %w", err)
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: "ptopofl internode CA " + randomHex(4), Organization: []string{"ptopofl"}},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(internodeLifetime),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLenZero:        true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return config.GroupTLS{}, fmt.Errorf("internode CA: %w", err)
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return config.GroupTLS{}, fmt.Errorf("internode CA: %w", err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return config.GroupTLS{}, fmt.Errorf("internode key: %w", err)
+	}
+	der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: InternodeCommonName, Organization: []string{"ptopofl"}},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(internodeLifetime),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+	}, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return config.GroupTLS{}, fmt.Errorf("internode certificate: %w", err)
+	}
+	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return config.GroupTLS{}, fmt.Errorf("internode key: %w", err)
+	}
+	// The server's configuration takes PEM, base64-encoded.
+	b64 := func(typ string, der []byte) string {
+		return base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}))
+	}
+	caData := b64("CERTIFICATE", caDER)
+	return config.GroupTLS{
+		Server: config.ServerTLS{
+			CertData: b64("CERTIFICATE", der), KeyData: b64("PRIVATE KEY", pkcs8),
+			ClientCAData: []string{caData}, RequireClientAuth: true,
+		},
+		Client: config.ClientTLS{RootCAData: []string{caData}},
+	}, nil
 }

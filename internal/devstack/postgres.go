@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ptopofl/ptopofl/internal/secretfile"
 )
 
 // PostgresUser is the database role that owns Temporal's databases in a
@@ -28,6 +30,31 @@ const (
 	PostgresDatabase           = "temporal"
 	PostgresVisibilityDatabase = "temporal_visibility"
 )
+
+// PostgresURLFile is the file, in the directory of `devstack postgres`,
+// with the server's URL, password included (mode 0600): what devstack
+// --postgres-url-file reads (ReadPostgresURLFile).
+const PostgresURLFile = "postgres.url"
+
+// ReadPostgresURLFile reads a URL (ParsePostgresURL) from the first
+// non-blank line of path, a file only its owner may read (package
+// secretfile).
+func ReadPostgresURLFile(path string) (PostgresDB, error) {
+	b, err := secretfile.Read(path)
+	if err != nil {
+		return PostgresDB{}, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			d, err := ParsePostgresURL(line)
+			if err != nil {
+				return PostgresDB{}, fmt.Errorf("%s: %w", path, err)
+			}
+			return d, nil
+		}
+	}
+	return PostgresDB{}, fmt.Errorf("%s: no URL in it", path)
+}
 
 // Files inside PostgresConfig.Dir.
 const (
@@ -281,7 +308,7 @@ func initPostgres(ctx context.Context, dir, bin string, cred *syscall.Credential
 	pwPath := filepath.Join(dir, postgresPassword)
 	data := filepath.Join(dir, postgresDataDir)
 	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); err == nil {
-		b, err := os.ReadFile(pwPath)
+		b, err := secretfile.Read(pwPath)
 		if err != nil {
 			return "", fmt.Errorf("devstack: postgres cluster in %s without its password: %w", data, err)
 		}
@@ -292,7 +319,7 @@ func initPostgres(ctx context.Context, dir, bin string, cred *syscall.Credential
 		return "", fmt.Errorf("devstack: remove partial cluster %s: %w", data, err)
 	}
 	password := randomHex(16)
-	if err := os.WriteFile(pwPath, []byte(password+"\n"), 0o600); err != nil {
+	if err := secretfile.Write(pwPath, []byte(password+"\n")); err != nil {
 		return "", fmt.Errorf("devstack: write postgres password: %w", err)
 	}
 	if cred != nil {

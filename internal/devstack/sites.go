@@ -11,6 +11,7 @@ import (
 
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/internal/s3local"
+	"github.com/ptopofl/ptopofl/internal/secretfile"
 	"github.com/ptopofl/ptopofl/store"
 )
 
@@ -152,7 +153,8 @@ func SiteCredentialsFile(dir, site string) string {
 // stack's bucket with that site's credentials. rootAccess and rootSecret
 // are the stack's root credentials.
 func SiteStores(ctx context.Context, ep Endpoints, rootAccess, rootSecret string, sites []string) (map[string]*store.Store, error) {
-	root, err := store.New(store.Config{Endpoint: ep.S3URL, Bucket: ep.Bucket, AccessKey: rootAccess, SecretKey: rootSecret, Region: ep.S3Region, ReadsAll: true, CAFile: ep.TLSCA})
+	root, err := store.New(store.Config{Endpoint: ep.S3URL, Bucket: ep.Bucket, AccessKey: rootAccess, SecretKey: rootSecret, Region: ep.S3Region, ReadsAll: true,
+		CAFile: ep.TLSCA, ClientCertFile: ep.TLSCert, ClientKeyFile: ep.TLSKey})
 	if err != nil {
 		return nil, fmt.Errorf("local stack: %w", err)
 	}
@@ -166,15 +168,16 @@ func SiteStores(ctx context.Context, ep Endpoints, rootAccess, rootSecret string
 	for _, site := range sites {
 		ak, sk := s3local.SiteCredentials(rootSecret, site)
 		path := SiteCredentialsFile(ep.DataDir, site)
-		content := fmt.Sprintf("# S3 credentials of site %s on the local stack: its own artifacts only. Load with: set -a; . %s; set +a\n%s=%s\n%s=%s\n",
-			site, path, store.EnvAccessKey, ak, store.EnvSecretKey, sk)
-		if err := writeFileAtomic(path, []byte(content), 0o600); err != nil {
+		content := fmt.Sprintf("# S3 credentials of site %s on the local stack: its own artifacts only. Give it to the site's worker with --s3-credentials-file (or PTOPOFL_S3_CREDENTIALS_FILE)\n%s=%s\n%s=%s\n",
+			site, store.EnvAccessKey, ak, store.EnvSecretKey, sk)
+		if err := secretfile.Write(path, []byte(content)); err != nil {
 			return nil, fmt.Errorf("local stack: write credentials of site %s: %w", site, err)
 		}
 		// What the site's identity may read, for the process's shared
 		// artifact cache: exactly what the bucket policy lets it read.
 		site := site
-		st, err := store.New(store.Config{Endpoint: ep.S3URL, Bucket: ep.Bucket, AccessKey: ak, SecretKey: sk, Region: ep.S3Region, CAFile: ep.TLSCA,
+		st, err := store.New(store.Config{Endpoint: ep.S3URL, Bucket: ep.Bucket, AccessKey: ak, SecretKey: sk, Region: ep.S3Region,
+			CAFile: ep.TLSCA, ClientCertFile: ep.TLSCert, ClientKeyFile: ep.TLSKey,
 			CanRead: func(key string) bool { return artifact.SiteMayRead(site, key) }})
 		if err != nil {
 			return nil, fmt.Errorf("local stack: store of site %s: %w", site, err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ptopofl/ptopofl/internal/payloadcodec"
 	"github.com/ptopofl/ptopofl/internal/s3local"
+	"github.com/ptopofl/ptopofl/internal/secretfile"
 	"github.com/ptopofl/ptopofl/store"
 )
 
@@ -141,8 +142,12 @@ type Endpoints struct {
 	TemporalLog    string `json:"temporal_log"`
 	PID            int    `json:"pid"`
 	// TLSCA is the CA that signs the servers' certificates and the
-	// clients' when the stack runs with TLS.
-	TLSCA string `json:"tls_ca,omitempty"`
+	// clients' when the stack runs with TLS; TLSCert and TLSKey are the
+	// stack's own certificate and key, which its own clients (devstack
+	// --grant-sites) present to its servers.
+	TLSCA   string `json:"tls_ca,omitempty"`
+	TLSCert string `json:"tls_cert,omitempty"`
+	TLSKey  string `json:"tls_key,omitempty"`
 	// UI is the Temporal Web UI's URL, empty when it is off.
 	UI string `json:"ui,omitempty"`
 }
@@ -216,9 +221,14 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 	if err := ensurePayloadKeyFile(keyPath); err != nil {
 		return nil, err
 	}
+	if cfg.TLS != nil {
+		if err := secretfile.Check(cfg.TLS.Key); err != nil {
+			return nil, fmt.Errorf("devstack: TLS key: %w", err)
+		}
+	}
 	s.tls = cfg.TLS
 	s.ep = Endpoints{Namespace: ns, Bucket: bucket, DataDir: dir, PID: os.Getpid(),
-		PayloadKeyFile: keyPath, TLSCA: tlsPart(cfg.TLS, "ca")}
+		PayloadKeyFile: keyPath, TLSCA: tlsPart(cfg.TLS, "ca"), TLSCert: tlsPart(cfg.TLS, "cert"), TLSKey: tlsPart(cfg.TLS, "key")}
 	if cfg.runs(ServiceS3) {
 		if err := s.startS3(ctx, cfg, dir, bucket); err != nil {
 			return nil, err
@@ -268,7 +278,7 @@ func (s *Stack) startS3(ctx context.Context, cfg Config, dir, bucket string) err
 	s.s3, err = s3local.Start(ctx, s3local.Config{
 		Dir: filepath.Join(dir, S3Dir), Addr: s3Addr,
 		AccessKey: s.accessKey, SecretKey: s.secretKey, ReadyTimeout: cfg.ReadyTimeout,
-		CertFile: tlsPart(cfg.TLS, "cert"), KeyFile: tlsPart(cfg.TLS, "key"),
+		CertFile: tlsPart(cfg.TLS, "cert"), KeyFile: tlsPart(cfg.TLS, "key"), ClientCAFile: tlsPart(cfg.TLS, "ca"),
 	})
 	if err != nil {
 		return fmt.Errorf("devstack: %w", err)
@@ -321,7 +331,7 @@ func (s *Stack) StoreConfig(bucket string) store.Config {
 		bucket = s.ep.Bucket
 	}
 	return store.Config{Endpoint: s.ep.S3URL, Bucket: bucket, AccessKey: s.accessKey, SecretKey: s.secretKey, Region: s3local.Region,
-		CAFile: tlsPart(s.tls, "ca"), ReadsAll: true}
+		CAFile: tlsPart(s.tls, "ca"), ClientCertFile: tlsPart(s.tls, "cert"), ClientKeyFile: tlsPart(s.tls, "key"), ReadsAll: true}
 }
 
 // tlsPart is one file of f, or "" when f is nil.
@@ -379,30 +389,19 @@ func lockDir(dir string, svc Service) (*os.File, error) {
 // holding them keep working across restarts, and makes new random ones on
 // the first run. The keys are not part of any result, so crypto/rand is fine.
 func loadOrCreateCredentials(path string) (access, secret string, err error) {
-	b, err := os.ReadFile(path)
-	if err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
-			switch {
-			case !ok:
-			case k == store.EnvAccessKey:
-				access = v
-			case k == store.EnvSecretKey:
-				secret = v
-			}
-		}
-		if access == "" || secret == "" {
-			return "", "", fmt.Errorf("devstack: %s lacks %s or %s; delete it to make new credentials", path, store.EnvAccessKey, store.EnvSecretKey)
+	if _, err := os.Stat(path); err == nil {
+		access, secret, err := store.ReadCredentialsFile(path)
+		if err != nil {
+			return "", "", fmt.Errorf("devstack: %w (delete it to make new credentials)", err)
 		}
 		return access, secret, nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
+	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", "", fmt.Errorf("devstack: read credentials: %w", err)
 	}
 	access, secret = "ptopofl-"+randomHex(6), randomHex(20)
-	content := fmt.Sprintf("# S3 credentials of the local stack. Load with: set -a; . %s; set +a\n%s=%s\n%s=%s\n",
+	content := fmt.Sprintf("# S3 credentials of the local stack. Give the file to a command with --s3-credentials-file %s\n%s=%s\n%s=%s\n",
 		path, store.EnvAccessKey, access, store.EnvSecretKey, secret)
-	if err := writeFileAtomic(path, []byte(content), 0o600); err != nil {
+	if err := secretfile.Write(path, []byte(content)); err != nil {
 		return "", "", fmt.Errorf("devstack: write credentials: %w", err)
 	}
 	return access, secret, nil
@@ -424,7 +423,7 @@ func ensurePayloadKeyFile(path string) error {
 	}
 	content := "# Keys that encrypt the Temporal payloads of the local stack (ID:BASE64, current first).\n" +
 		"# Workers outside the starter need it: --payload-key-file " + path + "\n" + line + "\n"
-	if err := writeFileAtomic(path, []byte(content), 0o600); err != nil {
+	if err := secretfile.Write(path, []byte(content)); err != nil {
 		return fmt.Errorf("devstack: write payload key file: %w", err)
 	}
 	return nil

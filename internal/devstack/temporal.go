@@ -71,7 +71,10 @@ type TemporalConfig struct {
 	// TLS.Cert, accepts only client certificates signed by TLS.CA, and
 	// authorizes each call by the client certificate's common name (see
 	// authz.go). TLS.Cert must also be valid as a client certificate: the
-	// readiness check presents it.
+	// readiness check presents it. The history and matching services then
+	// require mutual TLS too, with a certificate only this process holds
+	// (internodeTLS): every port of the server asks for a client
+	// certificate.
 	TLS *TLSFiles
 }
 
@@ -205,7 +208,11 @@ func StartTemporal(ctx context.Context, cfg TemporalConfig) (*Temporal, error) {
 		if clientTLS, err = cfg.TLS.ClientConfig(); err != nil {
 			return nil, fmt.Errorf("devstack: temporal TLS: %w", err)
 		}
-		cfgServer.Global.TLS = frontendTLS(*cfg.TLS)
+		internode, err := internodeTLS()
+		if err != nil {
+			return nil, fmt.Errorf("devstack: temporal TLS: %w", err)
+		}
+		cfgServer.Global.TLS = serverTLS(*cfg.TLS, internode)
 		opts = append(opts, temporal.WithAuthorizer(siteAuthorizer{}), temporal.WithClaimMapper(newCertClaimMapper))
 	}
 	srv, err := temporal.NewServer(opts...)

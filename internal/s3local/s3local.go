@@ -5,8 +5,9 @@
 //
 // It is not a production S3: one root account with full access, one
 // derived account per site (SiteCredentials) whose rights come only from
-// the bucket policy, no TLS. A real deployment points the same binaries at
-// an S3 endpoint instead.
+// the bucket policy; HTTPS with Config.CertFile, and mutual TLS with
+// Config.ClientCAFile too (mtls.go). A real deployment points the same
+// binaries at an S3 endpoint instead.
 //
 // It does not import the Temporal server, so tests that need only S3 stay
 // light to build and link.
@@ -86,19 +87,28 @@ type Config struct {
 	// CertFile and KeyFile, both set, make the server speak HTTPS only
 	// with this PEM certificate and key; URL then starts with https://.
 	CertFile, KeyFile string
+	// ClientCAFile, with CertFile and KeyFile, makes the server require
+	// mutual TLS: a client must present a certificate signed by this CA
+	// before anything else (see mtls.go). The health check presents
+	// CertFile, which must then be valid as a client certificate too.
+	ClientCAFile string
 }
 
 // Server is a running embedded S3 server.
 type Server struct {
-	scheme   string
-	tlsLeaf  []byte // the DER certificate the server presents over HTTPS
-	addr     string
-	dir      string
-	metaNote string
-	prevWD   string
-	cancel   context.CancelFunc
-	done     chan error
-	stopped  atomic.Bool
+	scheme  string
+	tlsLeaf []byte // the DER certificate the server presents over HTTPS
+	// clientCert is what the health check presents to a server that
+	// requires mutual TLS; front relays the TCP address to the gateway.
+	clientCert *tls.Certificate
+	front      *mtlsFront
+	addr       string
+	dir        string
+	metaNote   string
+	prevWD     string
+	cancel     context.CancelFunc
+	done       chan error
+	stopped    atomic.Bool
 }
 
 // Start starts the server and returns once its health path answers 200, or
@@ -179,6 +189,10 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	if (cfg.CertFile == "") != (cfg.KeyFile == "") {
 		return nil, errors.New("s3local: Config.CertFile and Config.KeyFile go together")
 	}
+	if cfg.ClientCAFile != "" && cfg.CertFile == "" {
+		return nil, errors.New("s3local: Config.ClientCAFile needs Config.CertFile and Config.KeyFile")
+	}
+	var pair tls.Certificate
 	if cfg.CertFile != "" {
 		// Absolute: versitygw reads them after the backend has changed
 		// the working directory.
@@ -188,7 +202,7 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 		if cfg.KeyFile, err = filepath.Abs(cfg.KeyFile); err != nil {
 			return nil, fmt.Errorf("s3local: %w", err)
 		}
-		pair, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
+		pair, err = tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
 		if err != nil {
 			return nil, fmt.Errorf("s3local: TLS certificate: %w", err)
 		}
@@ -211,13 +225,36 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	be := &bucketPolicies{Backend: px, dataDir: dir, dir: policyDir}
 
+	// With mutual TLS the gateway serves a private Unix socket, plain,
+	// and the front (mtls.go) serves addr.
+	var front *mtlsFront
+	gwAddr, gwCert, gwKey := addr, cfg.CertFile, cfg.KeyFile
+	if cfg.ClientCAFile != "" {
+		tc, err := serverMTLS(pair, cfg.ClientCAFile)
+		if err != nil {
+			return nil, err
+		}
+		sockDir, err := socketDir()
+		if err != nil {
+			return nil, err
+		}
+		gwAddr, gwCert, gwKey = socketPath(sockDir), "", ""
+		if front, err = startFront(addr, gwAddr, sockDir, tc); err != nil {
+			os.RemoveAll(sockDir)
+			return nil, err
+		}
+	}
+
 	runCtx, cancel := context.WithCancel(context.Background())
-	s := &Server{scheme: scheme, tlsLeaf: leaf, addr: addr, dir: dir, metaNote: metaNote, prevWD: prevWD, cancel: cancel, done: make(chan error, 1)}
+	s := &Server{scheme: scheme, tlsLeaf: leaf, addr: addr, dir: dir, metaNote: metaNote, prevWD: prevWD, cancel: cancel, done: make(chan error, 1), front: front}
+	if front != nil {
+		s.clientCert = &pair
+	}
 	gwcfg := &embedgw.Config{
 		RootUserAccess:    cfg.AccessKey,
 		RootUserSecret:    cfg.SecretKey,
 		Region:            Region,
-		Ports:             []string{addr},
+		Ports:             []string{gwAddr},
 		MaxConnections:    1024,
 		MaxRequests:       512,
 		MultipartMaxParts: 10000,
@@ -232,8 +269,8 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 		// would build and announce on stdout: commands such as
 		// cmd/devstack promise one JSON line there).
 		IAMService: siteIAM{root: auth.Account{Access: cfg.AccessKey, Secret: cfg.SecretKey, Role: auth.RoleAdmin}},
-		CertFile:   cfg.CertFile,
-		KeyFile:    cfg.KeyFile,
+		CertFile:   gwCert,
+		KeyFile:    gwKey,
 	}
 	go func() { s.done <- embedgw.RunVersityGW(runCtx, be, gwcfg) }()
 
@@ -264,6 +301,9 @@ func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 				return nil
 			},
 		}}
+		if s.clientCert != nil {
+			hc.Transport.(*http.Transport).TLSClientConfig.Certificates = []tls.Certificate{*s.clientCert}
+		}
 	}
 	url := s.URL() + HealthPath
 	exited := make(chan struct{})
@@ -336,6 +376,9 @@ func (s *Server) MetadataStore() string { return s.metaNote }
 func (s *Server) Stop() error {
 	if !s.stopped.CompareAndSwap(false, true) {
 		return nil
+	}
+	if s.front != nil {
+		s.front.close()
 	}
 	s.cancel()
 	var err error
