@@ -8,6 +8,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -136,6 +137,7 @@ func (s *Service) workflowStatus(ctx context.Context, campaign, workflowID strin
 			return pipeline.CampaignStatus{Campaign: campaign, State: pipeline.StateRunning},
 				fmt.Errorf("campaign %s is running but did not answer the status query (is a server worker polling %s?): %w", campaign, pipeline.ServerTaskQueue, err)
 		}
+		st.Round = s.roundProgress(ctx, desc.GetPendingChildren(), time.Now())
 		return st, nil
 	}
 	st := pipeline.CampaignStatus{Campaign: campaign}
@@ -155,6 +157,31 @@ func (s *Service) workflowStatus(ctx context.Context, campaign, workflowID strin
 		st.LastMetrics = &pipeline.RoundMetrics{Round: n, AUC: out.AUCCurve[n-1], Accuracy: out.AccCurve[n-1]}
 	}
 	return st, nil
+}
+
+// roundProgress asks the campaign's running round, among its pending
+// children, where it stands (pipeline.QueryRoundProgress), and fills in
+// the time left until the round deadline as of now. Nil when no round is
+// running or it does not answer (a round of a version without the query,
+// or a moment with no server worker): the status is still the campaign's.
+func (s *Service) roundProgress(ctx context.Context, children []*workflowpb.PendingChildExecutionInfo, now time.Time) *pipeline.RoundProgress {
+	for _, ch := range children {
+		if ch.GetWorkflowTypeName() != pipeline.RoundWorkflowName {
+			continue
+		}
+		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		v, err := s.Client.QueryWorkflow(qctx, ch.GetWorkflowId(), ch.GetRunId(), pipeline.QueryRoundProgress)
+		cancel()
+		var p pipeline.RoundProgress
+		if err != nil || v.Get(&p) != nil {
+			return nil
+		}
+		if !p.Deadline.IsZero() {
+			p.DeadlineInSeconds = max(p.Deadline.Sub(now).Seconds(), 0)
+		}
+		return &p
+	}
+	return nil
 }
 
 // Terminal reports whether a campaign in state will not change any more.

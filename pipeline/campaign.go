@@ -1,6 +1,10 @@
 package pipeline
 
-import "github.com/ptopofl/ptopofl/learn"
+import (
+	"time"
+
+	"github.com/ptopofl/ptopofl/learn"
+)
 
 // Campaign states reported by the status query.
 const (
@@ -173,6 +177,43 @@ type CampaignStatus struct {
 	FailureReason string        `json:"failure_reason,omitempty"`
 	// Privacy is the ε spent so far under dp record; nil otherwise.
 	Privacy *RoundPrivacy `json:"privacy,omitempty"`
+	// Round is where the running round stands, from its own workflow's
+	// QueryRoundProgress; filled by the client that asked for the
+	// status (campaign.Service.Status), never by the campaign workflow,
+	// and nil between rounds or when the round did not answer.
+	Round *RoundProgress `json:"round,omitempty"`
+}
+
+// Steps of a round that run on the server, for RoundProgress.Phase besides
+// the fan-out phases (PhaseInit, PhaseDescriptor, PhaseTrain,
+// PhaseEvaluate).
+const (
+	StepStart     = "start"     // the round workflow has not reached its first step
+	StepCluster   = "cluster"   // ClusterSites
+	StepAggregate = "aggregate" // Aggregate
+	StepCommit    = "commit"    // CommitRound (and pruning)
+)
+
+// RoundProgress answers a running RoundWorkflow's QueryRoundProgress: the
+// step it is in and, in a fan-out to the sites, which have answered and
+// which it still waits for. Sites are listed in spec order.
+type RoundProgress struct {
+	Round int    `json:"round"`
+	Phase string `json:"phase"` // a fan-out phase (Phase*) or a server step (Step*)
+	// Answered are the sites that returned this phase's result; Dropped
+	// those whose activity failed (they left the round, see the manifest);
+	// Awaited those still running or not yet picked up by their worker.
+	// All three are empty in a server step.
+	Answered []string `json:"answered"`
+	Dropped  []string `json:"dropped,omitempty"`
+	Awaited  []string `json:"awaited"`
+	// Deadline is when the round deadline (CampaignSpec.RoundDeadline,
+	// counted from the start of this phase) drops the awaited sites; zero
+	// when none is awaited.
+	Deadline time.Time `json:"deadline,omitzero"`
+	// DeadlineInSeconds is Deadline less the time of the client's query
+	// (never negative); the client that asked fills it.
+	DeadlineInSeconds float64 `json:"deadline_in_seconds,omitempty"`
 }
 
 // ControlInput is the argument of the pause, resume and stop updates.

@@ -68,6 +68,8 @@ const (
 	// parent workflow (a sweep being stopped), which can signal its children
 	// but not update them; ignored when already stopping or done.
 	SignalStop = "stop-signal"
+	// QueryRoundProgress is RoundWorkflow's query → RoundProgress.
+	QueryRoundProgress = "round_progress"
 )
 
 // Application error types. An activity that fails with ErrTypeBadSiteData

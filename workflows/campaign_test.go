@@ -200,6 +200,42 @@ func (s *CampaignSuite) Test_SiteTimingOutIsDropped() {
 	s.Equal(2, s.fed.callCount(pipeline.ActivityEvaluate))
 }
 
+// Test_StuckRoundSaysWhoItWaitsFor: ten minutes into a round whose site c2
+// does not answer its training, the round's progress query names c0 and c1
+// as answered and c2 as awaited, with the deadline 30 minutes after the
+// training fan-out began (the mock clock's start: the steps before it take
+// no time); once the round is over it reports its last server step and
+// awaits no one.
+func (s *CampaignSuite) Test_StuckRoundSaysWhoItWaitsFor() {
+	spec := testSpec(1)
+	s.env.OnActivity(pipeline.ActivityTrainLocal, mock.Anything,
+		mock.MatchedBy(func(in pipeline.TrainLocalInput) bool { return in.Site == "c2" })).
+		Return(pipeline.TrainLocalOutput{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil)).
+		After(spec.RoundDeadline)
+	s.mockAll()
+	progress := func() pipeline.RoundProgress {
+		v, err := s.env.QueryWorkflow(pipeline.QueryRoundProgress)
+		s.Require().NoError(err)
+		var p pipeline.RoundProgress
+		s.Require().NoError(v.Get(&p))
+		return p
+	}
+	start := s.env.Now()
+	var stuck pipeline.RoundProgress
+	s.env.RegisterDelayedCallback(func() { stuck = progress() }, 10*time.Minute)
+	s.env.ExecuteWorkflow(RoundWorkflow, pipeline.RoundWorkflowInput{Spec: spec, Round: 1, Protocol: pipeline.RoundProtocolCurrent})
+	s.Require().True(s.env.IsWorkflowCompleted())
+	s.Require().NoError(s.env.GetWorkflowError())
+	s.Equal(1, stuck.Round)
+	s.Equal(pipeline.PhaseTrain, stuck.Phase)
+	s.Equal([]string{"c0", "c1"}, stuck.Answered)
+	s.Equal([]string{"c2"}, stuck.Awaited)
+	s.Empty(stuck.Dropped)
+	s.Equal(spec.RoundDeadline, stuck.Deadline.Sub(start))
+	done := progress()
+	s.Equal(pipeline.RoundProgress{Round: 1, Phase: pipeline.StepCommit, Answered: []string{}, Awaited: []string{}}, done)
+}
+
 // Test_LegacyRoundKeepsItsDeadlineTimer: a round started by an older
 // CampaignWorkflow (Protocol zero) still waits on a workflow timer, so its
 // history replays; a site answering three hours late is dropped at the

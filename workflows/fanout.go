@@ -25,6 +25,9 @@ type fanOutRequest struct {
 	// (siteLocalActivityOptions).
 	Colocated bool
 	Input     func(site string) any
+	// Progress, when set, is told the fan-out's sites, its deadline and
+	// each answer, for the round's progress query.
+	Progress *roundProgress
 }
 
 // fanOutResult holds the answers in a map that is only ever read by key
@@ -69,6 +72,11 @@ func fanOut[T any](ctx workflow.Context, spec pipeline.CampaignSpec, req fanOutR
 	// later in the history.
 	fanCtx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
+	if req.Progress != nil {
+		// workflow.Now is the workflow task's time, recorded in the
+		// history: the deadline a replay reports is the one it had.
+		req.Progress.fanOut(req.Phase, req.Sites, workflow.Now(ctx).Add(spec.RoundDeadline))
+	}
 
 	sel := workflow.NewSelector(ctx)
 	timedOut := false
@@ -96,7 +104,11 @@ func fanOut[T any](ctx workflow.Context, spec pipeline.CampaignSpec, req fanOutR
 			pending--
 			answered[site] = true
 			var out T
-			if err := f.Get(ctx, &out); err != nil {
+			err := f.Get(ctx, &out)
+			if req.Progress != nil {
+				req.Progress.answer(site, err == nil)
+			}
+			if err != nil {
 				res.Drops = append(res.Drops, errorDrop(spec, req.Phase, site, err))
 				return
 			}

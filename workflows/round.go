@@ -37,6 +37,11 @@ import (
 // error whose details are a pipeline.QuorumFailure.
 func RoundWorkflow(ctx workflow.Context, in pipeline.RoundWorkflowInput) (pipeline.RoundWorkflowOutput, error) {
 	r := newRound(ctx, in)
+	// Which sites a stuck round waits for, for `starter status`. A query
+	// handler issues no command: histories recorded without it replay.
+	if err := registerProgressQuery(ctx, r.progress); err != nil {
+		return pipeline.RoundWorkflowOutput{}, err
+	}
 
 	if err := r.externalModel(ctx); err != nil {
 		return pipeline.RoundWorkflowOutput{}, err
@@ -99,6 +104,8 @@ type round struct {
 	// released holds what each site's activities reported releasing, in
 	// the order of the round's phases (RoundManifest.Released).
 	released map[string][]pipeline.Release
+	// progress is what the round's progress query reports.
+	progress *roundProgress
 }
 
 // evaluatesInTraining reports whether this round's sites score their model
@@ -125,6 +132,7 @@ func newRound(ctx workflow.Context, in pipeline.RoundWorkflowInput) *round {
 
 		updateScored: make(map[string]*pipeline.EvaluateOutput, len(spec.Sites)),
 		released:     make(map[string][]pipeline.Release, len(spec.Sites)),
+		progress:     newRoundProgress(in.Round),
 		active:       spec.SiteNames(),
 		m: pipeline.RoundManifest{
 			Schema:             pipeline.ManifestSchema,
@@ -274,7 +282,7 @@ func (r *round) externalModel(ctx workflow.Context) error {
 		from := ""
 		for _, site := range sorted {
 			res := fanOut[pipeline.InitModelOutput](ctx, r.spec, fanOutRequest{
-				Phase: pipeline.PhaseInit, Protocol: r.protocol, Colocated: r.colocated, Activity: pipeline.ActivityInitModel,
+				Phase: pipeline.PhaseInit, Protocol: r.protocol, Colocated: r.colocated, Activity: pipeline.ActivityInitModel, Progress: r.progress,
 				Sites: []string{site},
 				Input: func(site string) any {
 					return pipeline.InitModelInput{SiteCall: r.siteCall(site, pipeline.PurposeTrain)}
@@ -340,6 +348,7 @@ func (r *round) descriptors(ctx workflow.Context) error {
 	}
 	res := fanOut[pipeline.ComputeDescriptorOutput](ctx, r.spec, fanOutRequest{
 		Phase: pipeline.PhaseDescriptor, Protocol: r.protocol, Colocated: r.colocated, Activity: pipeline.ActivityComputeDescriptor, Sites: need,
+		Progress: r.progress,
 		Input: func(site string) any {
 			return pipeline.ComputeDescriptorInput{
 				SiteCall: r.siteCall(site, pipeline.PurposeDescriptor),
@@ -372,6 +381,7 @@ func (r *round) descriptors(ctx workflow.Context) error {
 	r.input(pipeline.RoleClustering, "", r.carry.Clustering)
 
 	r.seed("", pipeline.PurposeCluster)
+	r.progress.step(pipeline.StepCluster)
 	var out pipeline.ClusterSitesOutput
 	actx := workflow.WithLocalActivityOptions(ctx, serverLocalActivityOptions())
 	err := workflow.ExecuteLocalActivity(actx, pipeline.ActivityClusterSites, pipeline.ClusterSitesInput{
@@ -402,6 +412,7 @@ func (r *round) train(ctx workflow.Context) ([]pipeline.SiteUpdate, error) {
 	}
 	res := fanOut[pipeline.TrainLocalOutput](ctx, r.spec, fanOutRequest{
 		Phase: pipeline.PhaseTrain, Protocol: r.protocol, Colocated: r.colocated, Activity: pipeline.ActivityTrainLocal, Sites: r.active,
+		Progress: r.progress,
 		Input: func(site string) any {
 			return pipeline.TrainLocalInput{
 				SiteCall:    r.siteCall(site, pipeline.PurposeTrain),
@@ -448,6 +459,7 @@ func (r *round) train(ctx workflow.Context) ([]pipeline.SiteUpdate, error) {
 
 func (r *round) aggregate(ctx workflow.Context, updates []pipeline.SiteUpdate) error {
 	r.seed("", pipeline.PurposeAggregate)
+	r.progress.step(pipeline.StepAggregate)
 	var out pipeline.AggregateOutput
 	actx := workflow.WithLocalActivityOptions(ctx, serverLocalActivityOptions())
 	err := workflow.ExecuteLocalActivity(actx, pipeline.ActivityAggregate, pipeline.AggregateInput{
@@ -607,6 +619,7 @@ func (r *round) evaluateFanOut(ctx workflow.Context) fanOutResult[pipeline.Evalu
 	}
 	return fanOut[pipeline.EvaluateOutput](ctx, r.spec, fanOutRequest{
 		Phase: pipeline.PhaseEvaluate, Protocol: r.protocol, Colocated: r.colocated, Activity: pipeline.ActivityEvaluate, Sites: r.active,
+		Progress: r.progress,
 		Input: func(site string) any {
 			return pipeline.EvaluateInput{
 				SiteCall:   r.siteCall(site, pipeline.PurposeTrain),
@@ -639,6 +652,7 @@ func (r *round) commit(ctx workflow.Context) (pipeline.ArtifactRef, error) {
 			r.m.Released = append(r.m.Released, pipeline.SiteReleases{Site: s.Name, Items: items})
 		}
 	}
+	r.progress.step(pipeline.StepCommit)
 	var out pipeline.CommitRoundOutput
 	actx := workflow.WithLocalActivityOptions(ctx, serverLocalActivityOptions())
 	err := workflow.ExecuteLocalActivity(actx, pipeline.ActivityCommitRound, pipeline.CommitRoundInput{
