@@ -166,6 +166,19 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	copts := connect.ClientOptions(c.conn.Temporal, c.conn.Namespace, tlsCfg)
 	connect.SealPayloads(&copts, keys)
+	// A worker whose polls the server refuses (its certificate may not
+	// poll the queue) can never get work: it stops with the reason,
+	// instead of polling on forever as the SDK would.
+	fatal := make(chan error, 1)
+	report := func(err error) {
+		select {
+		case fatal <- err:
+		default:
+		}
+	}
+	copts.ConnectionOptions.DialOptions = append(copts.ConnectionOptions.DialOptions, connect.RefusedPolls(func(queue string, err error) {
+		report(refusedError(c.conn.TLSCert, queue, err))
+	}))
 	cl, err := client.DialContext(ctx, copts)
 	if err != nil {
 		return fmt.Errorf("connect to Temporal at %s: %w", c.conn.Temporal, err)
@@ -210,13 +223,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		opts.TrainerDir = c.trainerDir
 	}
-	fatal := make(chan error, 1)
-	opts.Worker.OnFatalError = func(err error) {
-		select {
-		case fatal <- err:
-		default:
-		}
-	}
+	opts.Worker.OnFatalError = report
 	var ws []worker.Worker
 	if c.role == "server" {
 		ws = append(ws, workers.NewServer(cl, st, opts))
@@ -248,6 +255,20 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		w.Stop()
 	}
 	return err
+}
+
+// refusedError says, in one line, that Temporal refused the polls of queue
+// made with the certificate in certFile (its common name and file), and
+// why.
+func refusedError(certFile, queue string, err error) error {
+	who := "no client certificate"
+	if certFile != "" {
+		who = "certificate " + certFile
+		if cn, cerr := connect.CertificateName(certFile); cerr == nil {
+			who = "certificate " + cn + " (" + certFile + ")"
+		}
+	}
+	return fmt.Errorf("Temporal refused to let %s poll task queue %s: %s", who, queue, connect.Refusal(err))
 }
 
 // defaultSecretDir is PTOPOFL_SECRET_DIR, else ptopofl/site-secrets in the
