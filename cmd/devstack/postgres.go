@@ -78,8 +78,9 @@ func runPostgres(args []string) int {
 	dir := fs.String("dir", "", "cluster directory (required); created with initdb if missing, resumed if it exists; every directory above it must be searchable by the postgres account")
 	port := fs.Int("port", 0, "port on 127.0.0.1 (0: a free port)")
 	readyTimeout := fs.Duration("ready-timeout", devstack.DefaultReadyTimeout, "how long the server may take to accept a login")
+	tlsDir := fs.String("tls-dir", "", "accept TLS connections only, from clients presenting a certificate of the CA `devstack certs` wrote to this directory (then the password); the server presents the stack's certificate, and the URL it writes presents it too")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: devstack postgres --dir DIR [--port P]")
+		fmt.Fprintln(fs.Output(), "usage: devstack postgres --dir DIR [--port P] [--tls-dir CERTS]")
 		fs.PrintDefaults()
 	}
 	if !parseDirArgs(fs, args, dir) {
@@ -88,7 +89,7 @@ func runPostgres(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	t0 := time.Now()
-	pg, err := devstack.StartPostgres(ctx, devstack.PostgresConfig{Dir: *dir, Port: *port, ReadyTimeout: *readyTimeout})
+	pg, err := devstack.StartPostgres(ctx, devstack.PostgresConfig{Dir: *dir, Port: *port, ReadyTimeout: *readyTimeout, TLS: tlsFiles(*tlsDir)})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "devstack postgres: %v\n", err)
 		return 1

@@ -74,6 +74,14 @@ func TestParsePostgresURL(t *testing.T) {
 		4: {in: "postgres://u:p@h/t", wantErr: true},              // no port
 		5: {in: "postgres://h:1/t", wantErr: true},                // no user
 		6: {in: "postgres://u@h:1/x?visibility=x", wantErr: true}, // one database for both
+		7: {in: "postgres://u:p@127.0.0.1:5/t?sslmode=verify-full&sslrootcert=/c/ca.pem&sslcert=/c/d.pem&sslkey=/c/d-key.pem",
+			want: PostgresDB{Addr: "127.0.0.1:5", User: "u", Password: "p", Database: "t", Visibility: PostgresVisibilityDatabase,
+				TLSCA: "/c/ca.pem", TLSCert: "/c/d.pem", TLSKey: "/c/d-key.pem"}},
+		8:  {in: "postgres://u:p@h:5/t?sslmode=verify-full&sslrootcert=/ca.pem", want: PostgresDB{Addr: "h:5", User: "u", Password: "p", Database: "t", Visibility: PostgresVisibilityDatabase, TLSCA: "/ca.pem"}},
+		9:  {in: "postgres://u:p@h:5/t?sslmode=require&sslrootcert=/ca.pem", wantErr: true}, // would not check the server's name
+		10: {in: "postgres://u:p@h:5/t?sslmode=verify-full", wantErr: true},                 // nothing to verify against
+		11: {in: "postgres://u:p@h:5/t?sslrootcert=/ca.pem", wantErr: true},                 // TLS asked for without saying how
+		12: {in: "postgres://u:p@h:5/t?sslmode=verify-full&sslrootcert=/ca.pem&sslcert=/c.pem", wantErr: true},
 	}
 	for i, c := range cases {
 		got, err := ParsePostgresURL(c.in)

@@ -85,6 +85,12 @@ type PostgresConfig struct {
 	// ReadyTimeout bounds the wait until the server accepts a login. Zero
 	// means DefaultReadyTimeout.
 	ReadyTimeout time.Duration
+	// TLS, when set, makes the server accept TLS connections only, with
+	// TLS.Cert as its certificate, from clients that present a
+	// certificate signed by TLS.CA (and then the role's password): see
+	// postgresTLS. The server's DB() then connects the same way,
+	// presenting TLS.Cert.
+	TLS *TLSFiles
 }
 
 // Postgres is a running PostgreSQL server started by StartPostgres.
@@ -104,22 +110,40 @@ type PostgresDB struct {
 	Password   string
 	Database   string // Temporal's persistence store
 	Visibility string // Temporal's visibility store
+	// TLSCA, TLSCert and TLSKey, when set, connect over TLS verified
+	// against TLSCA (libpq's sslmode=verify-full: the server's certificate
+	// must name Addr's host), presenting TLSCert and TLSKey; a server
+	// started by StartPostgres with TLS requires that certificate.
+	TLSCA, TLSCert, TLSKey string
 }
 
 // URL is the database as postgres://user:password@host:port/database,
 // with ?visibility=NAME when the visibility database is not the default
-// name. The password is in it: do not log it.
+// name, and libpq's sslmode=verify-full&sslrootcert=…&sslcert=…&sslkey=…
+// with TLS. The password is in it: do not log it.
 func (d PostgresDB) URL() string {
 	u := url.URL{Scheme: "postgres", User: url.UserPassword(d.User, d.Password), Host: d.Addr, Path: "/" + d.Database}
+	q := url.Values{}
 	if d.Visibility != PostgresVisibilityDatabase {
-		u.RawQuery = url.Values{"visibility": {d.Visibility}}.Encode()
+		q.Set("visibility", d.Visibility)
 	}
+	if d.TLSCA != "" {
+		q.Set("sslmode", "verify-full")
+		q.Set("sslrootcert", d.TLSCA)
+		if d.TLSCert != "" {
+			q.Set("sslcert", d.TLSCert)
+			q.Set("sslkey", d.TLSKey)
+		}
+	}
+	u.RawQuery = q.Encode()
 	return u.String()
 }
 
 // ParsePostgresURL reads postgres://user:password@host:port/database
-// [?visibility=NAME]; the database defaults to PostgresDatabase and the
-// visibility database to PostgresVisibilityDatabase.
+// [?visibility=NAME][&sslmode=verify-full&sslrootcert=CA[&sslcert=C&sslkey=K]];
+// the database defaults to PostgresDatabase and the visibility database
+// to PostgresVisibilityDatabase. TLS, when asked for, is verify-full only:
+// a connection that would not check whom it talks to is refused here.
 func ParsePostgresURL(s string) (PostgresDB, error) {
 	u, err := url.Parse(s)
 	if err != nil {
@@ -135,8 +159,19 @@ func ParsePostgresURL(s string) (PostgresDB, error) {
 		return PostgresDB{}, errors.New("postgres URL: no user")
 	}
 	pw, _ := u.User.Password()
+	q := u.Query()
 	d := PostgresDB{Addr: u.Host, User: u.User.Username(), Password: pw,
-		Database: strings.TrimPrefix(u.Path, "/"), Visibility: u.Query().Get("visibility")}
+		Database: strings.TrimPrefix(u.Path, "/"), Visibility: q.Get("visibility"),
+		TLSCA: q.Get("sslrootcert"), TLSCert: q.Get("sslcert"), TLSKey: q.Get("sslkey")}
+	switch mode := q.Get("sslmode"); {
+	case mode == "" && d.TLSCA == "" && d.TLSCert == "":
+	case mode != "verify-full":
+		return PostgresDB{}, fmt.Errorf("postgres URL: sslmode %q: only verify-full is supported (with sslrootcert)", mode)
+	case d.TLSCA == "":
+		return PostgresDB{}, errors.New("postgres URL: sslmode=verify-full needs sslrootcert")
+	case (d.TLSCert == "") != (d.TLSKey == ""):
+		return PostgresDB{}, errors.New("postgres URL: sslcert and sslkey go together")
+	}
 	if d.Database == "" {
 		d.Database = PostgresDatabase
 	}
@@ -184,6 +219,12 @@ func StartPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
 	if err != nil {
 		return nil, err
 	}
+	var tlsArgs []string
+	if cfg.TLS != nil {
+		if tlsArgs, err = postgresTLS(dir, *cfg.TLS, cred); err != nil {
+			return nil, err
+		}
+	}
 	port := cfg.Port
 	if port == 0 {
 		if port, err = FreePortRun(1); err != nil {
@@ -199,9 +240,12 @@ func StartPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
 			Database: PostgresDatabase, Visibility: PostgresVisibilityDatabase},
 		logPath: filepath.Join(dir, postgresLogFile),
 	}
+	if cfg.TLS != nil {
+		p.db.TLSCA, p.db.TLSCert, p.db.TLSKey = cfg.TLS.CA, cfg.TLS.Cert, cfg.TLS.Key
+	}
 	deadline := time.Now().Add(timeout)
 	for {
-		if err := p.start(bin, dir, port, cred); err != nil {
+		if err := p.start(bin, dir, port, cred, tlsArgs); err != nil {
 			return nil, fmt.Errorf("devstack: postgres: %w", err)
 		}
 		err := p.waitReady(ctx, deadline)
@@ -224,19 +268,21 @@ func StartPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
 	}
 }
 
-// start runs the postmaster, as the unprivileged account when cred is set.
-func (p *Postgres) start(bin, dir string, port int, cred *syscall.Credential) error {
+// start runs the postmaster, as the unprivileged account when cred is set,
+// with the settings of extra besides its own.
+func (p *Postgres) start(bin, dir string, port int, cred *syscall.Credential, extra []string) error {
 	lf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("postgres log: %w", err)
 	}
 	defer lf.Close()
-	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", filepath.Join(dir, postgresDataDir),
+	args := append([]string{"-D", filepath.Join(dir, postgresDataDir),
 		"-p", strconv.Itoa(port),
-		"-c", "listen_addresses="+loopback,
+		"-c", "listen_addresses=" + loopback,
 		"-c", "unix_socket_directories=",
 		"-c", "max_connections=100",
-	)
+	}, extra...)
+	cmd := exec.Command(filepath.Join(bin, "postgres"), args...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.Dir = dir
 	// Pdeathsig: if this process dies, even by SIGKILL, the server gets
@@ -300,6 +346,67 @@ func (p *Postgres) Stop() error {
 		<-p.done
 	}
 	return nil
+}
+
+// Files of a server with TLS, in PostgresConfig.Dir (owned by the server's
+// account: PostgreSQL refuses a key file others may read).
+const (
+	postgresTLSDir  = "tls"         // server.pem, server-key.pem, ca.pem: copies, made at every start
+	postgresHBAFile = "pg_hba.conf" // who may connect, written at every start
+)
+
+// postgresTLS copies f's certificate, key and CA into dir/tls for the
+// server's account, writes an authentication file that lets the role in
+// over TLS only, with a client certificate signed by f.CA and then its
+// password (hostssl, clientcert=verify-ca; no line for plain TCP), and
+// returns the server settings that use them. Run at every start, so new
+// certificates take effect on a restart.
+func postgresTLS(dir string, f TLSFiles, cred *syscall.Credential) ([]string, error) {
+	tdir := filepath.Join(dir, postgresTLSDir)
+	if err := os.MkdirAll(tdir, 0o700); err != nil {
+		return nil, fmt.Errorf("devstack: postgres TLS: %w", err)
+	}
+	key, err := secretfile.Read(f.Key)
+	if err != nil {
+		return nil, fmt.Errorf("devstack: postgres TLS key: %w", err)
+	}
+	cert, err := os.ReadFile(f.Cert)
+	if err != nil {
+		return nil, fmt.Errorf("devstack: postgres TLS: %w", err)
+	}
+	ca, err := os.ReadFile(f.CA)
+	if err != nil {
+		return nil, fmt.Errorf("devstack: postgres TLS: %w", err)
+	}
+	files := []struct {
+		path string
+		data []byte
+	}{
+		{filepath.Join(tdir, "server.pem"), cert},
+		{filepath.Join(tdir, "server-key.pem"), key},
+		{filepath.Join(tdir, "ca.pem"), ca},
+		{filepath.Join(dir, postgresHBAFile), []byte("# Written by devstack postgres at every start: TLS with a client certificate, then the password.\n" +
+			"hostssl all " + PostgresUser + " " + loopback + "/32 scram-sha-256 clientcert=verify-ca\n")},
+	}
+	for _, fl := range files {
+		if err := secretfile.Write(fl.path, fl.data); err != nil {
+			return nil, fmt.Errorf("devstack: postgres TLS: %w", err)
+		}
+	}
+	if cred != nil {
+		for _, p := range []string{tdir, files[0].path, files[1].path, files[2].path, files[3].path} {
+			if err := os.Chown(p, int(cred.Uid), int(cred.Gid)); err != nil {
+				return nil, fmt.Errorf("devstack: give %s to the %s account: %w", p, postgresOSUser, err)
+			}
+		}
+	}
+	return []string{
+		"-c", "ssl=on",
+		"-c", "ssl_cert_file=" + files[0].path,
+		"-c", "ssl_key_file=" + files[1].path,
+		"-c", "ssl_ca_file=" + files[2].path,
+		"-c", "hba_file=" + files[3].path,
+	}, nil
 }
 
 // initPostgres runs initdb unless dir already holds a cluster, and returns

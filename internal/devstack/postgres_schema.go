@@ -3,6 +3,7 @@ package devstack
 import (
 	"fmt"
 
+	"go.temporal.io/server/common/auth"
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/common/log"
 	pgplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/postgresql"
@@ -24,7 +25,12 @@ const (
 // postgresSQL is the Temporal SQL store configuration for database on d,
 // through the pure-Go pgx driver.
 func postgresSQL(d PostgresDB, database string) *config.SQL {
+	var tc *auth.TLS
+	if d.TLSCA != "" {
+		tc = &auth.TLS{Enabled: true, CaFile: d.TLSCA, CertFile: d.TLSCert, KeyFile: d.TLSKey, EnableHostVerification: true}
+	}
 	return &config.SQL{
+		TLS:          tc,
 		PluginName:   pgplugin.PluginNamePGX,
 		ConnectAddr:  d.Addr,
 		User:         d.User,
