@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# make test-deploy: the deployment tests (e2e/deploy_test.go,
+# make test-deploy: the deployment tests (e2e/guide_test.go: the walk-through
+# of docs/how-to/deploy.md from its own commands; e2e/deploy_test.go,
 # e2e/browser_test.go). They run Temporal on Debian's PostgreSQL 15 and look
 # at pages in Debian's headless chromium, and check the compose file with
 # Debian's docker-compose, which this script installs with
@@ -25,4 +26,4 @@ fi
 export GOTOOLCHAIN=local
 mkdir -p out/test-deploy
 PTOPOFL_TEST_DEPLOY=1 PTOPOFL_TEST_OUT="$PWD/out/test-deploy" exec go test -count=1 -timeout 15m -v \
-	-run '^(TestDeployPostgres|TestReportInBrowser|TestComposeConfig)$' ./e2e/
+	-run '^(TestParseGuide|TestDeployGuide|TestDeployPostgres|TestReportInBrowser|TestComposeConfig)$' ./e2e/
