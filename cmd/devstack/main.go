@@ -88,9 +88,9 @@ func run() int {
 	persistence := fs.String("persistence", "sqlite", "where Temporal keeps its state: sqlite (a file in DIR) or postgres (--postgres-url)")
 	ui := fs.Bool("ui", true, "serve the Temporal Web UI on 127.0.0.1 (--ui=false: off)")
 	uiPort := fs.Int("ui-port", 0, "Web UI port on 127.0.0.1 (0: a free port)")
-	tlsDir := fs.String("tls-dir", "", "serve every port with mutual TLS (Temporal with per-site authorization, S3, the Web UI for the starter's certificate), with the CA and certificates `devstack certs` wrote to this directory")
+	tlsDir := fs.String("tls-dir", "", "serve every port with mutual TLS (Temporal with per-site authorization, S3, the Web UI for the starter's certificate), with the CA and certificates devstack certs wrote to this `DIR`")
 	postgresURL := fs.String("postgres-url", "", "with --persistence postgres: postgres://USER:PASSWORD@HOST:PORT/DATABASE[?visibility=DB2] (shows the password in the process listing: prefer --postgres-url-file)")
-	postgresURLFile := fs.String("postgres-url-file", "", "with --persistence postgres: a file (mode 0600) whose first line is the --postgres-url, as `devstack postgres` writes it to DIR/"+devstack.PostgresURLFile)
+	postgresURLFile := fs.String("postgres-url-file", "", "with --persistence postgres: a file (mode 0600) whose first line is the --postgres-url, as devstack postgres writes it to DIR/"+devstack.PostgresURLFile)
 	servicesFlag := fs.String("services", "all", `servers to run: "all", "s3" or "temporal" (comma-separated)`)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: devstack --data DIR [--temporal-port P] [--s3-port Q] [--namespace NS] [--bucket B] [--services all|s3|temporal]")

@@ -78,7 +78,7 @@ func runPostgres(args []string) int {
 	dir := fs.String("dir", "", "cluster directory (required); created with initdb if missing, resumed if it exists; every directory above it must be searchable by the postgres account")
 	port := fs.Int("port", 0, "port on 127.0.0.1 (0: a free port)")
 	readyTimeout := fs.Duration("ready-timeout", devstack.DefaultReadyTimeout, "how long the server may take to accept a login")
-	tlsDir := fs.String("tls-dir", "", "accept TLS connections only, from clients presenting a certificate of the CA `devstack certs` wrote to this directory (then the password); the server presents the stack's certificate, and the URL it writes presents it too")
+	tlsDir := fs.String("tls-dir", "", "accept TLS connections only, from clients presenting a certificate of the CA devstack certs wrote to this `DIR` (then the password); the server presents the stack's certificate, and the URL it writes presents it too")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: devstack postgres --dir DIR [--port P] [--tls-dir CERTS]")
 		fs.PrintDefaults()
