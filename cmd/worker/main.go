@@ -24,13 +24,17 @@
 //
 // Every connection flag can come from the environment instead
 // (PTOPOFL_TEMPORAL, PTOPOFL_NAMESPACE, PTOPOFL_S3, PTOPOFL_BUCKET); S3
-// credentials come only from the environment (PTOPOFL_S3_ACCESS_KEY,
-// PTOPOFL_S3_SECRET_KEY), never from flags, so they stay out of process
-// listings. Temporal payloads are encrypted with the keys of
-// --payload-key-file (or PTOPOFL_PAYLOAD_KEY_FILE, or PTOPOFL_PAYLOAD_KEYS);
-// the starter and every worker of a deployment need the same keys. SIGINT
-// or SIGTERM stops the worker cleanly: in-flight activities finish or are
-// retried elsewhere. Wiring only.
+// credentials come from the file --s3-credentials-file names (mode 0600)
+// or from the environment (PTOPOFL_S3_ACCESS_KEY, PTOPOFL_S3_SECRET_KEY),
+// never from a flag of their own, so they stay out of process listings.
+// Temporal payloads are encrypted with the keys of --payload-key-file (or
+// PTOPOFL_PAYLOAD_KEY_FILE, or PTOPOFL_PAYLOAD_KEYS); the starter and every
+// worker of a deployment need the same keys. A secret file or key others
+// may read is refused. SIGINT or SIGTERM stops the worker cleanly:
+// in-flight activities finish or are retried elsewhere. A worker whose
+// polls Temporal refuses (its certificate may not poll its queue) exits 1
+// at once with one line naming the certificate, the queue and the reason.
+// Wiring only.
 package main
 
 import (
