@@ -7,6 +7,8 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -346,6 +348,8 @@ func operatorProxy(t *testing.T, target string, tc *tls.Config) string {
 	rp := &httputil.ReverseProxy{
 		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(u) },
 		Transport: &http.Transport{TLSClientConfig: tc},
+		// A request the browser gave up on is not the test's concern.
+		ErrorLog: log.New(io.Discard, "", 0),
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
