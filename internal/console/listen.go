@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ptopofl/ptopofl/internal/secretfile"
 )
 
 // DefaultAddr is where the console listens unless told otherwise: the
@@ -122,6 +124,10 @@ func Listen(c ListenConfig) (*Listener, error) {
 }
 
 func (c ListenConfig) tlsConfig() (*tls.Config, error) {
+	// A key others may read is refused, as every secret file is.
+	if err := secretfile.Check(c.KeyFile); err != nil {
+		return nil, fmt.Errorf("%s: %v", FlagTLSKey, err)
+	}
 	cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("%s/%s: %v", FlagTLSCert, FlagTLSKey, err)
