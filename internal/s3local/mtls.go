@@ -26,28 +26,42 @@ import (
 // mtlsFront is the TLS listener and the connections it relays.
 type mtlsFront struct {
 	ln     net.Listener
-	socket string // the gateway's Unix socket
-	dir    string // its private directory, removed at close
+	socket string // the gateway's Unix socket, removed at close
+	dir    string // its private directory, removed at close when temporary
+	temp   bool
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
 	closed bool
 }
 
-// socketDir makes the private directory of the gateway's socket: in the
-// system's temporary directory, since a socket's path is limited to 107
-// bytes, which a data directory's path can exceed.
-func socketDir() (string, error) {
-	d, err := os.MkdirTemp("", "ptopofl-s3-")
+// socketDir makes the private directory of the gateway's socket, mode
+// 0700: beside the data directory (dataDir's parent, like the bucket
+// policies), so that a server killed with SIGKILL leaves nothing behind
+// that the next start does not reuse; in the system's temporary directory
+// when that path is too long for a socket (107 bytes), removed at close.
+// temporary says which.
+func socketDir(dataDir string) (dir string, temporary bool, err error) {
+	d := filepath.Join(filepath.Dir(dataDir), "."+filepath.Base(dataDir)+"-socket")
+	if len(socketPath(d)) < maxSocketPath {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return "", false, fmt.Errorf("s3local: socket directory: %w", err)
+		}
+		if err := os.Chmod(d, 0o700); err != nil {
+			return "", false, fmt.Errorf("s3local: socket directory: %w", err)
+		}
+		return d, false, nil
+	}
+	d, err = os.MkdirTemp("", "ptopofl-s3-")
 	if err != nil {
-		return "", fmt.Errorf("s3local: socket directory: %w", err)
+		return "", false, fmt.Errorf("s3local: socket directory: %w", err)
 	}
-	if err := os.Chmod(d, 0o700); err != nil {
-		os.RemoveAll(d)
-		return "", fmt.Errorf("s3local: socket directory: %w", err)
-	}
-	return d, nil
+	return d, true, nil
 }
+
+// maxSocketPath is the longest path a Unix socket may have on Linux
+// (sun_path: 108 bytes with the terminating NUL).
+const maxSocketPath = 108
 
 // serverMTLS is the TLS configuration of the front: pair as the server's
 // certificate, and client certificates signed by caFile required.
@@ -73,12 +87,12 @@ func serverMTLS(pair tls.Certificate, caFile string) (*tls.Config, error) {
 
 // startFront listens on addr with tc and relays every connection that
 // completes its handshake to socket.
-func startFront(addr, socket, dir string, tc *tls.Config) (*mtlsFront, error) {
+func startFront(addr, socket, dir string, temporary bool, tc *tls.Config) (*mtlsFront, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("s3local: listen on %s: %w", addr, err)
 	}
-	f := &mtlsFront{ln: tls.NewListener(l, tc), socket: socket, dir: dir, conns: map[net.Conn]struct{}{}}
+	f := &mtlsFront{ln: tls.NewListener(l, tc), socket: socket, dir: dir, temp: temporary, conns: map[net.Conn]struct{}{}}
 	f.wg.Add(1)
 	go f.serve()
 	return f, nil
@@ -160,7 +174,8 @@ func (f *mtlsFront) untrack(c net.Conn) {
 }
 
 // close stops accepting, closes every relayed connection, waits for the
-// relays and removes the socket's directory.
+// relays and removes the socket (and its directory when temporary). Call
+// it after the gateway has stopped.
 func (f *mtlsFront) close() {
 	f.mu.Lock()
 	f.closed = true
@@ -174,7 +189,14 @@ func (f *mtlsFront) close() {
 		c.Close()
 	}
 	f.wg.Wait()
-	os.RemoveAll(f.dir)
+}
+
+// remove deletes the socket, and its directory when temporary.
+func (f *mtlsFront) remove() {
+	os.Remove(f.socket)
+	if f.temp {
+		os.RemoveAll(f.dir)
+	}
 }
 
 // socketPath is the gateway's socket in dir.

@@ -234,13 +234,15 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		sockDir, err := socketDir()
+		sockDir, temporary, err := socketDir(dir)
 		if err != nil {
 			return nil, err
 		}
 		gwAddr, gwCert, gwKey = socketPath(sockDir), "", ""
-		if front, err = startFront(addr, gwAddr, sockDir, tc); err != nil {
-			os.RemoveAll(sockDir)
+		if front, err = startFront(addr, gwAddr, sockDir, temporary, tc); err != nil {
+			if temporary {
+				os.RemoveAll(sockDir)
+			}
 			return nil, err
 		}
 	}
@@ -386,6 +388,9 @@ func (s *Server) Stop() error {
 	case err = <-s.done:
 	case <-time.After(30 * time.Second):
 		err = errors.New("s3local: server did not stop within 30s")
+	}
+	if s.front != nil {
+		s.front.remove()
 	}
 	if s.prevWD != "" {
 		_ = os.Chdir(s.prevWD)
