@@ -315,11 +315,14 @@ func (s *Site) trainDeep(ctx context.Context, in pipeline.TrainLocalInput, cfg m
 		return pipeline.TrainLocalOutput{}, wrap(err)
 	}
 	sin.State = toNNState(st)
-	server, err := getServerState(ctx, s.store, in.ServerState)
-	if err != nil {
-		return pipeline.TrainLocalOutput{}, wrap(err)
+	if method.SitesReadServerState(cfg.Method) {
+		// SCAFFOLD's c, as for a tabular site (TrainLocal).
+		server, err := getServerState(ctx, s.store, in.ServerState)
+		if err != nil {
+			return pipeline.TrainLocalOutput{}, wrap(err)
+		}
+		sin.ServerControl = method.ToFloat32(server.Control)
 	}
-	sin.ServerControl = method.ToFloat32(server.Control)
 
 	out, err := oneThread(net, func() (nn.SiteOutput, error) { return nn.UpdateSite(net, sin) })
 	if err != nil {

@@ -50,6 +50,7 @@ func (s *Server) Register(r interface {
 	r.RegisterActivityWithOptions(heartbeating(timedActivity(s.Aggregate)), activity.RegisterOptions{Name: pipeline.ActivityAggregate})
 	r.RegisterActivityWithOptions(heartbeating(timedActivity(s.CommitRound)), activity.RegisterOptions{Name: pipeline.ActivityCommitRound})
 	r.RegisterActivityWithOptions(heartbeating(timedActivity(s.AdoptInitialModel)), activity.RegisterOptions{Name: pipeline.ActivityAdoptInitialModel})
+	r.RegisterActivityWithOptions(heartbeating(timedActivity(s.Reissue)), activity.RegisterOptions{Name: pipeline.ActivityReissue})
 	r.RegisterActivityWithOptions(heartbeating(s.PruneRound), activity.RegisterOptions{Name: pipeline.ActivityPruneRound})
 	r.RegisterActivityWithOptions(heartbeating(s.ChargePrivacy), activity.RegisterOptions{Name: pipeline.ActivityChargePrivacy})
 	r.RegisterActivityWithOptions(heartbeating(s.RecordSweep), activity.RegisterOptions{Name: pipeline.ActivityRecordSweep})
@@ -193,9 +194,12 @@ func pTopoFLState(rows map[string]siteClustering, sites []pipeline.SiteArtifact)
 }
 
 // Aggregate runs the method's server step (aggregation.AggregateRound) on
-// the round's local models and writes what each site receives: one
-// "global" model, one "cluster-<c>" model per pTopoFL cluster, or, for
-// local training, each site's own model under its name.
+// the round's local models and writes what each site receives, at a key
+// the site may read (artifact.SiteReadPatterns): one "global" model, or a
+// model under each site's name — its cluster's blended model under
+// pTopoFL, its own under local training. It writes the server's state,
+// which only the server reads, and the part of it the sites read
+// (SCAFFOLD's control variate) apart, in the shared state.
 //
 // For pTopoFL the clusters come from the round's clustering artifact and
 // are not changed here (drift re-clustering is ClusterSites' job), so the
@@ -301,9 +305,11 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 		return pipeline.AggregateOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "AggregationFailed", nil)
 	}
 
-	put := func(name string, params []float64) (pipeline.ArtifactRef, error) {
-		ref, err := s.store.PutModelCached(ctx, in.Keys().Aggregate(name), store.ModelRecord{
-			Campaign: in.Campaign, Round: in.Round, Site: name, Method: string(in.Method), Kind: store.KindAggregate, Params: params,
+	// put writes params as the aggregate for target, recording label as
+	// the model's name in the record.
+	put := func(target, label string, params []float64) (pipeline.ArtifactRef, error) {
+		ref, err := s.store.PutModelCached(ctx, in.Keys().Aggregate(target), store.ModelRecord{
+			Campaign: in.Campaign, Round: in.Round, Site: label, Method: string(in.Method), Kind: store.KindAggregate, Params: params,
 			// A deep model's aggregate is stored, and so sent, as float32.
 			Float32: in.Hyperparameters.IsDeep() || in.Float32,
 		})
@@ -312,25 +318,34 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 	res := pipeline.AggregateOutput{}
 	switch method {
 	case learn.PTopoFL:
-		refs := make(map[int]pipeline.ArtifactRef)
-		for c, m := range out.ClusterModels {
-			if m == nil {
-				continue
+		// Each site gets its cluster's blended model θ*_c under its own
+		// name, never another cluster's: with the public β and cluster
+		// sizes, two blended models give back each cluster's own model
+		// (Eq. 7), a site's own model when it is alone in its cluster. A
+		// cluster's model is uploaded once, at its first member's key, and
+		// copied inside the bucket to the other members' keys: byte for
+		// byte the same object (its record is named "cluster-<c>"), so the
+		// manifest lists one sha256 per cluster.
+		first := make(map[int]pipeline.ArtifactRef)
+		for i, u := range in.Updates {
+			c := out.Labels[i]
+			src, copied := first[c]
+			var ref pipeline.ArtifactRef
+			if copied {
+				ref, err = s.store.CopyCached(ctx, src, in.Keys().Aggregate(u.Site))
+			} else {
+				ref, err = put(u.Site, fmt.Sprintf("%s%d", artifact.ClusterTargetPrefix, c), out.ClusterModels[c])
+				first[c] = ref
 			}
-			name := fmt.Sprintf("cluster-%d", c)
-			ref, err := put(name, m)
 			if err != nil {
 				return pipeline.AggregateOutput{}, err
 			}
-			refs[c] = ref
-			res.Aggregates = append(res.Aggregates, pipeline.NamedArtifact{Name: name, Ref: ref})
-		}
-		for i, u := range in.Updates {
-			res.Models = append(res.Models, pipeline.SiteArtifact{Site: u.Site, Ref: refs[out.Labels[i]]})
+			res.Aggregates = append(res.Aggregates, pipeline.NamedArtifact{Name: u.Site, Ref: ref})
+			res.Models = append(res.Models, pipeline.SiteArtifact{Site: u.Site, Ref: ref})
 		}
 	case learn.LocalOnly:
 		for i, u := range in.Updates {
-			ref, err := put(u.Site, out.Models[i])
+			ref, err := put(u.Site, u.Site, out.Models[i])
 			if err != nil {
 				return pipeline.AggregateOutput{}, err
 			}
@@ -338,11 +353,11 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 			res.Models = append(res.Models, pipeline.SiteArtifact{Site: u.Site, Ref: ref})
 		}
 	default:
-		ref, err := put("global", out.Models[0])
+		ref, err := put(artifact.GlobalTarget, artifact.GlobalTarget, out.Models[0])
 		if err != nil {
 			return pipeline.AggregateOutput{}, err
 		}
-		res.Aggregates = append(res.Aggregates, pipeline.NamedArtifact{Name: "global", Ref: ref})
+		res.Aggregates = append(res.Aggregates, pipeline.NamedArtifact{Name: artifact.GlobalTarget, Ref: ref})
 		for _, u := range in.Updates {
 			res.Models = append(res.Models, pipeline.SiteArtifact{Site: u.Site, Ref: ref})
 		}
@@ -361,7 +376,9 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 	// from, and FoolsGold's per-site update histories (by site name, so a
 	// site that misses a round keeps its history). For the other methods
 	// the global model is already the "global" aggregate above, and no
-	// aggregation reads it back.
+	// aggregation reads it back. Only the server reads it: what the sites
+	// read of it, SCAFFOLD's c, is written again in the shared state, with
+	// nothing of any one site.
 	if out.State.Control != nil || method == learn.NormClip || method == learn.FoolsGold {
 		v := map[string][]float64{}
 		if out.State.Global != nil {
@@ -381,7 +398,28 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 		}
 		res.ServerState = &ref
 	}
+	if out.State.Control != nil && sitesReadServerState(method) {
+		ref, err := putSharedState(ctx, s.store, in.Keys().SharedState(), in.ServerCall, out.State.Control)
+		if err != nil {
+			return pipeline.AggregateOutput{}, err
+		}
+		res.SharedState = &ref
+	}
 	return res, nil
+}
+
+// sitesReadServerState is method.SitesReadServerState, for functions whose
+// method variable hides the package.
+func sitesReadServerState(m learn.Method) bool { return method.SitesReadServerState(m) }
+
+// putSharedState writes the part of the server state every site reads,
+// SCAFFOLD's control variate c, at key: a server-state record (the kind
+// sites have always read) holding that vector alone.
+func putSharedState(ctx context.Context, st *store.Store, key string, call pipeline.ServerCall, control []float64) (pipeline.ArtifactRef, error) {
+	return putVectors(ctx, st, key, []store.VectorRecord{{
+		Campaign: call.Campaign, Round: call.Round, Method: string(call.Method), Kind: kindServerState,
+		Vectors: map[string][]float64{vecControl: control},
+	}})
 }
 
 // CommitRound writes the round's manifest, as canonical JSON, to the

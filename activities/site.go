@@ -381,11 +381,16 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 	if sin.State, err = getSiteState(ctx, s.store, in.SiteState); err != nil {
 		return pipeline.TrainLocalOutput{}, wrap(err)
 	}
-	server, err := getServerState(ctx, s.store, in.ServerState)
-	if err != nil {
-		return pipeline.TrainLocalOutput{}, wrap(err)
+	if method.SitesReadServerState(cfg.Method) {
+		// SCAFFOLD's c, from the shared state (a round begun before it
+		// existed names the server's whole state). Other methods read
+		// nothing of the server's state.
+		server, err := getServerState(ctx, s.store, in.ServerState)
+		if err != nil {
+			return pipeline.TrainLocalOutput{}, wrap(err)
+		}
+		sin.ServerControl = server.Control
 	}
-	sin.ServerControl = server.Control
 	if in.Descriptor != nil {
 		if sin.Descriptor, err = s.descriptorVector(ctx, *in.Descriptor); err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(err)

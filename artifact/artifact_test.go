@@ -24,6 +24,8 @@ func TestKeys(t *testing.T) {
 		{SweepResultsKey("grid"), "sweeps/grid/results.parquet"},                                     // 13: DESIGN §4
 		{SweepCurvesKey("grid"), "sweeps/grid/curves.parquet"},                                       // 14
 		{SweepPrefix("grid"), "sweeps/grid/"},                                                        // 15
+		{SharedStateKey("hc", 3), "campaigns/hc/round-0003/shared-state.parquet"},                    // 16
+		{AggregateKey("hc", 3, "client1"), "campaigns/hc/round-0003/aggregate/client1.parquet"},      // 17
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%d: got %q, want %q", i, tc.got, tc.want)
@@ -70,6 +72,7 @@ func TestRoundKeys(t *testing.T) {
 		{RoundKeys{"c1", 7, 2}.SiteState("s1"), "campaigns/c1/round-0007/attempt-2/state/s1.parquet"},             // 7
 		{RoundKeys{"c1", 7, 2}.Control("s1"), "campaigns/c1/round-0007/attempt-2/control/s1.parquet"},             // 8
 		{RoundKeys{"c1", 7, 2}.Metrics("s1"), "campaigns/c1/round-0007/attempt-2/metrics/s1.parquet"},             // 9
+		{RoundKeys{"c1", 7, 2}.SharedState(), "campaigns/c1/round-0007/attempt-2/shared-state.parquet"},           // 10
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%d: got %s, want %s", i, tc.got, tc.want)
@@ -138,9 +141,12 @@ func TestValidateNameText(t *testing.T) {
 
 // TestValidateSiteName: a site may not be named like an aggregate the
 // server writes for others ("global", "cluster-<anything>", in any case),
-// and every name it accepts keeps the site's own aggregate (local
-// training) unreadable by another site.
+// nor so that a pattern every site reads matches its objects
+// ("shared-state", "initial-model", …), and every name it accepts keeps
+// each of the site's objects unreadable by another site.
 func TestValidateSiteName(t *testing.T) {
+	const clusterErr = `names starting with "cluster-" are reserved for pTopoFL's cluster models (aggregate/cluster-<c>.parquet); rename the site`
+	const sharedErr = `which the pattern of a server object shared by every site matches; rename the site`
 	for i, tc := range []struct {
 		name string
 		want string // the error's end; "" for a valid name
@@ -152,10 +158,20 @@ func TestValidateSiteName(t *testing.T) {
 		{"my-cluster-0", ""},
 		{"global", `"global": reserved for the global model (aggregate/global.parquet); rename the site`}, // 5
 		{"Global", `"Global": reserved for the global model (aggregate/global.parquet); rename the site`}, // 6: one file on a case-insensitive disk
-		{"cluster-0", `"cluster-0": names starting with "cluster-" are reserved for pTopoFL's cluster models, which every site may read; rename the site`},
-		{"cluster-site", `"cluster-site": names starting with "cluster-" are reserved for pTopoFL's cluster models, which every site may read; rename the site`}, // 8: matched by the read pattern too
-		{"CLUSTER-1", `"CLUSTER-1": names starting with "cluster-" are reserved for pTopoFL's cluster models, which every site may read; rename the site`},
+		{"cluster-0", `"cluster-0": ` + clusterErr},
+		{"cluster-site", `"cluster-site": ` + clusterErr}, // 8
+		{"CLUSTER-1", `"CLUSTER-1": ` + clusterErr},
 		{"a b", "starting with a letter or digit"}, // 10: ValidateName's rule first
+		// 11-14: "campaigns/*/round-*/shared-state.parquet" and
+		// "campaigns/*/initial-model.parquet" match this site's
+		// models/<site>.parquet; "campaigns/*/spec.json" and
+		// "…/model-layout.json" its init/<site>.json.
+		{"shared-state", sharedErr},
+		{"Initial-Model", sharedErr},
+		{"spec", sharedErr},
+		{"model-layout", sharedErr},
+		{"server-state", ""}, // 15: only the server reads server-state.parquet now
+		{"a", ""},            // 16: the name checkSiteName compares with
 	} {
 		err := ValidateSiteName(tc.name)
 		switch {
@@ -164,16 +180,18 @@ func TestValidateSiteName(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.HasSuffix(err.Error(), tc.want)):
 			t.Errorf("%d: ValidateSiteName(%q) = %v, want an error ending %q", i, tc.name, err, tc.want)
 		}
-		// What the rule protects: another site cannot read the aggregate
+		// What the rule protects: another site cannot read any object
 		// kept under a valid site's name.
-		if err == nil && anyMatch(SiteReadPatterns("other"), AggregateKey("c", 1, tc.name)) {
-			t.Errorf("%d: site %q accepted, but its aggregate is readable by every site", i, tc.name)
+		if err == nil {
+			for _, key := range siteKeys(tc.name) {
+				if anyMatch(SiteReadPatterns("other"), key) {
+					t.Errorf("%d: site %q accepted, but %s is readable by every site", i, tc.name, key)
+				}
+			}
 		}
 	}
-	for _, reserved := range []string{GlobalTarget, ClusterTargetPrefix + "0"} {
-		if !anyMatch(SiteReadPatterns("other"), AggregateKey("c", 1, reserved)) {
-			t.Errorf("%q is reserved, yet not readable by every site: the rule no longer matches the policy", reserved)
-		}
+	if !anyMatch(SiteReadPatterns("other"), AggregateKey("c", 1, GlobalTarget)) {
+		t.Errorf("%q is reserved, yet not readable by every site: the rule no longer matches the policy", GlobalTarget)
 	}
 }
 
@@ -212,5 +230,44 @@ func TestRefJSON(t *testing.T) {
 	}
 	if r.IsZero() || !(Ref{}).IsZero() {
 		t.Error("IsZero is wrong")
+	}
+}
+
+// TestParseRoundKeys: the RoundKeys of the folder a key is in, for every
+// kind of round key of a first and a later attempt, so that a sibling's
+// key is built from it; AggregateTarget reads an aggregate key's target
+// back and refuses every other key. Expected values from the key layout
+// of DESIGN §4.
+func TestParseRoundKeys(t *testing.T) {
+	for i, tc := range []struct {
+		key    string
+		want   RoundKeys
+		ok     bool
+		target string // AggregateTarget; "" for not an aggregate key
+	}{
+		{AggregateKey("c1", 7, "cluster-1"), RoundKeys{"c1", 7, 1}, true, "cluster-1"},                        // 0: an old cluster model
+		{RoundKeys{"c1", 7, 2}.Aggregate("s1"), RoundKeys{"c1", 7, 2}, true, "s1"},                            // 1
+		{RoundKeys{"c1", 7, 12}.ServerState(), RoundKeys{"c1", 7, 12}, true, ""},                              // 2
+		{ServerStateKey("c1", 3), RoundKeys{"c1", 3, 1}, true, ""},                                            // 3
+		{ModelKey("c1", 3, "global"), RoundKeys{"c1", 3, 1}, true, ""},                                        // 4: a model, not an aggregate
+		{"campaigns/c1/round-0007/attempt-1/aggregate/g.parquet", RoundKeys{}, false, ""},                     // 5: attempt 1 has no folder
+		{"campaigns/c1/round-0007/attempt-02/aggregate/g.parquet", RoundKeys{}, false, ""},                    // 6
+		{SpecKey("c1"), RoundKeys{}, false, ""},                                                               // 7
+		{AggregateKey("c2", 7, "global"), RoundKeys{}, false, ""},                                             // 8: another campaign
+		{"campaigns/c1/round-0007/aggregate/x/y.parquet", RoundKeys{"c1", 7, 1}, true, ""},                    // 9: not a name
+		{"campaigns/c1/round-0007/aggregate/global.json", RoundKeys{"c1", 7, 1}, true, ""},                    // 10
+		{"campaigns/c1/round-0007/attempt-3/aggregate/global.parquet", RoundKeys{"c1", 7, 3}, true, "global"}, // 11
+	} {
+		got, ok := ParseRoundKeys("c1", tc.key)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%d: ParseRoundKeys(%q) = %+v, %v; want %+v, %v", i, tc.key, got, ok, tc.want, tc.ok)
+		}
+		target, isAgg := AggregateTarget("c1", tc.key)
+		if target != tc.target || isAgg != (tc.target != "") {
+			t.Errorf("%d: AggregateTarget(%q) = %q, %v; want %q", i, tc.key, target, isAgg, tc.target)
+		}
+		if ok && tc.target != "" && got.Aggregate(tc.target) != tc.key {
+			t.Errorf("%d: %q does not round-trip: %s", i, tc.key, got.Aggregate(tc.target))
+		}
 	}
 }

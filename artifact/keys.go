@@ -107,9 +107,14 @@ func InitialModelFileKey(sha256 string) string {
 // file its program reads; every site may read it.
 func ModelLayoutKey(campaign string) string { return CampaignPrefix(campaign) + "model-layout.json" }
 
-// Aggregate is "<prefix>aggregate/<target>.parquet": the model sent back
-// after aggregation, where target is a cluster ("cluster-1"), a site, or
-// "global".
+// Aggregate is "<prefix>aggregate/<target>.parquet": a model sent back
+// after aggregation, where target is "global" (GlobalTarget: the model of
+// a method that sends every site the same one) or a site (the model that
+// site starts its next round from: its cluster's blend under pTopoFL, its
+// own under local training). Members of one cluster get byte-identical
+// copies, so their manifest records share one sha256. Campaigns written
+// before sites read only their own aggregates also have "cluster-<c>"
+// targets (ClusterTargetPrefix), which now only the server reads.
 func (k RoundKeys) Aggregate(target string) string {
 	return k.Prefix() + "aggregate/" + mustName("aggregate target", target) + ".parquet"
 }
@@ -136,8 +141,15 @@ func (k RoundKeys) Control(site string) string {
 func (k RoundKeys) Clustering() string { return k.Prefix() + "clustering.parquet" }
 
 // ServerState is "<prefix>server-state.parquet": the server's method state
-// (global model, control variate) after the round.
+// after the round (the global model, SCAFFOLD's control variate,
+// FoolsGold's per-site update histories), which only the server reads.
+// (Campaigns written before SharedState existed let every site read it.)
 func (k RoundKeys) ServerState() string { return k.Prefix() + "server-state.parquet" }
+
+// SharedState is "<prefix>shared-state.parquet": the part of the server's
+// method state every site reads (SCAFFOLD's server control variate c),
+// holding no vector of any one site.
+func (k RoundKeys) SharedState() string { return k.Prefix() + "shared-state.parquet" }
 
 // Manifest is "<prefix>manifest.json", the audit record of the attempt at
 // the round.
@@ -165,8 +177,8 @@ func ModelKey(campaign string, round int, site string) string {
 }
 
 // AggregateKey is "campaigns/<campaign>/round-0007/aggregate/<target>.parquet":
-// the model sent back after aggregation, where target is a cluster
-// ("cluster-1"), a site, or "global".
+// a model sent back after aggregation, where target is "global" or a site
+// (RoundKeys.Aggregate).
 func AggregateKey(campaign string, round int, target string) string {
 	return firstAttempt(campaign, round).Aggregate(target)
 }
@@ -197,9 +209,15 @@ func ClusteringKey(campaign string, round int) string {
 }
 
 // ServerStateKey is "campaigns/<campaign>/round-0007/server-state.parquet":
-// the server's method state (global model, control variate) after the round.
+// the server's method state after the round, read by the server alone.
 func ServerStateKey(campaign string, round int) string {
 	return firstAttempt(campaign, round).ServerState()
+}
+
+// SharedStateKey is "campaigns/<campaign>/round-0007/shared-state.parquet":
+// the part of the server's method state every site reads.
+func SharedStateKey(campaign string, round int) string {
+	return firstAttempt(campaign, round).SharedState()
 }
 
 // ManifestKey is "campaigns/<campaign>/round-0007/manifest.json", the audit
@@ -226,20 +244,72 @@ func ParseManifestKey(campaign, key string) (round, attempt int, ok bool) {
 		return 0, 0, false
 	}
 	num, ok = strings.CutSuffix(num, "/manifest.json")
-	if !ok || num == "" || num[0] == '0' {
+	if !ok {
 		return 0, 0, false
 	}
-	attempt = 0
-	for _, c := range num {
-		if c < '0' || c > '9' || attempt > maxAttempt/10 {
-			return 0, 0, false
-		}
-		attempt = attempt*10 + int(c-'0')
-	}
-	if attempt < 2 {
+	if attempt, ok = parseAttempt(num); !ok {
 		return 0, 0, false
 	}
 	return round, attempt, true
+}
+
+// parseAttempt reads the number of an "attempt-<n>" folder: decimal
+// digits without a leading zero, at least 2 (attempt 1 has no folder) and
+// at most maxAttempt.
+func parseAttempt(num string) (int, bool) {
+	if num == "" || num[0] == '0' {
+		return 0, false
+	}
+	attempt := 0
+	for _, c := range num {
+		if c < '0' || c > '9' || attempt > maxAttempt/10 {
+			return 0, false
+		}
+		attempt = attempt*10 + int(c-'0')
+	}
+	return attempt, attempt >= 2
+}
+
+// ParseRoundKeys returns the RoundKeys whose Prefix a key of campaign is
+// under: the round and attempt of "campaigns/<campaign>/round-0007/…"
+// (attempt 1) or "…/round-0007/attempt-2/…" (attempt 2), so that the keys
+// of other objects of the same attempt at the same round can be built
+// from one of them. ok is false for a key not under a round of campaign.
+func ParseRoundKeys(campaign, key string) (keys RoundKeys, ok bool) {
+	round, ok := ParseRoundPrefix(campaign, key)
+	if !ok {
+		return RoundKeys{}, false
+	}
+	keys = RoundKeys{Campaign: campaign, Round: round, Attempt: 1}
+	rest := strings.TrimPrefix(key, RoundPrefix(campaign, round))
+	if first, _, nested := strings.Cut(rest, "/"); nested {
+		if num, isAttempt := strings.CutPrefix(first, "attempt-"); isAttempt {
+			if keys.Attempt, ok = parseAttempt(num); !ok {
+				return RoundKeys{}, false
+			}
+		}
+	}
+	return keys, true
+}
+
+// AggregateTarget returns the target of an aggregate key of campaign
+// (RoundKeys.Aggregate: "global", a site, or in campaigns written before
+// sites read only their own aggregates "cluster-<c>"), and false for any
+// other key.
+func AggregateTarget(campaign, key string) (string, bool) {
+	keys, ok := ParseRoundKeys(campaign, key)
+	if !ok {
+		return "", false
+	}
+	name, ok := strings.CutPrefix(key, keys.Prefix()+"aggregate/")
+	if !ok {
+		return "", false
+	}
+	name, ok = strings.CutSuffix(name, ".parquet")
+	if !ok || ValidateName(name) != nil {
+		return "", false
+	}
+	return name, true
 }
 
 // ParseRoundPrefix returns the round of a key under RoundPrefix(campaign, …),

@@ -44,32 +44,59 @@ func ValidateName(name string) error {
 
 // The aggregate targets the server writes for more than one site
 // (RoundKeys.Aggregate): the global model of a method that sends every
-// site the same one, and pTopoFL's cluster models ("cluster-0", …).
+// site the same one, and the cluster models ("cluster-0", …) pTopoFL wrote
+// before each site got its cluster's model under its own name.
 const (
 	GlobalTarget        = "global"
 	ClusterTargetPrefix = "cluster-"
 )
 
 // ValidateSiteName is ValidateName for a site, which also may not be named
-// like an aggregate the server writes for others: GlobalTarget, or
-// ClusterTargetPrefix followed by anything. Under local training a site's
-// own model is sent back as the aggregate under its name, so a site named
-// "global" or "cluster-0" would share a key with the global or a cluster
-// model, and every site may read those (SiteReadPatterns allows
-// "aggregate/cluster-*"), so such a site's model would be readable by all.
-// Case is ignored: a local stack on a case-insensitive file system stores
+// so that one of its objects shares a key with an object of the server or
+// is matched by a pattern that lets every site read (SiteReadPatterns).
+// Under local training a site's own model is sent back as the aggregate
+// under its name, so a site named "global" would share a key with the
+// global model; one named "cluster-0" with the cluster model of a
+// campaign written before per-site aggregates; and one named
+// "shared-state" or "initial-model" would have its local model, state and
+// descriptor matched by the patterns "campaigns/*/round-*/shared-state.parquet"
+// and "campaigns/*/initial-model.parquet", whose '*' spans '/'. Case is
+// ignored: a local stack on a case-insensitive file system stores
 // "Global.parquet" and "global.parquet" as one file.
 func ValidateSiteName(name string) error {
 	if err := ValidateName(name); err != nil {
 		return err
 	}
-	switch lower := strings.ToLower(name); {
+	lower := strings.ToLower(name)
+	switch {
 	case lower == GlobalTarget:
 		return fmt.Errorf("%q: reserved for the global model (aggregate/%s.parquet); rename the site", name, GlobalTarget)
 	case strings.HasPrefix(lower, ClusterTargetPrefix):
-		return fmt.Errorf("%q: names starting with %q are reserved for pTopoFL's cluster models, which every site may read; rename the site", name, ClusterTargetPrefix)
+		return fmt.Errorf("%q: names starting with %q are reserved for pTopoFL's cluster models (aggregate/%s<c>.parquet); rename the site", name, ClusterTargetPrefix, ClusterTargetPrefix)
+	}
+	other := "a"
+	if lower == other {
+		other = "b"
+	}
+	for _, n := range []string{name, lower} {
+		for _, key := range siteKeys(n) {
+			if SiteMayRead(other, key) {
+				return fmt.Errorf("%q: another site could read %s, which the pattern of a server object shared by every site matches; rename the site", name, key)
+			}
+		}
 	}
 	return nil
+}
+
+// siteKeys are examples of every kind of key written for site: what it
+// writes and the aggregate under its name, in a first and a later attempt.
+func siteKeys(site string) []string {
+	var keys []string
+	for _, k := range []RoundKeys{{Campaign: "c", Round: 1, Attempt: 1}, {Campaign: "c", Round: 1, Attempt: 2}} {
+		keys = append(keys, k.Descriptor(site), k.Model(site), k.SiteState(site), k.Control(site),
+			k.Init(site), k.InitLayout(site), k.Aggregate(site), k.Metrics(site))
+	}
+	return keys
 }
 
 func isAlnum(c byte) bool {

@@ -29,20 +29,30 @@ func SiteWritePatterns(site string) []string {
 
 // SiteReadPatterns are the keys site's worker may read: what it wrote
 // itself (a round reads the state and descriptor of an earlier one), the
-// campaign spec, the models sent to it (the global model, every
-// "cluster-<c>" model, and an aggregate under its own name), the
-// server state (SCAFFOLD's control variate travels in it), and a campaign's
-// initial model and model layout (model "external").
+// campaign spec, the models sent to it (the global model and the aggregate
+// under its own name), the shared server state (SCAFFOLD's control
+// variate c), and a campaign's initial model and model layout (model
+// "external").
+//
+// Nothing else of the server's: not the server state (FoolsGold's per-site
+// update histories), not the clustering or the manifests, and not the
+// "cluster-<c>" models of campaigns written before sites read only their
+// own aggregates: with the public β and cluster sizes, two blended cluster
+// models determine each cluster's own model (paper Eq. 7), which is a
+// site's own model when it is alone in its cluster. Of what the server
+// writes, a site reads only the global model and objects addressed to it
+// by name; internal/workers TestSiteReadsOnlyItsOwn checks, as every site
+// over real HTTP, that nothing it may read holds or determines another
+// site's vector.
 func SiteReadPatterns(site string) []string {
 	n := mustName("site", site)
 	return append(SiteWritePatterns(site),
-		"campaigns/*/spec.json",                           // SpecKey
-		"campaigns/*/round-*/aggregate/global.parquet",    // AggregateKey(…, "global")
-		"campaigns/*/round-*/aggregate/cluster-*.parquet", // AggregateKey(…, "cluster-<c>")
-		"campaigns/*/round-*/aggregate/"+n+".parquet",     // AggregateKey(…, site)
-		"campaigns/*/round-*/server-state.parquet",        // ServerStateKey
-		"campaigns/*/initial-model.parquet",               // InitialModelKey
-		"campaigns/*/model-layout.json",                   // ModelLayoutKey
+		"campaigns/*/spec.json",                        // SpecKey
+		"campaigns/*/round-*/aggregate/global.parquet", // AggregateKey(…, "global")
+		"campaigns/*/round-*/aggregate/"+n+".parquet",  // AggregateKey(…, site)
+		"campaigns/*/round-*/shared-state.parquet",     // SharedStateKey
+		"campaigns/*/initial-model.parquet",            // InitialModelKey
+		"campaigns/*/model-layout.json",                // ModelLayoutKey
 	)
 }
 

@@ -54,10 +54,12 @@ func TestSitePatterns(t *testing.T) {
 		10: {MetricsKey(c, 3, "a"), false, false}, // written by no site activity
 		11: {SpecKey(c), true, false},
 		12: {AggregateKey(c, 2, "global"), true, false},
-		13: {AggregateKey(c, 2, "cluster-1"), true, false},
+		// A cluster model of a campaign written before per-site
+		// aggregates: two of them determine a lone site's model.
+		13: {AggregateKey(c, 2, "cluster-1"), false, false},
 		14: {AggregateKey(c, 2, "a"), true, false},
-		15: {AggregateKey(c, 2, "b"), false, false}, // another site's personal model
-		16: {ServerStateKey(c, 2), true, false},
+		15: {AggregateKey(c, 2, "b"), false, false}, // another site's model
+		16: {ServerStateKey(c, 2), false, false},    // FoolsGold's per-site histories
 		17: {ClusteringKey(c, 2), false, false},
 		18: {ManifestKey(c, 2), false, false},
 		19: {SweepSpecKey("s"), false, false},
@@ -74,6 +76,11 @@ func TestSitePatterns(t *testing.T) {
 		27: {RoundKeys{Campaign: c, Round: 1}.InitLayout("b"), false, false},
 		28: {InitialModelKey(c), true, false},
 		29: {ModelLayoutKey(c), true, false},
+		30: {SharedStateKey(c, 2), true, false}, // SCAFFOLD's server control variate
+		31: {RoundKeys{Campaign: c, Round: 4, Attempt: 2}.SharedState(), true, false},
+		32: {RoundKeys{Campaign: c, Round: 4, Attempt: 2}.ServerState(), false, false},
+		33: {RoundKeys{Campaign: c, Round: 4, Attempt: 2}.Aggregate("a"), true, false},
+		34: {RoundKeys{Campaign: c, Round: 4, Attempt: 2}.Aggregate("b"), false, false},
 	}
 	read, write := SiteReadPatterns("a"), SiteWritePatterns("a")
 	for i, tc := range cases {
@@ -121,7 +128,7 @@ func TestMatchPattern(t *testing.T) {
 			for _, key := range []string{
 				ModelKey("c", 3, other), DescriptorKey("c", 1, other), SiteStateKey("c", 2, other), ControlKey("c", 2, other),
 				AggregateKey("c", 2, other), AggregateKey("c", 2, "global"), AggregateKey("c", 2, "cluster-1"),
-				SpecKey("c"), ServerStateKey("c", 4), ManifestKey("c", 4), ClusteringKey("c", 4), SweepSpecKey("s"),
+				SpecKey("c"), ServerStateKey("c", 4), SharedStateKey("c", 4), ManifestKey("c", 4), ClusteringKey("c", 4), SweepSpecKey("s"),
 			} {
 				if got, want := SiteMayRead(site, key), anyMatch(SiteReadPatterns(site), key); got != want {
 					t.Errorf("SiteMayRead(%q, %q) = %v, want %v", site, key, got, want)

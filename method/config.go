@@ -230,6 +230,14 @@ func (c Config) LabelAware() bool {
 // the other methods never pay for persistent homology.
 func NeedsDescriptors(m learn.Method) bool { return m == learn.PTopoFL }
 
+// SitesReadServerState reports whether m's sites read a part of the
+// server's state when they train: SCAFFOLD's server control variate c
+// (Karimireddy et al. 2020, Algorithm 1). The server writes that part
+// where every site may read it (artifact.RoundKeys.SharedState); the rest
+// of its state (FoolsGold's per-site histories, the global model norm
+// clipping measures updates from) only the server reads.
+func SitesReadServerState(m learn.Method) bool { return m == learn.SCAFFOLD }
+
 // EvaluatesOwnUpdate reports whether m scores each site with a model the
 // site's own update produced, not with what the aggregation sends back
 // (learn.EvaluationParams): LocalOnly's own fit, pFedMe's personal model.

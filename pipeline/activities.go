@@ -139,11 +139,15 @@ type TrainLocalInput struct {
 	// SiteState is the site's own state from its last training (pFedMe's
 	// personal model, SCAFFOLD's client control variate); nil at first.
 	SiteState *ArtifactRef `json:"site_state,omitempty"`
-	// ServerState is the method's server state (SCAFFOLD's server control
-	// variate); nil when the method has none.
+	// ServerState is the server state the site reads: the shared state
+	// (artifact.RoundKeys.SharedState, SCAFFOLD's server control variate);
+	// nil when the method has none. (Rounds begun before the shared state
+	// existed name the server's whole state here.)
 	ServerState *ArtifactRef `json:"server_state,omitempty"`
-	// Cluster is the site's cluster (pTopoFL), with Clustering the full
-	// clustering artifact; nil / zero for other methods.
+	// Cluster is the site's cluster (pTopoFL); nil for other methods.
+	// Clustering, the whole clustering artifact, which the site may not
+	// read, is named only by rounds begun before sites read only their own
+	// objects.
 	Clustering *ArtifactRef `json:"clustering,omitempty"`
 	Cluster    *SiteCluster `json:"cluster,omitempty"`
 	Descriptor *ArtifactRef `json:"descriptor,omitempty"` // the site's latest descriptor, if any
@@ -291,12 +295,16 @@ type AggregateInput struct {
 }
 
 // AggregateOutput: Models says which model each site now holds (it must
-// cover every site in Updates; it may cover others). Aggregates lists every
-// object written (AggregateKey), for the manifest.
+// cover every site in Updates; it may cover others), each at a key the site
+// may read: "global", or an aggregate under the site's own name.
+// Aggregates lists every object written (AggregateKey), for the manifest.
+// ServerState is the server's own state, which only the server reads;
+// SharedState the part every site reads (SCAFFOLD's control variate).
 type AggregateOutput struct {
 	Models      []SiteArtifact  `json:"models"`
 	Aggregates  []NamedArtifact `json:"aggregates"`
 	ServerState *ArtifactRef    `json:"server_state,omitempty"`
+	SharedState *ArtifactRef    `json:"shared_state,omitempty"`
 	// Flagged lists the sites a robust aggregation excluded (FoolsGold's
 	// weights below its flag threshold), in update order; pTopoFL's flags
 	// come from ClusterSites instead.
@@ -305,6 +313,32 @@ type AggregateOutput struct {
 	// order: FoolsGold's weights, norm clipping's clip factors, Krum's 1 for
 	// the chosen site and 0 for the others.
 	SiteWeights []SiteWeight `json:"site_weights,omitempty"`
+	Spent
+}
+
+// ReissueInput asks the server to give sites of a campaign written before
+// sites read only their own objects what they start a round from, at keys
+// they may read. Runs on the server (a local activity) as ActivityReissue,
+// at most once per campaign and attempt: in the first round that begins
+// with such references.
+type ReissueInput struct {
+	ServerCall
+	// Models are the sites whose model is a pTopoFL cluster model
+	// (artifact.RoundKeys.Aggregate "cluster-<c>"), each with that model.
+	Models []SiteArtifact `json:"models,omitempty"`
+	// ServerState is the campaign's server state when the sites read a
+	// part of it (SCAFFOLD's control variate) and there is no shared state
+	// yet; nil otherwise.
+	ServerState *ArtifactRef `json:"server_state,omitempty"`
+}
+
+// ReissueOutput: Models has each site of ReissueInput.Models with a copy
+// of its model under its own name in the same round folder
+// (artifact.ParseRoundKeys(…).Aggregate(site)); SharedState is the shared
+// part of ReissueInput.ServerState, beside it (RoundKeys.SharedState).
+type ReissueOutput struct {
+	Models      []SiteArtifact `json:"models,omitempty"`
+	SharedState *ArtifactRef   `json:"shared_state,omitempty"`
 	Spent
 }
 

@@ -16,8 +16,10 @@ type SiteArtifact struct {
 	Ref  ArtifactRef `json:"ref"`
 }
 
-// NamedArtifact is a server output that belongs to no single site, such as a
-// cluster model ("cluster-0") or the global model ("global").
+// NamedArtifact is a server output named by its aggregate target
+// (artifact.RoundKeys.Aggregate): the global model ("global"), a model
+// written for one site (the site's name), or, in campaigns written before
+// sites read only their own aggregates, a cluster model ("cluster-0").
 type NamedArtifact struct {
 	Name string      `json:"name"`
 	Ref  ArtifactRef `json:"ref"`
@@ -32,8 +34,11 @@ const (
 	RoleControl     = "control" // SCAFFOLD control-variate update
 	RoleSiteState   = "site_state"
 	RoleAggregate   = "aggregate"
-	RoleSiteModel   = "site_model" // the model a site holds after aggregation
-	RoleServerState = "server_state"
+	RoleSiteModel   = "site_model"   // the model a site holds after aggregation
+	RoleServerState = "server_state" // the server's own state (artifact.RoundKeys.ServerState)
+	// RoleSharedState is the part of the server state every site reads
+	// (artifact.RoundKeys.SharedState: SCAFFOLD's control variate).
+	RoleSharedState = "shared_state"
 	// Model "external": the model every site starts from (round 1) and
 	// the tensor layout of every model of the campaign; the site whose
 	// program made the initial model is the record's Site.

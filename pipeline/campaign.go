@@ -126,10 +126,14 @@ type RoundCarry struct {
 	ClusterDescriptors []SiteArtifact `json:"cluster_descriptors,omitempty"` // the ones the clustering used
 	Clustering         *ArtifactRef   `json:"clustering,omitempty"`
 	Clusters           []SiteCluster  `json:"clusters,omitempty"`
-	Models             []SiteArtifact `json:"models,omitempty"`      // the model each site holds
-	SiteStates         []SiteArtifact `json:"site_states,omitempty"` // per-site method state
-	ServerState        *ArtifactRef   `json:"server_state,omitempty"`
-	RecheckDescriptors bool           `json:"recheck_descriptors"`
+	Models             []SiteArtifact `json:"models,omitempty"`       // the model each site holds
+	SiteStates         []SiteArtifact `json:"site_states,omitempty"`  // per-site method state
+	ServerState        *ArtifactRef   `json:"server_state,omitempty"` // the server's own
+	// SharedState is the part of the server state every site reads
+	// (SCAFFOLD's control variate); nil for the other methods and in
+	// states saved before it existed.
+	SharedState        *ArtifactRef `json:"shared_state,omitempty"`
+	RecheckDescriptors bool         `json:"recheck_descriptors"`
 	// External is the campaign's model layout (model "external"), set when
 	// the campaign's initial model is known (round 1).
 	External *ExternalModel `json:"external_model,omitempty"`

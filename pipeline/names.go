@@ -55,6 +55,10 @@ const (
 	// ActivityAdoptInitialModel copies the initial model one site's
 	// program made to the campaign's keys every site may read.
 	ActivityAdoptInitialModel = "AdoptInitialModel" // AdoptInitialModelInput → AdoptInitialModelOutput
+	// ActivityReissue gives the sites of a campaign written before sites
+	// read only their own aggregates, once, what they start the round from
+	// under keys they may read.
+	ActivityReissue = "Reissue" // ReissueInput → ReissueOutput
 )
 
 // Query and update names of CampaignWorkflow.

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/minio/minio-go/v7"
+
 	"github.com/ptopofl/ptopofl/artifact"
 )
 
@@ -140,6 +142,34 @@ func (c *blobCache) add(k blobKey, b []byte, r cacheReader) {
 	}
 }
 
+// alias caches, under dst, the bytes and decoded value cached under src,
+// if r may read them: dst is a server-side copy of src. The two entries
+// share the bytes and the decoded value, which no reader changes (readers
+// get copies of decoded values); the shared bytes are counted twice, so
+// the bound stays conservative.
+func (c *blobCache) alias(src, dst blobKey, r cacheReader) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entry(src, r)
+	if e == nil || src.sha256 != dst.sha256 || src.size != dst.size {
+		return
+	}
+	if el, ok := c.items[dst]; ok {
+		c.order.MoveToFront(el)
+		el.Value.(*blobEntry).readers[r.id] = struct{}{}
+		return
+	}
+	c.items[dst] = c.order.PushFront(&blobEntry{k: dst, b: e.b, decoded: e.decoded, readers: map[string]struct{}{r.id: {}}})
+	c.used += int64(len(e.b))
+	for c.used > c.max {
+		el := c.order.Back()
+		be := el.Value.(*blobEntry)
+		c.order.Remove(el)
+		delete(c.items, be.k)
+		c.used -= int64(len(be.b))
+	}
+}
+
 func (c *blobCache) getDecoded(k blobKey, r cacheReader) any {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -247,6 +277,29 @@ func (s *Store) putModelBytes(ctx context.Context, key string, b []byte, decoded
 	if k := s.blobKey(ref); s.cache.cached(k) {
 		s.cache.setDecoded(k, decoded())
 	}
+	return ref, nil
+}
+
+// CopyCached copies the object src points at to key inside the bucket (S3
+// CopyObject: the bytes do not travel through this process) and returns
+// the copy's ref, which has src's sha256 and size. What the cache holds
+// for src it then holds for the copy too, so a reader of the copy through
+// this Store skips S3 and the decoding as for src. A copy is how the server
+// gives several sites the same model, each under its own name
+// (artifact.RoundKeys.Aggregate), uploading it once.
+func (s *Store) CopyCached(ctx context.Context, src artifact.Ref, key string) (artifact.Ref, error) {
+	defer timed(ctx)()
+	if src.Bucket != "" && src.Bucket != s.bucket {
+		return artifact.Ref{}, fmt.Errorf("store: copy %s: it is in bucket %s, this store writes bucket %s", src.Key, src.Bucket, s.bucket)
+	}
+	_, err := s.client.CopyObject(ctx,
+		minio.CopyDestOptions{Bucket: s.bucket, Object: key},
+		minio.CopySrcOptions{Bucket: s.bucket, Object: src.Key})
+	if err != nil {
+		return artifact.Ref{}, fmt.Errorf("store: copy %s to %s: %w", src.Key, key, err)
+	}
+	ref := artifact.Ref{Bucket: s.bucket, Key: key, SHA256: src.SHA256, Size: src.Size}
+	s.cache.alias(s.blobKey(src), s.blobKey(ref), s.reader)
 	return ref, nil
 }
 

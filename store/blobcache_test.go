@@ -158,3 +158,48 @@ func TestSharedCacheReaders(t *testing.T) {
 		t.Error("remote sees b's model")
 	}
 }
+
+// TestCopyCached copies a model inside the bucket: the copy has the
+// source's bytes (read back from S3, without the cache, and hashed), its
+// sha256 and size in the returned ref, and a read through the cache
+// decodes the same parameters; a copy from another bucket is refused
+// before any request.
+func TestCopyCached(t *testing.T) {
+	ctx := context.Background()
+	params := []float64{1.5, -2, 0.25}
+	src, err := testStore.PutModelCached(ctx, artifact.AggregateKey("copy", 1, "a"), ModelRecord{
+		Campaign: "copy", Round: 1, Site: "cluster-0", Method: "ptopofl", Kind: KindAggregate, Params: params,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, err := testStore.CopyCached(ctx, src, artifact.AggregateKey("copy", 1, "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dst.Key != artifact.AggregateKey("copy", 1, "b") || dst.SHA256 != src.SHA256 || dst.Size != src.Size {
+		t.Fatalf("copy ref %+v, source %+v", dst, src)
+	}
+	got, b, err := testStore.GetKey(ctx, dst.Key) // S3 itself, hashed here
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != dst {
+		t.Errorf("S3 holds %+v at the copy's key, the copy's ref is %+v", got, dst)
+	}
+	if m, err := DecodeModel(b); err != nil || !slices.Equal(m.Params, params) || m.Site != "cluster-0" {
+		t.Errorf("the copy decodes to %+v, %v", m, err)
+	}
+	for i := range 2 {
+		p, err := testStore.GetModelParamsCached(ctx, dst)
+		if err != nil || !slices.Equal(p, params) {
+			t.Fatalf("%d: GetModelParamsCached(copy) = %v, %v", i, p, err)
+		}
+		p[0] = 99 // the caller's copy: the cache must not change
+	}
+	other := src
+	other.Bucket = "elsewhere"
+	if _, err := testStore.CopyCached(ctx, other, "x"); err == nil {
+		t.Error("a copy from another bucket was accepted")
+	}
+}

@@ -50,6 +50,7 @@ func (s *CampaignSuite) mockAll() {
 	s.env.OnActivity(pipeline.ActivityEvaluate, mock.Anything, mock.Anything).Return(s.fed.Evaluate).Maybe()
 	s.env.OnActivity(pipeline.ActivityClusterSites, mock.Anything, mock.Anything).Return(s.fed.ClusterSites).Maybe()
 	s.env.OnActivity(pipeline.ActivityAggregate, mock.Anything, mock.Anything).Return(s.fed.Aggregate).Maybe()
+	s.env.OnActivity(pipeline.ActivityReissue, mock.Anything, mock.Anything).Return(s.fed.Reissue).Maybe()
 	s.env.OnActivity(pipeline.ActivityCommitRound, mock.Anything, mock.Anything).Return(s.fed.CommitRound).Maybe()
 	s.env.OnActivity(pipeline.ActivityPruneRound, mock.Anything, mock.Anything).Return(s.fed.PruneRound).Maybe()
 }

@@ -6,12 +6,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/ptopofl/ptopofl/artifact"
+	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
@@ -40,6 +42,8 @@ type fakeFederation struct {
 	// pruneBeforeCommit is set if one came before the manifest recording it.
 	pruned            []int
 	pruneBeforeCommit bool
+	// trained holds every TrainLocal input, in the order of the calls.
+	trained []pipeline.TrainLocalInput
 }
 
 func newFakeFederation() *fakeFederation {
@@ -57,6 +61,20 @@ func (f *fakeFederation) callCount(name string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.calls[name]
+}
+
+// trainInputs returns the TrainLocal inputs of round, in site order.
+func (f *fakeFederation) trainInputs(round int) []pipeline.TrainLocalInput {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []pipeline.TrainLocalInput
+	for _, in := range f.trained {
+		if in.Round == round {
+			out = append(out, in)
+		}
+	}
+	slices.SortFunc(out, func(a, b pipeline.TrainLocalInput) int { return a.SiteIndex - b.SiteIndex })
+	return out
 }
 
 func (f *fakeFederation) committed() []pipeline.RoundManifest {
@@ -85,6 +103,7 @@ func (f *fakeFederation) TrainLocal(ctx context.Context, in pipeline.TrainLocalI
 	f.count(pipeline.ActivityTrainLocal)
 	f.mu.Lock()
 	from, ok := f.badFrom[in.Site]
+	f.trained = append(f.trained, in)
 	f.mu.Unlock()
 	if f.bad[in.Site] || (ok && in.Round >= from) {
 		return pipeline.TrainLocalOutput{}, pipeline.NewBadSiteDataError(in.Site, in.Site+"_train.csv", 17, "expected 20 features, got 19")
@@ -131,6 +150,11 @@ func (f *fakeFederation) ClusterSites(ctx context.Context, in pipeline.ClusterSi
 	return out, nil
 }
 
+// Aggregate answers as the real activity does: under pTopoFL each site
+// gets its cluster's model under its own name (members of one cluster
+// share a sha256), under the other methods every site the global model;
+// SCAFFOLD and FoolsGold keep a server state, and SCAFFOLD's sites read
+// its shared part.
 func (f *fakeFederation) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pipeline.AggregateOutput, error) {
 	f.count(pipeline.ActivityAggregate)
 	if err := f.aggregateErr[in.Round]; err != nil {
@@ -141,12 +165,55 @@ func (f *fakeFederation) Aggregate(ctx context.Context, in pipeline.AggregateInp
 	for _, c := range in.Clusters {
 		cluster[c.Site] = c.Cluster
 	}
-	for c := 0; c < 2; c++ {
-		name := fmt.Sprintf("cluster-%d", c)
-		out.Aggregates = append(out.Aggregates, pipeline.NamedArtifact{Name: name, Ref: fakeRef(in.Bucket, artifact.AggregateKey(in.Campaign, in.Round, name))})
+	keys := in.Keys()
+	if in.Method == learn.PTopoFL {
+		for _, u := range in.Updates {
+			ref := fakeRef(in.Bucket, keys.Aggregate(u.Site))
+			sum := sha256.Sum256(fmt.Appendf(nil, "%s%d of round %d", artifact.ClusterTargetPrefix, cluster[u.Site], in.Round))
+			ref.SHA256 = hex.EncodeToString(sum[:])
+			out.Aggregates = append(out.Aggregates, pipeline.NamedArtifact{Name: u.Site, Ref: ref})
+			out.Models = append(out.Models, pipeline.SiteArtifact{Site: u.Site, Ref: ref})
+		}
+	} else {
+		ref := fakeRef(in.Bucket, keys.Aggregate(artifact.GlobalTarget))
+		out.Aggregates = append(out.Aggregates, pipeline.NamedArtifact{Name: artifact.GlobalTarget, Ref: ref})
+		for _, u := range in.Updates {
+			out.Models = append(out.Models, pipeline.SiteArtifact{Site: u.Site, Ref: ref})
+		}
 	}
-	for _, u := range in.Updates {
-		out.Models = append(out.Models, pipeline.SiteArtifact{Site: u.Site, Ref: out.Aggregates[cluster[u.Site]].Ref})
+	if in.Method == learn.SCAFFOLD || in.Method == learn.FoolsGold {
+		st := fakeRef(in.Bucket, keys.ServerState())
+		out.ServerState = &st
+	}
+	if in.Method == learn.SCAFFOLD {
+		sh := fakeRef(in.Bucket, keys.SharedState())
+		out.SharedState = &sh
+	}
+	return out, nil
+}
+
+// Reissue answers as the real activity does: a copy of each model under
+// the site's name in the model's round folder (the same sha256), and the
+// shared state beside the server state.
+func (f *fakeFederation) Reissue(ctx context.Context, in pipeline.ReissueInput) (pipeline.ReissueOutput, error) {
+	f.count(pipeline.ActivityReissue)
+	var out pipeline.ReissueOutput
+	for _, m := range in.Models {
+		keys, ok := artifact.ParseRoundKeys(in.Campaign, m.Ref.Key)
+		if !ok {
+			return out, fmt.Errorf("%s is not a round key of %s", m.Ref.Key, in.Campaign)
+		}
+		ref := fakeRef(in.Bucket, keys.Aggregate(m.Site))
+		ref.SHA256, ref.Size = m.Ref.SHA256, m.Ref.Size
+		out.Models = append(out.Models, pipeline.SiteArtifact{Site: m.Site, Ref: ref})
+	}
+	if in.ServerState != nil {
+		keys, ok := artifact.ParseRoundKeys(in.Campaign, in.ServerState.Key)
+		if !ok {
+			return out, fmt.Errorf("%s is not a round key of %s", in.ServerState.Key, in.Campaign)
+		}
+		sh := fakeRef(in.Bucket, keys.SharedState())
+		out.SharedState = &sh
 	}
 	return out, nil
 }
@@ -181,6 +248,7 @@ func registerStubs(env *testsuite.TestWorkflowEnvironment) {
 		pipeline.ActivityEvaluate:          f.Evaluate,
 		pipeline.ActivityClusterSites:      f.ClusterSites,
 		pipeline.ActivityAggregate:         f.Aggregate,
+		pipeline.ActivityReissue:           f.Reissue,
 		pipeline.ActivityCommitRound:       f.CommitRound,
 		pipeline.ActivityPruneRound:        f.PruneRound,
 	} {

@@ -139,3 +139,12 @@ const versionStopChildren = "sweep-stop-children"
 // site models records pipeline.Pruning in its manifest and deletes them
 // after the commit. It is asked only when the policy prunes something.
 const versionRetention = "retention"
+
+// versionOwnReads is the workflow.GetVersion change ID of a round whose
+// sites read only what is their own (version 1): the training input names
+// the shared state (SCAFFOLD's control variate) instead of the server's
+// whole state and no longer names the clustering, and a round that begins
+// with references written before (pTopoFL cluster models, a server state
+// without its shared part) first has them reissued (round.reissue). At
+// workflow.DefaultVersion the round runs as it always did.
+const versionOwnReads = "site-reads-own"

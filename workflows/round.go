@@ -3,10 +3,12 @@ package workflows
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
@@ -26,6 +28,12 @@ import (
 //     round trip would only repeat the training's inputs);
 //  5. the CommitRound server activity, which writes the manifest.
 //
+// Every site reads only what is its own (artifact.SiteReadPatterns): the
+// model the aggregation wrote under its name or the global model, and
+// the shared part of the server state. A campaign written before that
+// rule (resumed, or continued by this code) first has what its sites
+// start from reissued under keys they may read (reissue).
+//
 // Each fan-out waits at most RoundDeadline for its sites. (One deadline for
 // the whole round would let a single hung site in training leave no time
 // for evaluation, failing every round it hangs in.) A site that fails or
@@ -42,9 +50,17 @@ func RoundWorkflow(ctx workflow.Context, in pipeline.RoundWorkflowInput) (pipeli
 	if err := registerProgressQuery(ctx, r.progress); err != nil {
 		return pipeline.RoundWorkflowOutput{}, err
 	}
+	// Rounds begun before sites read only their own objects replay as
+	// they ran (versionOwnReads).
+	r.ownReads = workflow.GetVersion(ctx, versionOwnReads, workflow.DefaultVersion, 1) >= 1
 
 	if err := r.externalModel(ctx); err != nil {
 		return pipeline.RoundWorkflowOutput{}, err
+	}
+	if r.ownReads {
+		if err := r.reissue(ctx); err != nil {
+			return pipeline.RoundWorkflowOutput{}, err
+		}
 	}
 	if method.NeedsDescriptors(in.Spec.Method) {
 		if err := r.descriptors(ctx); err != nil {
@@ -106,6 +122,9 @@ type round struct {
 	released map[string][]pipeline.Release
 	// progress is what the round's progress query reports.
 	progress *roundProgress
+	// ownReads: the round's sites are sent only references to what they
+	// may read (versionOwnReads).
+	ownReads bool
 }
 
 // evaluatesInTraining reports whether this round's sites score their model
@@ -319,6 +338,48 @@ func (r *round) externalModel(ctx workflow.Context) error {
 	return r.quorum(ctx, pipeline.PhaseInit)
 }
 
+// reissue gives the sites of a campaign written before sites read only
+// their own objects what they start this round from at keys they may
+// read: each site's pTopoFL cluster model ("cluster-<c>") copied under
+// its own name, and, for a method whose sites read the server state,
+// SCAFFOLD's control variate in a shared state (ActivityReissue). It asks
+// only when the carried references need it, so a campaign begun under
+// this code never calls it, and one written before calls it once. The
+// test is on the form of the carried keys and on the carry, never on the
+// read policy, so that a later change of the policy cannot change what a
+// replay of this round does.
+func (r *round) reissue(ctx workflow.Context) error {
+	in := pipeline.ReissueInput{ServerCall: r.serverCall(pipeline.PurposeTrain)}
+	for _, m := range r.carry.Models {
+		if t, ok := artifact.AggregateTarget(r.spec.Campaign, m.Ref.Key); ok && strings.HasPrefix(t, artifact.ClusterTargetPrefix) {
+			in.Models = append(in.Models, m)
+		}
+	}
+	if r.carry.ServerState != nil && r.carry.SharedState == nil && method.SitesReadServerState(r.spec.Method) {
+		in.ServerState = r.carry.ServerState
+	}
+	if len(in.Models) == 0 && in.ServerState == nil {
+		return nil
+	}
+	var out pipeline.ReissueOutput
+	actx := workflow.WithLocalActivityOptions(ctx, serverLocalActivityOptions())
+	if err := workflow.ExecuteLocalActivity(actx, pipeline.ActivityReissue, in).Get(ctx, &out); err != nil {
+		return fmt.Errorf("round %d: reissue what the sites start from under keys they may read: %w", r.n, err)
+	}
+	models := siteRefs(r.carry.Models)
+	for _, m := range out.Models {
+		ref := m.Ref
+		models[m.Site] = &ref
+		r.output(pipeline.RoleStartModel, m.Site, &ref)
+	}
+	r.carry.Models = r.ordered(models)
+	if out.SharedState != nil {
+		r.carry.SharedState = out.SharedState
+		r.output(pipeline.RoleSharedState, "", out.SharedState)
+	}
+	return nil
+}
+
 func (r *round) descriptors(ctx workflow.Context) error {
 	h := r.spec.Hyperparameters
 	have := siteRefs(r.carry.Descriptors)
@@ -410,6 +471,13 @@ func (r *round) train(ctx workflow.Context) ([]pipeline.SiteUpdate, error) {
 	for i := range r.carry.Clusters {
 		clusters[r.carry.Clusters[i].Site] = &r.carry.Clusters[i]
 	}
+	// What the sites are told of the server's state: the shared part
+	// only, and not the clustering, which they may not read; a round
+	// begun before sites read only their own objects told them both.
+	serverState, clustering := r.carry.SharedState, (*pipeline.ArtifactRef)(nil)
+	if !r.ownReads {
+		serverState, clustering = r.carry.ServerState, r.carry.Clustering
+	}
 	res := fanOut[pipeline.TrainLocalOutput](ctx, r.spec, fanOutRequest{
 		Phase: pipeline.PhaseTrain, Protocol: r.protocol, Colocated: r.colocated, Activity: pipeline.ActivityTrainLocal, Sites: r.active,
 		Progress: r.progress,
@@ -418,8 +486,8 @@ func (r *round) train(ctx workflow.Context) ([]pipeline.SiteUpdate, error) {
 				SiteCall:    r.siteCall(site, pipeline.PurposeTrain),
 				StartModel:  models[site],
 				SiteState:   states[site],
-				ServerState: r.carry.ServerState,
-				Clustering:  r.carry.Clustering,
+				ServerState: serverState,
+				Clustering:  clustering,
 				Cluster:     clusters[site],
 				Descriptor:  descs[site],
 				Evaluate:    r.evaluatesInTraining(),
@@ -427,6 +495,9 @@ func (r *round) train(ctx workflow.Context) ([]pipeline.SiteUpdate, error) {
 		},
 	})
 	r.input(pipeline.RoleServerState, "", r.carry.ServerState)
+	if r.ownReads {
+		r.input(pipeline.RoleSharedState, "", r.carry.SharedState)
+	}
 	for _, site := range r.active {
 		r.seed(site, pipeline.PurposeTrain)
 		r.input(pipeline.RoleStartModel, site, models[site])
@@ -478,6 +549,12 @@ func (r *round) aggregate(ctx workflow.Context, updates []pipeline.SiteUpdate) e
 		r.m.Outputs = append(r.m.Outputs, pipeline.ArtifactRecord{Role: pipeline.RoleAggregate, Name: a.Name, Ref: a.Ref})
 	}
 	r.output(pipeline.RoleServerState, "", out.ServerState)
+	// The shared part of the server state (absent from older activity
+	// outputs, so replays of earlier rounds record nothing).
+	r.output(pipeline.RoleSharedState, "", out.SharedState)
+	if out.SharedState != nil {
+		r.carry.SharedState = out.SharedState
+	}
 	// A robust aggregation's selection (absent from older activity
 	// outputs, so replays of earlier rounds take neither branch).
 	if len(out.Flagged) > 0 {
