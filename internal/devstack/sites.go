@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -111,11 +112,16 @@ func policySites(policy string) ([]string, error) {
 
 // GrantSites adds sites to the bucket policy of root's bucket, keeping the
 // sites it already grants; root must hold the root credentials. Granting
-// sites already granted changes nothing. Two processes granting different
-// sites at the same instant can lose one grant (read, then write); the
-// starter grants a campaign's sites before starting their workers, and a
-// denied site's activity fails with AccessDenied and is retried, so grant
-// again and it carries on.
+// sites already granted changes nothing, unless the stored policy's
+// statements are not those SiteBucketPolicy gives today: a policy an older
+// binary wrote (one that let every site read every cluster model and the
+// server state, before sites read only their own objects) is rewritten
+// with the current patterns, for the sites it granted; GrantSites with no
+// sites does only that, as the stack does when it starts. Two processes
+// granting different sites at the same instant can lose one grant (read,
+// then write); the starter grants a campaign's sites before starting their
+// workers, and a denied site's activity fails with AccessDenied and is
+// retried, so grant again and it carries on.
 func GrantSites(ctx context.Context, root *store.Store, sites []string) error {
 	for _, s := range sites {
 		if err := artifact.ValidateName(s); err != nil {
@@ -131,14 +137,29 @@ func GrantSites(ctx context.Context, root *store.Store, sites []string) error {
 		return fmt.Errorf("bucket %s: %w", root.Bucket(), err)
 	}
 	all := sortedUnique(append(slices.Clone(have), sites...))
-	if slices.Equal(all, have) {
+	if len(all) == 0 {
 		return nil
 	}
-	b, err := json.Marshal(SiteBucketPolicy(root.Bucket(), all))
+	want := SiteBucketPolicy(root.Bucket(), all)
+	if slices.Equal(all, have) && samePolicy(cur, want) {
+		return nil
+	}
+	b, err := json.Marshal(want)
 	if err != nil {
 		return fmt.Errorf("bucket policy: %w", err)
 	}
 	return root.SetBucketPolicy(ctx, string(b))
+}
+
+// samePolicy reports whether the stored policy document cur says what want
+// says, statement for statement (the server may store the JSON with other
+// spacing).
+func samePolicy(cur string, want PolicyDocument) bool {
+	var got PolicyDocument
+	if err := json.Unmarshal([]byte(cur), &got); err != nil {
+		return false
+	}
+	return reflect.DeepEqual(got, want)
 }
 
 // SiteCredentialsFile is the file, in the stack's data directory dir, with

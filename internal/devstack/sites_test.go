@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -78,6 +79,7 @@ func TestSiteIsolation(t *testing.T) {
 		"b personal":    artifact.AggregateKey(c, 1, "b"),
 		"spec":          artifact.SpecKey(c),
 		"server state":  artifact.ServerStateKey(c, 1),
+		"shared state":  artifact.SharedStateKey(c, 1),
 		"manifest":      artifact.ManifestKey(c, 1),
 		"clustering":    artifact.ClusteringKey(c, 1),
 		"sweep spec":    artifact.SweepSpecKey("s"),
@@ -108,14 +110,15 @@ func TestSiteIsolation(t *testing.T) {
 		5:  {"b state", false, false},
 		6:  {"b control", false, false},
 		7:  {"global model", true, false},
-		8:  {"cluster model", true, false},
+		8:  {"cluster model", false, false}, // of a campaign written before per-site aggregates
 		9:  {"a personal", true, false},
 		10: {"b personal", false, false},
 		11: {"spec", true, false},
-		12: {"server state", true, false},
+		12: {"server state", false, false}, // FoolsGold's per-site histories
 		13: {"manifest", false, false},
 		14: {"clustering", false, false},
 		15: {"sweep spec", false, false},
+		16: {"shared state", true, false}, // SCAFFOLD's control variate
 	}
 	for i, tc := range cases {
 		key := keys[tc.what]
@@ -253,6 +256,74 @@ func TestSiteIsolation(t *testing.T) {
 	fak, fsk, err := ReadCredentials(path)
 	if err != nil || fak != s3local.SiteAccessPrefix+"a" || fsk == isoRootSK {
 		t.Errorf("credentials file of site a: %s, %v", fak, err)
+	}
+}
+
+// TestGrantSitesRefreshesOldPolicy stores the bucket policy an older
+// binary wrote (every site may also read every cluster model and the
+// server state) and starts from there: the old policy lets site a read a
+// cluster model and the server state; GrantSites, with no new site (as the
+// stack calls it when it starts) or with one, rewrites it with today's
+// patterns for the same sites, after which both are denied and a's own
+// objects still readable; a policy already current is left alone.
+func TestGrantSitesRefreshesOldPolicy(t *testing.T) {
+	ctx := context.Background()
+	_, ep, root := startIsoS3(t)
+	const c = "camp"
+	cluster, serverState, own := artifact.AggregateKey(c, 1, "cluster-0"), artifact.ServerStateKey(c, 1), artifact.AggregateKey(c, 1, "a")
+	for _, k := range []string{cluster, serverState, own} {
+		if _, err := root.Put(ctx, k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := SiteBucketPolicy(ep.Bucket, []string{"a", "b"})
+	for i, st := range old.Statement {
+		if slices.Contains(st.Action, "s3:GetObject") {
+			old.Statement[i].Resource = append(st.Resource,
+				"arn:aws:s3:::"+ep.Bucket+"/campaigns/*/round-*/aggregate/cluster-*.parquet",
+				"arn:aws:s3:::"+ep.Bucket+"/campaigns/*/round-*/server-state.parquet")
+		}
+	}
+	b, err := json.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := root.SetBucketPolicy(ctx, string(b)); err != nil {
+		t.Fatal(err)
+	}
+	ak, sk := s3local.SiteCredentials(isoRootSK, "a")
+	a, err := store.New(store.Config{Endpoint: ep.S3URL, Bucket: ep.Bucket, AccessKey: ak, SecretKey: sk, Region: ep.S3Region})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{cluster, serverState} {
+		if _, _, err := a.GetKey(ctx, k); err != nil {
+			t.Fatalf("under the old policy site a reads %s: %v (the test would prove nothing)", k, err)
+		}
+	}
+	if err := GrantSites(ctx, root, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{cluster, serverState} {
+		if _, _, err := a.GetKey(ctx, k); !accessDenied(err) {
+			t.Errorf("after the refresh site a reads %s: %v, want AccessDenied", k, err)
+		}
+	}
+	if _, _, err := a.GetKey(ctx, own); err != nil {
+		t.Errorf("after the refresh site a reads its own aggregate: %v", err)
+	}
+	cur, err := root.BucketPolicy(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !samePolicy(cur, SiteBucketPolicy(ep.Bucket, []string{"a", "b"})) {
+		t.Errorf("refreshed policy %s, want SiteBucketPolicy for a and b", cur)
+	}
+	if err := GrantSites(ctx, root, []string{"b"}); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := root.BucketPolicy(ctx); again != cur {
+		t.Error("a current policy was rewritten")
 	}
 }
 

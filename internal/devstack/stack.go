@@ -291,6 +291,11 @@ func (s *Stack) startS3(ctx context.Context, cfg Config, dir, bucket string) err
 	if err := st.EnsureBucket(ctx); err != nil {
 		return fmt.Errorf("devstack: %w", err)
 	}
+	// A data directory an older binary made may hold a bucket policy with
+	// older read patterns: bring its grants up to date.
+	if err := GrantSites(ctx, st, nil); err != nil {
+		return fmt.Errorf("devstack: %w", err)
+	}
 	return nil
 }
 
