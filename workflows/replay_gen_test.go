@@ -193,6 +193,7 @@ func startFakeFederation(t *testing.T, c client.Client, fed *fakeFederation, sit
 	Register(server)
 	server.RegisterActivityWithOptions(fed.ClusterSites, activity.RegisterOptions{Name: pipeline.ActivityClusterSites})
 	server.RegisterActivityWithOptions(fed.Aggregate, activity.RegisterOptions{Name: pipeline.ActivityAggregate})
+	server.RegisterActivityWithOptions(fed.Reissue, activity.RegisterOptions{Name: pipeline.ActivityReissue})
 	server.RegisterActivityWithOptions(fed.CommitRound, activity.RegisterOptions{Name: pipeline.ActivityCommitRound})
 	if extra != nil {
 		extra(server)
@@ -248,4 +249,43 @@ func TestGenerateGoldenRetentionHistory(t *testing.T) {
 	require.Equal(t, []int{1}, fed.pruned)
 
 	writeGoldenHistory(t, ctx, c, pipeline.RoundWorkflowID(spec.Campaign, 2), "", roundRetentionHistoryFile)
+}
+
+// TestGenerateGoldenOwnReadsHistory records the golden histories of rounds
+// whose sites read only their own objects (version "site-reads-own" 1):
+// replayOwnReadsSpec's pTopoFL campaign resumed at round 2 from a state of
+// the old layout (every site holds a "cluster-<c>" model of round 1), so
+// round 2 reissues them (the Reissue local activity) and round 3, which
+// starts from per-site aggregates, does not.
+func TestGenerateGoldenOwnReadsHistory(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c := goldenServer(t, ctx)
+
+	spec := replayOwnReadsSpec()
+	fed := newFakeFederation()
+	startFakeFederation(t, c, fed, spec.SiteNames(), nil)
+	ref := func(key string) pipeline.ArtifactRef { return fakeRef(spec.Bucket, key) }
+	clustering := ref(artifact.ClusteringKey(spec.Campaign, 1))
+	state := pipeline.CampaignState{NextRound: 2, AUCCurve: []float64{0.7}, AccCurve: []float64{0.6}, Carry: pipeline.RoundCarry{
+		PrevManifestSHA256: "golden", Clustering: &clustering,
+		Clusters: []pipeline.SiteCluster{{Site: "c0", Cluster: 0, Trust: 1}, {Site: "c1", Cluster: 1, Trust: 1}, {Site: "c2", Cluster: 0, Trust: 1}},
+		Descriptors: []pipeline.SiteArtifact{
+			{Site: "c0", Ref: ref(artifact.DescriptorKey(spec.Campaign, 1, "c0"))}, {Site: "c1", Ref: ref(artifact.DescriptorKey(spec.Campaign, 1, "c1"))},
+			{Site: "c2", Ref: ref(artifact.DescriptorKey(spec.Campaign, 1, "c2"))}},
+		Models: []pipeline.SiteArtifact{
+			{Site: "c0", Ref: ref(artifact.AggregateKey(spec.Campaign, 1, "cluster-0"))}, {Site: "c1", Ref: ref(artifact.AggregateKey(spec.Campaign, 1, "cluster-1"))},
+			{Site: "c2", Ref: ref(artifact.AggregateKey(spec.Campaign, 1, "cluster-0"))}},
+	}}
+	state.Carry.ClusterDescriptors = state.Carry.Descriptors
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: spec.Campaign, TaskQueue: pipeline.ServerTaskQueue},
+		pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: spec, State: &state})
+	require.NoError(t, err)
+	var out pipeline.CampaignWorkflowOutput
+	require.NoError(t, run.Get(ctx, &out))
+	require.Equal(t, pipeline.StateDone, out.State)
+	require.Equal(t, 1, fed.callCount(pipeline.ActivityReissue))
+
+	writeGoldenHistory(t, ctx, c, pipeline.RoundWorkflowID(spec.Campaign, 2), "", roundOwnReadsReissueFile)
+	writeGoldenHistory(t, ctx, c, pipeline.RoundWorkflowID(spec.Campaign, 3), "", roundOwnReadsFile)
 }

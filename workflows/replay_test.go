@@ -35,6 +35,13 @@ const (
 	// roundRetentionHistoryFile is round 2 of a campaign keeping the site
 	// models of the last round only (replayRetentionSpec): it prunes round 1.
 	roundRetentionHistoryFile = "round_history_retention.json"
+	// roundOwnReadsReissueFile is round 2 of a pTopoFL campaign resumed
+	// from a state of the layout before sites read only their own objects
+	// (replayOwnReadsSpec): it reissues the cluster models under each
+	// site's name; roundOwnReadsFile its round 3, which has nothing to
+	// reissue.
+	roundOwnReadsReissueFile = "round_history_own_reads_reissue.json"
+	roundOwnReadsFile        = "round_history_own_reads.json"
 )
 
 // Histories recorded by earlier versions of the workflows, which the
@@ -75,6 +82,13 @@ func replayRetentionSpec() pipeline.CampaignSpec {
 	return s
 }
 
+// replayOwnReadsSpec is the campaign of the golden own-reads histories.
+func replayOwnReadsSpec() pipeline.CampaignSpec {
+	s := replaySpec()
+	s.Campaign, s.Rounds = "golden-own-reads", 3
+	return s
+}
+
 // replaySweepSpec is the sweep of the golden sweep history.
 func replaySweepSpec() pipeline.SweepSpec {
 	return pipeline.SweepSpec{
@@ -110,6 +124,8 @@ func TestReplayGoldenHistories(t *testing.T) {
 		{campaignAttemptHistoryFile, replayAttemptSpec().Campaign},
 		{roundAttemptHistoryFile, pipeline.AttemptRoundWorkflowID(replayAttemptSpec().Campaign, 2, 2)},
 		{roundRetentionHistoryFile, pipeline.RoundWorkflowID(replayRetentionSpec().Campaign, 2)},
+		{roundOwnReadsReissueFile, pipeline.RoundWorkflowID(replayOwnReadsSpec().Campaign, 2)},
+		{roundOwnReadsFile, pipeline.RoundWorkflowID(replayOwnReadsSpec().Campaign, 3)},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := filepath.Join("testdata", tc.file)
