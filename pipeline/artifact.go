@@ -49,6 +49,11 @@ const (
 // ArtifactRecord is one artifact read or written by a round, for the
 // manifest. Site is empty for server artifacts; Name names a NamedArtifact.
 type ArtifactRecord struct {
+	// Role is what the artifact is to the round: descriptor, clustering,
+	// start_model (as an output: a model reissued under the site's own
+	// name), local_model, control, site_state, aggregate, site_model,
+	// server_state (the server's own), shared_state (what every site
+	// reads of it), initial_model, model_layout.
 	Role string      `json:"role"`
 	Site string      `json:"site,omitempty"`
 	Name string      `json:"name,omitempty"`

@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/ptopofl/ptopofl/nn"
 )
 
 // TestModelFloat32RoundTrip checks the float32 layout of deep models:
@@ -191,5 +193,48 @@ func TestModel32CachedAfterRead(t *testing.T) {
 	wide, err := testStore.GetModelParamsCached(ctx, ref)
 	if err != nil || !slices.Equal(wide, []float64{0.5, -1.25, float64(float32(3.0000002))}) {
 		t.Errorf("GetModelParamsCached: %v, %v", wide, err)
+	}
+}
+
+// BenchmarkEncodeDeepAggregate encodes the model the server sends a site
+// under each deep preset (EncodeModel32, as Aggregate stores it) and
+// reports the object's size: deep-small and deep-d-small's CNN (28,938
+// parameters), deep-d's ConvNet-2 with FEMNIST's 62 classes (6,603,710) and
+// deep-c's ResNet-18 (11,173,962), with freshly initialised weights (nn's
+// Init; trained weights compress a few percent differently). Under pTopoFL
+// every site gets such an object under its own name (members of a cluster
+// byte-identical copies made inside the bucket), so a round stores one per
+// site where it stored one per cluster before: K − M more objects of this
+// size (docs/how-to/deep-models.md).
+//
+//	go test -run '^$' -bench EncodeDeepAggregate -benchtime 1x ./store/
+func BenchmarkEncodeDeepAggregate(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		cfg  nn.Config
+	}{
+		{"deep-small=cnn", nn.Config{Arch: nn.CNN, Input: nn.Shape{H: 28, W: 28, C: 1}, Classes: 10}},
+		{"deep-d=convnet2-62", nn.Config{Arch: nn.ConvNet2, Input: nn.Shape{H: 28, W: 28, C: 1}, Classes: 62}},
+		{"deep-c=resnet18", nn.Config{Arch: nn.ResNet, Input: nn.Shape{H: 32, W: 32, C: 3}, Classes: 10, Width: 64}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			net, err := nn.New(tc.cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			net.Init(42)
+			rec := ModelRecord{Campaign: "c", Round: 1, Site: "cluster-0", Method: "ptopofl", Kind: KindAggregate, Float32: true}
+			var size int
+			for b.Loop() {
+				enc, err := EncodeModel32(rec, net.Params())
+				if err != nil {
+					b.Fatal(err)
+				}
+				size = len(enc)
+			}
+			b.ReportMetric(float64(net.NumParams()), "params")
+			b.ReportMetric(float64(size), "bytes/object")
+			b.ReportMetric(float64(size)/float64(4*net.NumParams()), "of-raw-float32")
+		})
 	}
 }

@@ -16,7 +16,7 @@ type Layout struct {
 // cannot drift from what is written.
 func Layouts() []Layout {
 	return []Layout{
-		{"vectors", "campaigns/<campaign>/round-NNNN/{descriptors,models,aggregate,state,control}/*.parquet, clustering.parquet, server-state.parquet",
+		{"vectors", "campaigns/<campaign>/round-NNNN/{descriptors,models,aggregate,state,control}/*.parquet, clustering.parquet, server-state.parquet, shared-state.parquet",
 			"one named vector of one record (kind: " + KindDescriptor + ", " + KindModel + ", " + KindAggregate + "; vector: " +
 				VecDescriptor + ", " + VecParams + ", " + VecControlVariate + ", " + VecPersonal + ", persistence pairs), rows sorted by vector name", vectorSchema},
 		{"vectors (float32)", "the same keys, for deep models", "as vectors, with float32 values", vector32Schema},

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"
 )
@@ -33,7 +34,7 @@ func Formats(root string) (string, error) {
 		pkgs[dir] = src
 	}
 	var b strings.Builder
-	b.WriteString("<!-- Generated from the declarations in campaign/, search/, pipeline/ and store/ by `make reference`; do not edit. -->\n\n")
+	b.WriteString("<!-- Generated from the declarations in campaign/, search/, pipeline/, store/ and artifact/ by `make reference`; do not edit. -->\n\n")
 	b.WriteString("# File formats, the manifest, parquet layouts and errors\n\n")
 	b.WriteString("Each section is generated from the Go declaration named in its heading: its doc comment and,\n")
 	b.WriteString("per key, the field's type and comment. `make test` fails when this page is stale.\n\n")
@@ -62,6 +63,7 @@ func Formats(root string) (string, error) {
 		}
 		b.WriteString("\n")
 	}
+	objectKeys(&b)
 	b.WriteString("## How a site or a campaign can end\n\n")
 	for _, g := range []struct {
 		title, prefix string
@@ -78,6 +80,51 @@ func Formats(root string) (string, error) {
 		b.WriteString("\n")
 	}
 	return strings.TrimRight(b.String(), "\n") + "\n", nil
+}
+
+// objectKeys writes the table of a campaign's object keys (package
+// artifact builds every one) and, from the read policy itself
+// (artifact.SiteMayRead), whether a site's identity may read each.
+func objectKeys(b *strings.Builder) {
+	const c, r, site, other = "c", 7, "site0", "site1"
+	k := artifact.RoundKeys{Campaign: c, Round: r, Attempt: 1}
+	b.WriteString("## Object keys and who reads them\n\n")
+	b.WriteString("Every key of a campaign, for campaign `c`, round 7, site `site0` and another site `site1`\n")
+	b.WriteString("(package `artifact`; a restarted campaign's attempt n ≥ 2 writes the round's keys under\n")
+	b.WriteString("`round-0007/attempt-n/`). The last column is the read policy itself (`artifact.SiteMayRead`):\n")
+	b.WriteString("what `site0`'s S3 identity may read. Of what the server writes, a site reads the global model,\n")
+	b.WriteString("what is written under its own name, and the shared state; the server and the starter read\n")
+	b.WriteString("everything. Members of one pTopoFL cluster get byte-identical copies of its model, so their\n")
+	b.WriteString("`site_model` records in a manifest share one sha256.\n\n")
+	b.WriteString("| key | what | written by | `site0` reads |\n|---|---|---|---|\n")
+	for _, row := range []struct{ key, what, writer string }{
+		{artifact.SpecKey(c), "the campaign spec", "starter"},
+		{artifact.InitialModelKey(c), "the initial model of a campaign of model \"external\"", "starter or server"},
+		{artifact.ModelLayoutKey(c), "its tensor layout", "starter or server"},
+		{k.Descriptor(site), "site0's descriptor", "site0"},
+		{k.Descriptor(other), "another site's descriptor", "site1"},
+		{k.Model(site), "site0's local model", "site0"},
+		{k.Model(other), "another site's local model", "site1"},
+		{k.SiteState(site), "site0's method state (pFedMe's personal model, SCAFFOLD's c_i)", "site0"},
+		{k.Control(site), "site0's SCAFFOLD control-variate update", "site0"},
+		{k.Init(site), "the initial model site0's program made (model \"external\", round 1)", "site0"},
+		{k.Aggregate(artifact.GlobalTarget), "the global model (every method but pTopoFL and local training)", "server"},
+		{k.Aggregate(site), "the model site0 starts its next round from: its cluster's blend (pTopoFL), its own (local)", "server"},
+		{k.Aggregate(other), "the model another site starts from", "server"},
+		{k.Aggregate(artifact.ClusterTargetPrefix + "0"), "cluster 0's blended model, in campaigns written before per-site aggregates", "server (old)"},
+		{k.SharedState(), "the server state every site reads: SCAFFOLD's control variate c", "server"},
+		{k.ServerState(), "the server's own state: global model, c, FoolsGold's per-site histories", "server"},
+		{k.Clustering(), "pTopoFL's clustering, trust, drift and reference descriptors, per site", "server"},
+		{k.Manifest(), "the round's manifest", "server"},
+		{artifact.PausedStateKey(c, r), "the state of a campaign paused at an adaptive sweep's rung", "server"},
+	} {
+		reads := "no"
+		if artifact.SiteMayRead(site, row.key) {
+			reads = "yes"
+		}
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", row.key, row.what, row.writer, reads)
+	}
+	b.WriteString("\n")
 }
 
 // source is one package's declarations, from its non-test files.

@@ -45,10 +45,12 @@ const isolationRounds = 3
 // TestIsolatedCampaigns runs campaigns on the local stack as `starter run
 // --local` does: payloads encrypted with the stack's key file, every site
 // worker with its own S3 identity (devstack.SiteStores). pTopoFL (clusters,
-// descriptors), FoolsGold (server state read by the sites) and pFedMe (site
-// state read back) must give simulate.Run's curves bit for bit. Then:
-//   - a site's identity is denied another site's descriptor and local model,
-//     read and write, and allowed its own and the aggregates;
+// descriptors, each site's cluster model under its own name), FoolsGold
+// (a server state only the server reads) and pFedMe (site state read back)
+// must give simulate.Run's curves bit for bit. Then:
+//   - a site's identity is denied another site's descriptor, local model
+//     and aggregate, read and write, and allowed its own (TestSiteReadsOnlyItsOwn
+//     tries every key of every method as every site);
 //   - no payload of any history is in the clear, and no artifact key,
 //     sha256, descriptor value, metric or site name appears in any payload
 //     (fetched with a client without the codec);
@@ -188,6 +190,9 @@ func checkSiteDenied(t *testing.T, stores map[string]*store.Store, campaign stri
 		4: {artifact.ManifestKey(campaign, 1), false, false},
 		5: {artifact.ClusteringKey(campaign, 1), false, false},
 		6: {artifact.SpecKey(campaign), true, false},
+		// The model sent to client0 (its cluster's), and no other.
+		7: {artifact.AggregateKey(campaign, 1, "client0"), true, false},
+		8: {artifact.AggregateKey(campaign, 1, "client1"), false, false},
 	}
 	for i, tc := range cases {
 		ref, b, err := own.GetKey(ctx, tc.key)
@@ -206,18 +211,11 @@ func checkSiteDenied(t *testing.T, stores map[string]*store.Store, campaign stri
 			t.Errorf("%d: client0 writes %s: %v, want AccessDenied", i, tc.key, err)
 		}
 	}
-	// The models sent to client0: every aggregate of round 1.
-	keys := 0
-	for _, target := range []string{"global", "cluster-0", "cluster-1"} {
-		_, _, err := own.GetKey(ctx, artifact.AggregateKey(campaign, 1, target))
-		if err == nil {
-			keys++
-		} else if !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("client0 reads aggregate %s: %v", target, err)
+	// No cluster model is written any more, readable or not.
+	for _, target := range []string{"cluster-0", "cluster-1"} {
+		if _, _, err := stores["client1"].GetKey(ctx, artifact.AggregateKey(campaign, 1, target)); !accessDenied(err) {
+			t.Errorf("client1 reads aggregate %s: %v, want AccessDenied", target, err)
 		}
-	}
-	if keys == 0 {
-		t.Error("client0 read no aggregate of round 1")
 	}
 }
 
