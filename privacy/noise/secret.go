@@ -116,6 +116,17 @@ func LoadOrCreateSecret(path string) (s Secret, created bool, err error) {
 	return s, true, nil
 }
 
+// LoadSecret reads the site secret in the file at path, refusing, as
+// LoadOrCreateSecret does, a file that group or others may read and one
+// that does not parse. Unlike LoadOrCreateSecret it never creates one: a
+// missing file is an error for which errors.Is(err, fs.ErrNotExist) holds.
+func LoadSecret(path string) (Secret, error) {
+	if path == "" {
+		return Secret{}, errors.New("noise: site secret: no file given")
+	}
+	return loadSecret(path)
+}
+
 func loadSecret(path string) (Secret, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -161,11 +172,44 @@ type Key struct {
 // HMAC-SHA256(secret, "ptopofl/noise/v1" ‖ k). It panics on the zero
 // Secret (a programmer error: a DP release without a secret).
 func (s Secret) Stream(k Key) *Stream {
+	var seed [32]byte
+	copy(seed[:], s.keyed("ptopofl/noise/v1", k))
+	return newStream(seed)
+}
+
+// ReleaseID names the release of key k for the site's privacy ledger:
+// HMAC-SHA256(secret, "ptopofl/release/v1" ‖ k) in hex. A retried
+// activity (same key) has the same ID, so the ledger charges it once; the
+// same key under another secret (one drawn after the first was lost) has
+// another, so the ledger charges the fresh noise it would release. It
+// reveals nothing of the secret or the noise (the HMAC is a PRF), and
+// nothing the key does not. It panics on the zero Secret.
+func (s Secret) ReleaseID(k Key) string {
+	return hex.EncodeToString(s.keyed("ptopofl/release/v1", k))
+}
+
+// Fingerprint identifies the secret without revealing it: the first 16
+// bytes of HMAC-SHA256(secret, "ptopofl/secret-fingerprint/v1") in hex.
+// The site's ledger records it, so that a worker started with another
+// secret than the one its releases were made with can tell. It panics on
+// the zero Secret.
+func (s Secret) Fingerprint() string {
+	if !s.ok {
+		panic("noise: Fingerprint of the zero Secret")
+	}
+	mac := hmac.New(sha256.New, s.key[:])
+	mac.Write([]byte("ptopofl/secret-fingerprint/v1"))
+	return hex.EncodeToString(mac.Sum(nil)[:16])
+}
+
+// keyed returns HMAC-SHA256(secret, label ‖ k), each field of k
+// length-prefixed so that no two keys encode alike.
+func (s Secret) keyed(label string, k Key) []byte {
 	if !s.ok {
 		panic("noise: Stream of the zero Secret")
 	}
 	mac := hmac.New(sha256.New, s.key[:])
-	mac.Write([]byte("ptopofl/noise/v1"))
+	mac.Write([]byte(label))
 	field := func(b []byte) {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
@@ -187,7 +231,5 @@ func (s Secret) Stream(k Key) *Stream {
 	field([]byte(k.Site))
 	field([]byte(k.Purpose))
 	field(k.Input[:])
-	var seed [32]byte
-	copy(seed[:], mac.Sum(nil))
-	return newStream(seed)
+	return mac.Sum(nil)
 }
