@@ -190,7 +190,12 @@ func TestCheck(t *testing.T) {
 
 func TestApplyErrors(t *testing.T) {
 	good := gaussian("id", "d", SplitTrain, "c", 1, 1, 1, 1)
-	bad := func(f func(*Release)) *Release { r := good; r.Params = GaussianParams(privacy.Event{Z: 1, Q: 1, Count: 1}); f(&r); return &r }
+	bad := func(f func(*Release)) *Release {
+		r := good
+		r.Params = GaussianParams(privacy.Event{Z: 1, Q: 1, Count: 1})
+		f(&r)
+		return &r
+	}
 	for i, c := range []struct {
 		pre  bool // apply a header first
 		e    Entry
