@@ -77,6 +77,32 @@ type imageCache struct {
 	classes int
 	stamps  [4]fileStamp
 	data    *dataset.ImageSiteData
+	// digests are those of the training and the test split's files
+	// (dataset.FilesDigest), computed once per reading when first asked.
+	digests *splitDigests
+}
+
+// splitDigests returns the digests of the image files of d, the reading
+// load last returned.
+func (c *imageCache) splitDigests(d *dataset.ImageSiteData) (splitDigests, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.data == d && c.digests != nil {
+		return *c.digests, nil
+	}
+	train, err := dataset.FilesDigest(d.Files[0], d.Files[1])
+	if err != nil {
+		return splitDigests{}, fmt.Errorf("site %s: %w", c.site, err)
+	}
+	test, err := dataset.FilesDigest(d.Files[2], d.Files[3])
+	if err != nil {
+		return splitDigests{}, fmt.Errorf("site %s: %w", c.site, err)
+	}
+	out := splitDigests{train: train, test: test}
+	if c.data == d {
+		c.digests = &out
+	}
+	return out, nil
 }
 
 type fileStamp struct {
@@ -113,7 +139,7 @@ func (c *imageCache) load(classes int) (*dataset.ImageSiteData, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.data, c.classes, c.stamps = d, classes, st
+	c.data, c.classes, c.stamps, c.digests = d, classes, st, nil
 	return d, nil
 }
 
@@ -151,8 +177,26 @@ func (s *Site) deepSite(call pipeline.SiteCall, cfg method.Config) (method.DeepS
 // deepSiteFiles is deepSite that also returns the file of the training
 // images, for errors about them.
 func (s *Site) deepSiteFiles(call pipeline.SiteCall, cfg method.Config) (method.DeepSite, string, error) {
+	p, d, err := s.deepSiteData(call, cfg)
+	if err != nil {
+		return method.DeepSite{}, "", err
+	}
+	return p, d.Files[0], nil
+}
+
+// deepDP checks, under dp record, the site's image counts (its whole
+// files) against the plan's and returns the digests of its files.
+func (s *Site) deepDP(call pipeline.SiteCall, d *dataset.ImageSiteData) (splitDigests, error) {
+	if err := s.checkRecords(call, d.Train.N, d.Test.N, d.Files[0]); err != nil {
+		return splitDigests{}, err
+	}
+	return s.images.splitDigests(d)
+}
+
+// deepSiteData is deepSiteFiles returning the images as read.
+func (s *Site) deepSiteData(call pipeline.SiteCall, cfg method.Config) (method.DeepSite, *dataset.ImageSiteData, error) {
 	if call.Site != s.name {
-		return method.DeepSite{}, "", temporal.NewNonRetryableApplicationError(
+		return method.DeepSite{}, nil, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("site %s: asked to run for site %q; check the task queue routing", s.name, call.Site),
 			"WrongSite", nil)
 	}
@@ -160,27 +204,27 @@ func (s *Site) deepSiteFiles(call pipeline.SiteCall, cfg method.Config) (method.
 	if err != nil {
 		var de *dataset.SiteDataError
 		if errors.As(err, &de) {
-			return method.DeepSite{}, "", pipeline.NewBadSiteDataError(de.Site, de.File, de.Line, "%s", de.Msg)
+			return method.DeepSite{}, nil, pipeline.NewBadSiteDataError(de.Site, de.File, de.Line, "%s", de.Msg)
 		}
-		return method.DeepSite{}, "", err
+		return method.DeepSite{}, nil, err
 	}
 	shape := nn.Shape{H: d.Train.H, W: d.Train.W, C: d.Train.C}
 	p, err := method.PrepareDeepSite(s.name, cfg, shape,
 		nn.Data{N: d.Train.N, X: d.Train.Pixels, Labels: d.Train.Labels},
 		nn.Data{N: d.Test.N, X: d.Test.Pixels, Labels: d.Test.Labels})
 	if err != nil {
-		return method.DeepSite{}, "", pipeline.NewBadSiteDataError(s.name, d.Files[0], 0, "%v", err)
+		return method.DeepSite{}, nil, pipeline.NewBadSiteDataError(s.name, d.Files[0], 0, "%v", err)
 	}
 	if cfg.ValidationFraction > 0 {
 		// The images it trains on, and those it holds out (the same in
 		// every round: validationView's draw).
 		train, val, err := method.ValidationRows(p.Train.N, cfg.ValidationFraction, pipeline.DeriveSeed(call.CampaignSeed, 0, s.name, pipeline.PurposeValidation))
 		if err != nil {
-			return method.DeepSite{}, "", pipeline.NewBadSiteDataError(s.name, d.Files[0], 0, "%v", err)
+			return method.DeepSite{}, nil, pipeline.NewBadSiteDataError(s.name, d.Files[0], 0, "%v", err)
 		}
 		p = p.HoldOut(train, val)
 	}
-	return p, d.Files[0], nil
+	return p, d, nil
 }
 
 // deepInitSeed seeds a deep campaign's initial model. It depends on the
@@ -208,10 +252,11 @@ func toLearnState(st nn.SiteState) learn.SiteState {
 // descriptor of the penultimate activations of n_sub training images under
 // the model the site holds (in.Model, or the initial model in round 1).
 func (s *Site) computeDeepDescriptor(ctx context.Context, in pipeline.ComputeDescriptorInput, cfg method.Config) (pipeline.ComputeDescriptorOutput, error) {
-	p, trainFile, err := s.deepSiteFiles(in.SiteCall, cfg)
+	p, files, err := s.deepSiteData(in.SiteCall, cfg)
 	if err != nil {
 		return pipeline.ComputeDescriptorOutput{}, err
 	}
+	trainFile := files.Files[0]
 	wrap := func(err error) error { return fmt.Errorf("site %s round %d: %w", s.name, in.Round, err) }
 	net, err := cfg.NewNetwork(p.Shape)
 	if err != nil {
@@ -226,7 +271,8 @@ func (s *Site) computeDeepDescriptor(ctx context.Context, in pipeline.ComputeDes
 		params = initialParams(net, in.SiteCall)
 	}
 	if cfg.DP.On {
-		if err := s.checkRecords(in.SiteCall, p.Train.N, p.Test.N, trainFile); err != nil {
+		digests, err := s.deepDP(in.SiteCall, files)
+		if err != nil {
 			return pipeline.ComputeDescriptorOutput{}, err
 		}
 		// Every training image's activations under the model the site
@@ -240,15 +286,20 @@ func (s *Site) computeDeepDescriptor(ctx context.Context, in pipeline.ComputeDes
 		if err != nil {
 			return pipeline.ComputeDescriptorOutput{}, wrap(err)
 		}
-		desc, label, err := s.dpDescriptor(in, cfg, acts, nil)
+		desc, label, pend, err := s.dpDescriptor(in, cfg, acts, nil)
 		if err != nil {
 			return pipeline.ComputeDescriptorOutput{}, dpDescriptorError(s.name, trainFile, err)
+		}
+		lifetime, err := s.charge(in.SiteCall, digests, pend)
+		if err != nil {
+			return pipeline.ComputeDescriptorOutput{}, err
 		}
 		out, err := s.putDescriptor(ctx, in, cfg, desc, label)
 		if err != nil {
 			return out, wrap(err)
 		}
 		out.NumTrain = p.Train.N
+		out.Lifetime = lifetime
 		return out, nil
 	}
 	var rows []int
@@ -284,14 +335,36 @@ func (s *Site) computeDeepDescriptor(ctx context.Context, in pipeline.ComputeDes
 // server's clustering, trust and blending alone.
 func (s *Site) trainDeep(ctx context.Context, in pipeline.TrainLocalInput, cfg method.Config) (pipeline.TrainLocalOutput, error) {
 	cfg = cfg.DriftLR(in.Cluster != nil && in.Cluster.Reclustered) // §3.5
-	p, trainFile, err := s.deepSiteFiles(in.SiteCall, cfg)
+	p, files, err := s.deepSiteData(in.SiteCall, cfg)
 	if err != nil {
 		return pipeline.TrainLocalOutput{}, err
 	}
+	// charged charges what the activity releases before the first of it
+	// leaves (dp record; a no-op otherwise).
+	charged := func() (*pipeline.SiteLifetime, error) { return nil, nil }
 	if cfg.DP.On {
-		if err := s.checkRecords(in.SiteCall, p.Train.N, p.Test.N, trainFile); err != nil {
+		digests, err := s.deepDP(in.SiteCall, files)
+		if err != nil {
 			return pipeline.TrainLocalOutput{}, err
 		}
+		rels := []method.SiteRelease{}
+		if r, ok := cfg.TrainRelease(p.Train.N); ok {
+			rels = append(rels, r)
+		}
+		if in.Evaluate {
+			rels = append(rels, cfg.MetricsRelease(purposeMetrics))
+			if p.Val.N > 0 {
+				rels = append(rels, cfg.ValidationRelease())
+			}
+		}
+		rels = append(rels, cfg.MetricsRelease(purposeUpdateMetrics))
+		pend := make([]pendingRelease, len(rels))
+		for i, r := range rels {
+			if pend[i], err = s.pending(in.SiteCall, r, in); err != nil {
+				return pipeline.TrainLocalOutput{}, err
+			}
+		}
+		charged = func() (*pipeline.SiteLifetime, error) { return s.charge(in.SiteCall, digests, pend) }
 		st, err := s.dpStream(in.SiteCall, purposeTrain, in)
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, err
@@ -334,6 +407,9 @@ func (s *Site) trainDeep(ctx context.Context, in pipeline.TrainLocalInput, cfg m
 	res := pipeline.TrainLocalOutput{NumTrain: out.N, Loss: out.MeanLoss}
 	if cfg.DP.On {
 		res.Loss = 0 // computed from the records without noise: not released under dp record
+	}
+	if res.Lifetime, err = charged(); err != nil {
+		return pipeline.TrainLocalOutput{}, err
 	}
 	// Written from the network's float32 slab, without a float64 copy of
 	// a model that may hold millions of parameters.
@@ -405,12 +481,13 @@ func (s *Site) trainDeep(ctx context.Context, in pipeline.TrainLocalInput, cfg m
 
 // evaluateDeep is Evaluate for a deep model.
 func (s *Site) evaluateDeep(ctx context.Context, in pipeline.EvaluateInput, cfg method.Config) (pipeline.EvaluateOutput, error) {
-	p, trainFile, err := s.deepSiteFiles(in.SiteCall, cfg)
+	p, files, err := s.deepSiteData(in.SiteCall, cfg)
 	if err != nil {
 		return pipeline.EvaluateOutput{}, err
 	}
+	var digests splitDigests
 	if cfg.DP.On {
-		if err := s.checkRecords(in.SiteCall, p.Train.N, p.Test.N, trainFile); err != nil {
+		if digests, err = s.deepDP(in.SiteCall, files); err != nil {
 			return pipeline.EvaluateOutput{}, err
 		}
 	}
@@ -430,6 +507,21 @@ func (s *Site) evaluateDeep(ctx context.Context, in pipeline.EvaluateInput, cfg 
 	ev, err := s.scoreDeep(in.SiteCall, in, purposeMetrics, net, cfg, p.Test, p.Val, pushed, toNNState(st))
 	if err != nil {
 		return pipeline.EvaluateOutput{}, wrap(err)
+	}
+	if cfg.DP.On {
+		rels := []method.SiteRelease{cfg.MetricsRelease(purposeMetrics)}
+		if p.Val.N > 0 {
+			rels = append(rels, cfg.ValidationRelease())
+		}
+		pend := make([]pendingRelease, len(rels))
+		for i, r := range rels {
+			if pend[i], err = s.pending(in.SiteCall, r, in); err != nil {
+				return pipeline.EvaluateOutput{}, err
+			}
+		}
+		if ev.Lifetime, err = s.charge(in.SiteCall, digests, pend); err != nil {
+			return pipeline.EvaluateOutput{}, err
+		}
 	}
 	return ev, nil
 }
@@ -458,7 +550,24 @@ func (s *Site) scoreDeep(call pipeline.SiteCall, in any, purpose string, net *nn
 	if err != nil {
 		return pipeline.EvaluateOutput{}, err
 	}
-	return dpTop1(cfg, ev.Accuracy, test.N, st), nil
+	out := dpTop1(cfg, ev.Accuracy, test.N, st)
+	if val.N == 0 {
+		return out, nil
+	}
+	// The held-out training images' top-1 count, through the same
+	// mechanism at dp_validation_noise; their AUC is not released.
+	v, err := plainScoreDeep(net, cfg, val, pushed, state)
+	if err != nil {
+		return pipeline.EvaluateOutput{}, fmt.Errorf("validation: %w", err)
+	}
+	valSt, err := s.dpStream(call, purposeValidation, in)
+	if err != nil {
+		return pipeline.EvaluateOutput{}, err
+	}
+	acc, _ := method.ReleaseDPTop1(v.Accuracy*float64(val.N), val.N, cfg.DP.ValidationNoise, valSt)
+	out.ValAccuracy, out.NumVal = &acc, val.N
+	out.Add(pipeline.ReleaseMetrics, 1)
+	return out, nil
 }
 
 // plainScoreDeep is scoreDeep without privacy.

@@ -494,6 +494,9 @@ func (s *Site) initExternal(ctx context.Context, in pipeline.InitModelInput, cfg
 // InitModel asks the site's own program for the campaign's initial model
 // (model "external", round 1).
 func (s *Site) InitModel(ctx context.Context, in pipeline.InitModelInput) (pipeline.InitModelOutput, error) {
+	if err := s.refuseUnprivate(in.SiteCall); err != nil {
+		return pipeline.InitModelOutput{}, err
+	}
 	cfg, ext, err := externalConfig(in.SiteCall)
 	if err != nil {
 		return pipeline.InitModelOutput{}, err

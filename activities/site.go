@@ -16,6 +16,7 @@ import (
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/privacy/noise"
+	"github.com/ptopofl/ptopofl/siteledger"
 	"github.com/ptopofl/ptopofl/store"
 	"github.com/ptopofl/ptopofl/tda"
 )
@@ -39,6 +40,9 @@ type Site struct {
 	// trainers runs the site's own programs (model "external",
 	// WithTrainers); nil refuses such campaigns.
 	trainers *externalTrainers
+	// ledger is the site's privacy ledger (WithLedger): every private
+	// release is charged to it first; nil keeps no account.
+	ledger *siteledger.File
 }
 
 // NewSite returns the activities of site, whose data is in dataDir (a
@@ -175,25 +179,53 @@ func checkSchema(site string, schema *pipeline.DataSchema, d *dataset.SiteData) 
 	return nil
 }
 
-func (s *Site) prepare(call pipeline.SiteCall) (*dataset.SiteData, method.PreparedSite, method.Config, error) {
+// prepared is a site's data for a call: as read (files, digests) and as
+// the site uses them (the training rows it trains on, its preparation).
+type prepared struct {
+	cached *dataset.CachedSite[method.PreparedSite]
+	data   *dataset.SiteData
+	site   method.PreparedSite
+}
+
+// digests returns the digests of the files the data were read from.
+func (p prepared) digests() (splitDigests, error) {
+	train, test, err := p.cached.Digests()
+	return splitDigests{train: train, test: test}, err
+}
+
+func (s *Site) prepare(call pipeline.SiteCall) (prepared, method.Config, error) {
 	cfg, err := method.Resolve(call.Method, call.Preset, call.Hyperparameters)
 	if err != nil {
-		return nil, method.PreparedSite{}, method.Config{}, temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrTypeInvalidSpec, err)
+		return prepared{}, method.Config{}, temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrTypeInvalidSpec, err)
 	}
 	c, err := s.load(call)
 	if err != nil {
-		return nil, method.PreparedSite{}, method.Config{}, err
+		return prepared{}, method.Config{}, err
 	}
 	if c.DeriveErr != nil {
 		// The data passed validation, so what is left (a constant
 		// column overflowing the scaler, say) is still the data's fault.
-		return nil, method.PreparedSite{}, method.Config{}, pipeline.NewBadSiteDataError(s.name, c.Data.TrainFile, 0, "%v", c.DeriveErr)
+		return prepared{}, method.Config{}, pipeline.NewBadSiteDataError(s.name, c.Data.TrainFile, 0, "%v", c.DeriveErr)
 	}
 	if cfg.ValidationFraction > 0 {
 		d, p, err := s.validationView(call, cfg, c.Data)
-		return d, p, cfg, err
+		return prepared{cached: c, data: d, site: p}, cfg, err
 	}
-	return c.Data, c.Derived, cfg, nil
+	return prepared{cached: c, data: c.Data, site: c.Derived}, cfg, nil
+}
+
+// dpData checks, under dp record, the site's record counts (its whole
+// files) against the plan's and returns the digests of its files.
+func (s *Site) dpData(call pipeline.SiteCall, pr prepared) (splitDigests, error) {
+	full := pr.cached.Data
+	if err := s.checkRecords(call, len(full.Train.X), len(full.Test.X), full.TrainFile); err != nil {
+		return splitDigests{}, err
+	}
+	d, err := pr.digests()
+	if err != nil {
+		return splitDigests{}, fmt.Errorf("site %s: %w", s.name, err)
+	}
+	return d, nil
 }
 
 // validationView is the site's data under validation_fraction: the
@@ -232,6 +264,9 @@ func descriptorSeed(call pipeline.SiteCall) uint64 {
 // raw training rows (in.Rows, or NSub rows drawn with descriptorSeed) and
 // writes it to DescriptorKey.
 func (s *Site) ComputeDescriptor(ctx context.Context, in pipeline.ComputeDescriptorInput) (pipeline.ComputeDescriptorOutput, error) {
+	if err := s.refuseUnprivate(in.SiteCall); err != nil {
+		return pipeline.ComputeDescriptorOutput{}, err
+	}
 	cfg, err := method.Resolve(in.Method, in.Preset, in.Hyperparameters)
 	if err != nil {
 		return pipeline.ComputeDescriptorOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrTypeInvalidSpec, err)
@@ -256,18 +291,24 @@ func (s *Site) ComputeDescriptor(ctx context.Context, in pipeline.ComputeDescrip
 		}
 	}
 	if cfg.DP.On {
-		if err := s.checkRecords(in.SiteCall, len(d.Train.X), len(d.Test.X), d.TrainFile); err != nil {
+		digests, err := s.dpData(in.SiteCall, prepared{cached: c})
+		if err != nil {
 			return pipeline.ComputeDescriptorOutput{}, err
 		}
-		desc, label, err := s.dpDescriptor(in, cfg, d.Train.X, d.Train.Y)
+		desc, label, pend, err := s.dpDescriptor(in, cfg, d.Train.X, d.Train.Y)
 		if err != nil {
 			return pipeline.ComputeDescriptorOutput{}, dpDescriptorError(s.name, d.TrainFile, err)
+		}
+		lifetime, err := s.charge(in.SiteCall, digests, pend)
+		if err != nil {
+			return pipeline.ComputeDescriptorOutput{}, err
 		}
 		out, err := s.putDescriptor(ctx, in, cfg, desc, label)
 		if err != nil {
 			return out, fmt.Errorf("site %s: %w", s.name, err)
 		}
 		out.NumTrain = len(d.Train.X)
+		out.Lifetime = lifetime
 		return out, nil
 	}
 	opt := tda.DescriptorOptions{Variant: cfg.Descriptor, NSub: cfg.NSub, Seed: descriptorSeed(in.SiteCall)}
@@ -338,6 +379,9 @@ func pairs(ps []tda.Pair) []store.Pair {
 // model to ModelKey, the site's new state and any control-variate message
 // beside it.
 func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pipeline.TrainLocalOutput, error) {
+	if err := s.refuseUnprivate(in.SiteCall); err != nil {
+		return pipeline.TrainLocalOutput{}, err
+	}
 	if cfg, deep, err := deepConfig(in.SiteCall); err != nil || deep {
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, err
@@ -350,19 +394,43 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 		}
 		return s.trainExternal(ctx, in, cfg)
 	}
-	d, p, cfg, err := s.prepare(in.SiteCall)
+	pr, cfg, err := s.prepare(in.SiteCall)
 	if err != nil {
 		return pipeline.TrainLocalOutput{}, err
 	}
+	d, p := pr.data, pr.site
 	// A site that drift re-clustered this round trains at drift_lr_factor
 	// times its learning rate (§3.5).
 	cfg = cfg.DriftLR(in.Cluster != nil && in.Cluster.Reclustered)
 	wrap := func(err error) error { return fmt.Errorf("site %s round %d: %w", s.name, in.Round, err) }
 	train, test := p.Splits(cfg.DP.On)
+	val := p.Val
+	// charged charges what the activity releases before the first of it
+	// leaves (dp record; a no-op otherwise).
+	charged := func() (*pipeline.SiteLifetime, error) { return nil, nil }
 	if cfg.DP.On {
-		if err := s.checkRecords(in.SiteCall, len(train.X), len(test.X), d.TrainFile); err != nil {
+		val = p.RawVal
+		digests, err := s.dpData(in.SiteCall, pr)
+		if err != nil {
 			return pipeline.TrainLocalOutput{}, err
 		}
+		rels := []method.SiteRelease{}
+		if r, ok := cfg.TrainRelease(len(train.X)); ok {
+			rels = append(rels, r)
+		}
+		if in.Evaluate {
+			rels = append(rels, cfg.MetricsRelease(purposeMetrics))
+			if len(val.X) > 0 {
+				rels = append(rels, cfg.ValidationRelease())
+			}
+		}
+		pend := make([]pendingRelease, len(rels))
+		for i, r := range rels {
+			if pend[i], err = s.pending(in.SiteCall, r, in); err != nil {
+				return pipeline.TrainLocalOutput{}, err
+			}
+		}
+		charged = func() (*pipeline.SiteLifetime, error) { return s.charge(in.SiteCall, digests, pend) }
 		st, err := s.dpStream(in.SiteCall, purposeTrain, in)
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, err
@@ -396,7 +464,6 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 			return pipeline.TrainLocalOutput{}, wrap(err)
 		}
 	}
-	val := p.Val
 	if train, test, val, err = augmentTopology(cfg, train, test, val, sin.Descriptor); err != nil {
 		return pipeline.TrainLocalOutput{}, wrap(err)
 	}
@@ -411,6 +478,9 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 	}
 
 	res := pipeline.TrainLocalOutput{NumTrain: out.N}
+	if res.Lifetime, err = charged(); err != nil {
+		return pipeline.TrainLocalOutput{}, err
+	}
 	ref, err := s.store.PutModelCached(ctx, in.Keys().Model(s.name), store.ModelRecord{
 		Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method), Kind: store.KindModel, Params: out.Params,
 	})
@@ -537,6 +607,9 @@ func withHeartbeat[T any](ctx context.Context, train func() (T, error)) (T, erro
 // (learn.EvaluationParams: the pushed model, pFedMe's personal model, or
 // the site's own fit for local training) on its test split.
 func (s *Site) Evaluate(ctx context.Context, in pipeline.EvaluateInput) (pipeline.EvaluateOutput, error) {
+	if err := s.refuseUnprivate(in.SiteCall); err != nil {
+		return pipeline.EvaluateOutput{}, err
+	}
 	if cfg, deep, err := deepConfig(in.SiteCall); err != nil || deep {
 		if err != nil {
 			return pipeline.EvaluateOutput{}, err
@@ -549,14 +622,18 @@ func (s *Site) Evaluate(ctx context.Context, in pipeline.EvaluateInput) (pipelin
 		}
 		return s.evaluateExternalCall(ctx, in, cfg)
 	}
-	d, p, cfg, err := s.prepare(in.SiteCall)
+	pr, cfg, err := s.prepare(in.SiteCall)
 	if err != nil {
 		return pipeline.EvaluateOutput{}, err
 	}
+	p := pr.site
 	wrap := func(err error) error { return fmt.Errorf("site %s round %d: evaluate: %w", s.name, in.Round, err) }
 	train, test := p.Splits(cfg.DP.On)
+	val := p.Val
+	var digests splitDigests
 	if cfg.DP.On {
-		if err := s.checkRecords(in.SiteCall, len(train.X), len(test.X), d.TrainFile); err != nil {
+		val = p.RawVal
+		if digests, err = s.dpData(in.SiteCall, pr); err != nil {
 			return pipeline.EvaluateOutput{}, err
 		}
 	}
@@ -568,7 +645,6 @@ func (s *Site) Evaluate(ctx context.Context, in pipeline.EvaluateInput) (pipelin
 	if err != nil {
 		return pipeline.EvaluateOutput{}, wrap(err)
 	}
-	val := p.Val
 	if cfg.AugmentsFeatures() {
 		if in.Descriptor == nil {
 			return pipeline.EvaluateOutput{}, temporal.NewNonRetryableApplicationError(
@@ -585,6 +661,21 @@ func (s *Site) Evaluate(ctx context.Context, in pipeline.EvaluateInput) (pipelin
 	ev, err := s.score(in.SiteCall, in, cfg, test, val, pushed, state)
 	if err != nil {
 		return pipeline.EvaluateOutput{}, wrap(err)
+	}
+	if cfg.DP.On {
+		rels := []method.SiteRelease{cfg.MetricsRelease(purposeMetrics)}
+		if len(val.X) > 0 {
+			rels = append(rels, cfg.ValidationRelease())
+		}
+		pend := make([]pendingRelease, len(rels))
+		for i, r := range rels {
+			if pend[i], err = s.pending(in.SiteCall, r, in); err != nil {
+				return pipeline.EvaluateOutput{}, err
+			}
+		}
+		if ev.Lifetime, err = s.charge(in.SiteCall, digests, pend); err != nil {
+			return pipeline.EvaluateOutput{}, err
+		}
 	}
 	return ev, nil
 }
@@ -615,7 +706,11 @@ func (s *Site) score(call pipeline.SiteCall, in any, cfg method.Config, test, va
 	if err != nil {
 		return pipeline.EvaluateOutput{}, err
 	}
-	return dpScore(cfg, test, pushed, state, st)
+	valSt, err := s.dpStream(call, purposeValidation, in)
+	if err != nil {
+		return pipeline.EvaluateOutput{}, err
+	}
+	return dpScore(cfg, test, val, pushed, state, st, valSt)
 }
 
 // plainScore is score without privacy: the exact AUC and accuracy.

@@ -2,6 +2,8 @@ package dataset
 
 import (
 	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -44,8 +46,50 @@ type CachedSite[T any] struct {
 	DeriveErr error
 
 	stamps [2]fileStamp // train, test
+	// digested are the stamps taken just before the files were read
+	// (zero when they could not be), for Digests.
+	digested [2]fileStamp
 	// checked is when the files were last hashed (see fresh).
 	checked time.Time
+}
+
+// Digests returns the hex SHA-256 of the training and the test file the
+// data were read from (hashed just before they were read), for a privacy
+// ledger keyed by data rather than by file name. When the files could not
+// be hashed then, it hashes them now.
+func (e *CachedSite[T]) Digests() (train, test string, err error) {
+	var sums [2]string
+	for i, st := range e.digested {
+		if st.path != "" {
+			sums[i] = hex.EncodeToString(st.sha256[:])
+			continue
+		}
+		path := e.Data.TrainFile
+		if i == 1 {
+			path = e.Data.TestFile
+		}
+		sum, err := hashFile(path)
+		if err != nil {
+			return "", "", fmt.Errorf("site %s: digest of %s: %w", e.Data.Site, path, err)
+		}
+		sums[i] = hex.EncodeToString(sum[:])
+	}
+	return sums[0], sums[1], nil
+}
+
+// FilesDigest returns the hex SHA-256 of the concatenated SHA-256 of the
+// files at paths, in order: one digest for data kept in several files (an
+// image split's images and labels).
+func FilesDigest(paths ...string) (string, error) {
+	h := sha256.New()
+	for _, p := range paths {
+		sum, err := hashFile(p)
+		if err != nil {
+			return "", fmt.Errorf("digest of %s: %w", p, err)
+		}
+		h.Write(sum[:])
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // NewSiteCache returns an empty cache of site's data in dir (a federation
@@ -221,6 +265,9 @@ func (c *SiteCache[T]) loadDir(dir string) (*CachedSite[T], error) {
 		return nil, lerr
 	}
 	e = &CachedSite[T]{Data: d, checked: checked}
+	if err == nil {
+		e.digested = before // what was hashed just before the reading
+	}
 	e.Derived, e.DeriveErr = c.derive(d)
 	// Cache only what was read from files that did not change while they
 	// were being read; otherwise the next call reads them again.

@@ -69,6 +69,8 @@ type Hyperparameters struct {
 	DPDescriptorNoise float64 `json:"dp_descriptor_noise,omitempty"`
 	DPMetricsNoise    float64 `json:"dp_metrics_noise,omitempty"`
 	DPDescriptorShare float64 `json:"dp_descriptor_share,omitempty"`
+	DPValidationNoise float64 `json:"dp_validation_noise,omitempty"`
+	DPValidationShare float64 `json:"dp_validation_share,omitempty"`
 	// ValidationFraction is the share of each site's training rows held
 	// out for validation (validation.go).
 	ValidationFraction float64 `json:"validation_fraction,omitempty"`
@@ -552,7 +554,21 @@ var Params = []Param{
 		},
 		field: func(h *Hyperparameters) any { return &h.DPDescriptorShare },
 		core:  func(v Value, c *Config) { c.DP.DescriptorShare = v.Num }},
-	{Name: "validation_fraction", Doc: "the share of each site's training rows held out, by a seeded draw, as its validation split: the site trains on the rest and reports its validation AUC and accuracy every round beside the test ones, so that a sweep can select on validation and report test; 0 holds out nothing (not under dp record, not for model external)", Kind: Float,
+	{Name: "dp_validation_noise", Doc: "the noise multiplier of each validation metrics release (the score counts of the training rows a site holds out under validation_fraction, sensitivity 1, charged to the training records) under dp record; 0: computed before the campaign starts, from dp_epsilon and dp_validation_share, or dp_noise without a budget", Kind: Float,
+		Quiet: true, ZeroIsSetting: true, Check: atLeast(0),
+		field: func(h *Hyperparameters) any { return &h.DPValidationNoise },
+		core:  func(v Value, c *Config) { c.DP.ValidationNoise = v.Num }},
+	{Name: "dp_validation_share", Doc: "the share of the training records' budget (of μ² in Gaussian DP) that validation metrics releases get when dp_epsilon sets the noise under validation_fraction, in (0, 1); with dp_descriptor_share it must leave some for training", Kind: Float,
+		Quiet: true, Default: num(DefaultDPValidationShare),
+		Check: func(v Value) string {
+			if !(v.Num > 0 && v.Num < 1) {
+				return "must be in (0, 1)"
+			}
+			return ""
+		},
+		field: func(h *Hyperparameters) any { return &h.DPValidationShare },
+		core:  func(v Value, c *Config) { c.DP.ValidationShare = v.Num }},
+	{Name: "validation_fraction", Doc: "the share of each site's training rows held out, by a seeded draw, as its validation split: the site trains on the rest and reports its validation AUC and accuracy every round beside the test ones, so that a sweep can select on validation and report test; under dp record the validation metrics are released through the same noisy counts as the test metrics (dp_validation_noise) and charged to the training records; 0 holds out nothing (not for model external)", Kind: Float,
 		Quiet: true, ZeroIsSetting: true,
 		Check: func(v Value) string {
 			if !(v.Num >= 0 && v.Num <= 0.5) {
@@ -905,13 +921,8 @@ func (h Hyperparameters) Validate(m learn.Method) error {
 	if m == learn.PTopoFL && h.DescriptorModel == DescriptorGlobal && !h.IsDeep() && !h.IsExternal() {
 		return fmt.Errorf(`hyperparameters.descriptor_model = "global": a tabular site's descriptor depends on its data alone, not on a model (model %q)`, h.Model)
 	}
-	if h.ValidationFraction > 0 {
-		switch {
-		case h.IsExternal():
-			return fmt.Errorf("hyperparameters.validation_fraction = %v: a site's own program reads its whole training file, so no rows can be held out from it (model %q)", h.ValidationFraction, ModelExternal)
-		case h.IsDP():
-			return fmt.Errorf("hyperparameters.validation_fraction = %v: not under dp %q (the privacy plan counts every training record)", h.ValidationFraction, DPRecord)
-		}
+	if h.ValidationFraction > 0 && h.IsExternal() {
+		return fmt.Errorf("hyperparameters.validation_fraction = %v: a site's own program reads its whole training file, so no rows can be held out from it (model %q)", h.ValidationFraction, ModelExternal)
 	}
 	return h.validatePrivacy(m)
 }

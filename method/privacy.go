@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/ptopofl/ptopofl/learn"
-	"github.com/ptopofl/ptopofl/nn"
 	"github.com/ptopofl/ptopofl/privacy"
 )
 
@@ -29,6 +28,10 @@ const (
 	// DefaultDPDescriptorShare is the share of the training records' μ²
 	// budget that descriptor and label-summary releases get.
 	DefaultDPDescriptorShare = 0.2
+	// DefaultDPValidationShare is the share of the training records' μ²
+	// budget that validation metrics releases get (validation_fraction
+	// under dp record): a sweep ranks its trials on them.
+	DefaultDPValidationShare = 0.2
 )
 
 // DPSettings is the resolved privacy configuration (the dp_* parameters).
@@ -46,6 +49,11 @@ type DPSettings struct {
 	// DescriptorShare is the share of the training budget the descriptor
 	// releases get when the noise is computed from Epsilon.
 	DescriptorShare float64
+	// ValidationNoise is the noise multiplier of each validation metrics
+	// release (validation_fraction), ValidationShare the share of the
+	// training budget those releases get when the noise is computed from
+	// Epsilon.
+	ValidationNoise, ValidationShare float64
 }
 
 // IsDP reports whether h asks for record-level differential privacy.
@@ -93,30 +101,45 @@ func (c Config) DescriptorReleases() int {
 
 // RoundCharges returns what one round costs a site with rec's records
 // under c (dp record), descriptor saying whether the site computes its
-// descriptor in the round:
+// descriptor in the round: the releases the site's activities charge to
+// its own ledger (TrainRelease, DescriptorRelease, ValidationRelease,
+// MetricsRelease), here grouped by split:
 //
 //   - training: learn.DPReleases gradient steps, each a Gaussian mechanism
 //     with noise multiplier dp_noise on every record (q = 1), for a
 //     tabular model; nn.DPUse's Poisson-subsampled steps (q = batch/n) for
-//     a deep one;
+//     a deep one, n the records it trains on (TrainedRecords);
 //   - the descriptor and the label summary: one Gaussian release each with
 //     dp_descriptor_noise;
+//   - under validation_fraction, the validation metrics: one Gaussian
+//     release with dp_validation_noise, charged to the training records
+//     the held-out rows are;
 //   - metrics: MetricsReleases Gaussian releases with dp_metrics_noise.
 func (c Config) RoundCharges(rec SiteRecords, descriptor bool) Charges {
 	var ch Charges
-	if c.IsDeep() {
-		q, steps, z := nn.DPUse(c.Method, c.DeepSite, rec.Train)
-		if steps > 0 {
-			ch.Train = append(ch.Train, privacy.Event{Z: z, Q: q, Count: steps})
-		}
-	} else if n := learn.DPReleases(c.Method, c.Site); n > 0 {
-		ch.Train = append(ch.Train, privacy.Event{Z: c.DP.Noise, Q: 1, Count: n})
+	if r, ok := c.TrainRelease(c.TrainedRecords(rec.Train)); ok {
+		ch.Train = append(ch.Train, r.Event)
 	}
 	if descriptor {
-		ch.Train = append(ch.Train, privacy.Event{Z: c.DP.DescriptorNoise, Q: 1, Count: c.DescriptorReleases()})
+		for _, r := range c.DescriptorRelease() {
+			ch.Train = append(ch.Train, r.Event)
+		}
+	}
+	if c.ValidationFraction > 0 {
+		ch.Train = append(ch.Train, c.ValidationRelease().Event)
 	}
 	ch.Test = append(ch.Test, privacy.Event{Z: c.DP.MetricsNoise, Q: 1, Count: c.MetricsReleases()})
 	return ch
+}
+
+// TrainedRecords is how many of a site's n training records it trains on:
+// all of them, or those left after validation_fraction holds some out
+// (ValidationRows' count).
+func (c Config) TrainedRecords(n int) int {
+	if c.ValidationFraction <= 0 || n < 1 {
+		return n
+	}
+	return n - ValidationCount(n, c.ValidationFraction)
 }
 
 // DescriptorRound reports whether round r is one in which every site
@@ -196,12 +219,22 @@ func PlanPrivacy(m learn.Method, preset string, h Hyperparameters, rounds int, s
 	}
 	nDesc := descRounds * cfg.DescriptorReleases()
 	nMetrics := rounds * cfg.MetricsReleases()
+	nVal := 0
+	if cfg.ValidationFraction > 0 {
+		nVal = rounds
+		if nDesc > 0 && dp.DescriptorShare+dp.ValidationShare >= 1 {
+			return h, nil, fmt.Errorf("hyperparameters.dp_descriptor_share = %v and dp_validation_share = %v: together they leave nothing of the training records' budget for training; lower them", dp.DescriptorShare, dp.ValidationShare)
+		}
+	}
 	if dp.Epsilon == 0 {
 		if h.DPMetricsNoise == 0 {
 			h.DPMetricsNoise = h.DPNoise
 		}
 		if nDesc > 0 && h.DPDescriptorNoise == 0 {
 			h.DPDescriptorNoise = h.DPNoise
+		}
+		if nVal > 0 && h.DPValidationNoise == 0 {
+			h.DPValidationNoise = h.DPNoise
 		}
 	} else {
 		mu, err := privacy.GaussianMu(dp.Epsilon, dp.Delta)
@@ -213,6 +246,9 @@ func PlanPrivacy(m learn.Method, preset string, h Hyperparameters, rounds int, s
 		}
 		if nDesc > 0 && h.DPDescriptorNoise == 0 {
 			h.DPDescriptorNoise = roundUp(math.Sqrt(float64(nDesc)) / (math.Sqrt(dp.DescriptorShare) * mu))
+		}
+		if nVal > 0 && h.DPValidationNoise == 0 {
+			h.DPValidationNoise = roundUp(math.Sqrt(float64(nVal)) / (math.Sqrt(dp.ValidationShare) * mu))
 		}
 		if h.DPNoise == 0 {
 			z := 0.0
@@ -237,8 +273,8 @@ func PlanPrivacy(m learn.Method, preset string, h Hyperparameters, rounds int, s
 	if dp.Epsilon > 0 {
 		for _, b := range budgets {
 			if b.Epsilon.Epsilon > dp.Epsilon {
-				return h, nil, fmt.Errorf("hyperparameters.dp_epsilon = %v: the noise set (dp_noise %v, dp_descriptor_noise %v, dp_metrics_noise %v) spends ε = %.4g at site %s over %d rounds; raise the noise, or leave it 0 to have it computed",
-					dp.Epsilon, h.DPNoise, h.DPDescriptorNoise, h.DPMetricsNoise, b.Epsilon.Epsilon, b.Site, rounds)
+				return h, nil, fmt.Errorf("hyperparameters.dp_epsilon = %v: the noise set (dp_noise %v, dp_descriptor_noise %v, dp_metrics_noise %v, dp_validation_noise %v) spends ε = %.4g at site %s over %d rounds; raise the noise, or leave it 0 to have it computed",
+					dp.Epsilon, h.DPNoise, h.DPDescriptorNoise, h.DPMetricsNoise, h.DPValidationNoise, b.Epsilon.Epsilon, b.Site, rounds)
 			}
 		}
 	}
@@ -350,6 +386,7 @@ func (h Hyperparameters) validatePrivacy(m learn.Method) error {
 			{"dp_epsilon", h.DPEpsilon != 0}, {"dp_delta", h.DPDelta != 0}, {"dp_noise", h.DPNoise != 0},
 			{"dp_clip", h.DPClip != 0}, {"dp_descriptor_noise", h.DPDescriptorNoise != 0},
 			{"dp_metrics_noise", h.DPMetricsNoise != 0}, {"dp_descriptor_share", h.DPDescriptorShare != 0},
+			{"dp_validation_noise", h.DPValidationNoise != 0}, {"dp_validation_share", h.DPValidationShare != 0},
 		} {
 			if f.set {
 				p, _ := Lookup(f.name)

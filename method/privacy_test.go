@@ -20,7 +20,7 @@ func TestQuietParamsKeepSpecEncoding(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range []string{"site_distance", `"dp"`, "dp_epsilon", "dp_delta", "dp_noise", "dp_clip", "dp_descriptor_noise", "dp_metrics_noise", "dp_descriptor_share"} {
+		for _, name := range []string{"site_distance", `"dp"`, "dp_epsilon", "dp_delta", "dp_noise", "dp_clip", "dp_descriptor_noise", "dp_metrics_noise", "dp_descriptor_share", "dp_validation_noise", "dp_validation_share"} {
 			if strings.Contains(string(b), name) {
 				t.Errorf("preset %s: defaults encode %s: %s", preset, name, b)
 			}
@@ -213,6 +213,58 @@ func TestRoundChargesDeep(t *testing.T) {
 	}
 	if len(ch.Test) != 1 || ch.Test[0] != (privacy.Event{Z: 4, Q: 1, Count: 2}) {
 		t.Errorf("metrics charges %+v, want two releases at z 4", ch.Test)
+	}
+}
+
+// TestPlanPrivacyValidation: under validation_fraction the validation
+// metrics (one release a round, on the held-out training rows) get
+// dp_validation_share of the training records' μ² and the training noise
+// the rest, so that both together spend ε = 8 (Gaussian DP: μ² adds); a
+// deep site's DP-SGD samples from the images it trains on, 600 − 120 =
+// 480 at validation_fraction 0.2 (q = 32/480, ⌈480/32⌉ = 15 steps).
+func TestPlanPrivacyValidation(t *testing.T) {
+	h := Defaults(Default)
+	h.DP, h.DPEpsilon, h.ValidationFraction = DPRecord, 8, 0.2
+	got, budgets, err := PlanPrivacy(learn.FedAvg, Default, h, 15, healthcareSites())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu, _ := privacy.GaussianMu(8, 1e-5)
+	val := 15 / (got.DPValidationNoise * got.DPValidationNoise)
+	if share := val / (mu * mu); math.Abs(share-DefaultDPValidationShare) > 0.002 {
+		t.Errorf("validation takes %.4f of μ², want dp_validation_share %v", share, DefaultDPValidationShare)
+	}
+	train := 450 / (got.DPNoise * got.DPNoise)
+	if total := math.Sqrt(train + val); total > mu || total < 0.995*mu {
+		t.Errorf("training and validation compose to μ %v, want just below %v", total, mu)
+	}
+	for _, b := range budgets {
+		if b.Train.Epsilon > 8 || b.Train.Epsilon < 7.95 {
+			t.Errorf("site %s: training records' planned ε %v, want just below 8", b.Site, b.Train.Epsilon)
+		}
+	}
+	cfg, _ := Resolve(learn.FedAvg, Default, got)
+	ch := cfg.RoundCharges(SiteRecords{Site: "s", Train: 100, Test: 30}, false)
+	if len(ch.Train) != 2 || ch.Train[1] != (privacy.Event{Z: got.DPValidationNoise, Q: 1, Count: 1}) {
+		t.Errorf("a round charges the training records %+v, want the steps and one validation release", ch.Train)
+	}
+
+	d := Defaults(DeepSmall)
+	d.DP, d.DPNoise, d.DPMetricsNoise, d.DPValidationNoise, d.ValidationFraction = DPRecord, 1.1, 4, 5, 0.2
+	dcfg, err := Resolve(learn.FedAvg, DeepSmall, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch = dcfg.RoundCharges(SiteRecords{Site: "s", Train: 600, Test: 100}, false)
+	if len(ch.Train) != 2 || ch.Train[0] != (privacy.Event{Z: 1.1, Q: 32.0 / 480, Count: 15}) || ch.Train[1].Z != 5 {
+		t.Errorf("deep training charges %+v, want z 1.1, q 32/480, 15 steps and a validation release at z 5", ch.Train)
+	}
+
+	// The shares must leave training something.
+	p := Defaults(Default)
+	p.DP, p.DPEpsilon, p.ValidationFraction, p.DPDescriptorShare, p.DPValidationShare = DPRecord, 8, 0.2, 0.5, 0.5
+	if _, _, err := PlanPrivacy(learn.PTopoFL, Default, p, 15, healthcareSites()); err == nil || !strings.Contains(err.Error(), "leave nothing") {
+		t.Errorf("shares summing to 1: err %v", err)
 	}
 }
 

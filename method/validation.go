@@ -27,8 +27,7 @@ func ValidationRows(n int, f float64, seed uint64) (train, val []int, err error)
 	if f == 0 {
 		return all, nil, nil
 	}
-	k := int(math.Floor(f*float64(n) + 0.5))
-	k = max(k, 1)
+	k := ValidationCount(n, f)
 	if k > n-2 {
 		return nil, nil, fmt.Errorf("validation fraction %v of %d training rows: leaves fewer than 2 to train on", f, n)
 	}
@@ -42,6 +41,16 @@ func ValidationRows(n int, f float64, seed uint64) (train, val []int, err error)
 	train = slices.Clone(all[k:])
 	slices.Sort(train)
 	return train, val, nil
+}
+
+// ValidationCount is how many of n training rows validation_fraction f
+// holds out (ValidationRows): ⌊f·n + ½⌋, at least one when f > 0, none
+// when f = 0.
+func ValidationCount(n int, f float64) int {
+	if f <= 0 {
+		return 0
+	}
+	return max(int(math.Floor(f*float64(n)+0.5)), 1)
 }
 
 // Pick returns the rows of x and y listed in rows, in that order.

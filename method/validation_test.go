@@ -84,8 +84,8 @@ func TestPrepareSiteValidation(t *testing.T) {
 
 // TestValidationFractionRefused: validation_fraction is checked for range
 // and refused where it cannot hold: a site's own program (it reads the whole
-// file), dp record (the plan counts every training record); image networks
-// take it (1).
+// file); image networks (1) and dp record (3: its metric is released and
+// charged like the test metrics) take it.
 func TestValidationFractionRefused(t *testing.T) {
 	for i, c := range []struct {
 		set  func(h *Hyperparameters)
@@ -96,7 +96,7 @@ func TestValidationFractionRefused(t *testing.T) {
 		2: {func(h *Hyperparameters) { h.ValidationFraction, h.Model, h.Trainer = 0.2, ModelExternal, "t" }, "whole training file"},
 		3: {func(h *Hyperparameters) {
 			h.ValidationFraction, h.DP, h.DPNoise, h.LocalSolver = 0.2, DPRecord, 1, "gd"
-		}, "not under dp"},
+		}, ""},
 		4: {func(h *Hyperparameters) { h.ValidationFraction = 0.2 }, ""},
 	} {
 		h := Defaults(Default)

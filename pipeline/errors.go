@@ -23,6 +23,15 @@ func NewBadSiteDataError(site, file string, line int, format string, args ...any
 	return temporal.NewNonRetryableApplicationError(msg, ErrTypeBadSiteData, nil)
 }
 
+// NewPrivacyBudgetError is the error a site activity returns when the
+// site refuses the task for its privacy budget (ErrTypePrivacyBudget):
+// non-retryable, so the round drops the site at once with
+// DropPrivacyBudget and msg.
+func NewPrivacyBudgetError(site, format string, args ...any) error {
+	msg := fmt.Sprintf("site %s: privacy budget exhausted: %s", site, fmt.Sprintf(format, args...))
+	return temporal.NewNonRetryableApplicationError(msg, ErrTypePrivacyBudget, nil)
+}
+
 // Failure is a campaign's failure as its user reads it: where it happened
 // and the message of the error that started it, once. Temporal delivers a
 // failure as a chain (workflow → child round workflow → activity → cause)
@@ -162,6 +171,8 @@ func Advice(errType string) string {
 		return "the round's record in the store is not the one this run computed and is never overwritten; run under another name (starter run --new-campaign)"
 	case ErrTypeBadSiteData:
 		return "the site leaves the round (dropped[] names file, line, column and problem, never a value); its operator fixes the file and the site rejoins at the next round"
+	case ErrTypePrivacyBudget:
+		return "the site's operator limits its lifetime privacy loss (worker --privacy-budget), and its ledger (worker ledger) says this data has spent it; the site takes no part in private campaigns on this data any more"
 	case ErrTypeDiverged:
 		return "lower the learning rate (lr) or the local steps, or check the site's data for extreme values; the same inputs diverge again"
 	}

@@ -46,6 +46,11 @@ const (
 	// DropNoModel: the aggregation gave the site no model to evaluate, so
 	// it is left out of the round's evaluation.
 	DropNoModel = "no_model"
+	// DropPrivacyBudget: the site refused the task: its releases would
+	// take its lifetime privacy loss, across every campaign on the same
+	// data, beyond its operator's budget (worker --privacy-budget). Not
+	// retried; the site will refuse every later release on that data too.
+	DropPrivacyBudget = "privacy_budget_exhausted"
 )
 
 // SiteDrop records a site that left a round, the phase where it left and

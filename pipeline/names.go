@@ -97,6 +97,11 @@ const (
 	// ErrTypeManifestConflict: CommitRound found another manifest at the
 	// round's key (committed history never changes).
 	ErrTypeManifestConflict = "ManifestConflict"
+	// ErrTypePrivacyBudget: a site refused a task because its releases
+	// would take the site's lifetime privacy loss, in its own ledger,
+	// beyond its operator's budget (worker --privacy-budget); not retried:
+	// the site is dropped from the round with DropPrivacyBudget.
+	ErrTypePrivacyBudget = "PrivacyBudgetExhausted"
 )
 
 // RoundWorkflowID is the workflow ID of round r of a campaign,

@@ -35,9 +35,24 @@ type SiteReleases struct {
 }
 
 // Released is part of every site activity's output: what the activity
-// wrote for the server to read (pipeline.Release), for the manifest.
+// wrote for the server to read (pipeline.Release), for the manifest, and
+// under dp record the site's lifetime privacy loss after it.
 type Released struct {
 	Released []Release `json:"released,omitempty"`
+	// Lifetime is the site's lifetime privacy loss as its own ledger
+	// holds it after the activity's releases (nil: the site keeps none,
+	// or the activity released nothing private).
+	Lifetime *SiteLifetime `json:"lifetime,omitempty"`
+}
+
+// SiteLifetime is a site's lifetime privacy loss, from its own ledger:
+// ε at δ composed over every release it has made from its data, across
+// every campaign, sweep and experiment (the largest over its data files),
+// and its operator's budget (nil: none).
+type SiteLifetime struct {
+	Epsilon float64  `json:"epsilon"`
+	Delta   float64  `json:"delta"`
+	Budget  *float64 `json:"budget,omitempty"`
 }
 
 // Add records n numbers of kind.
@@ -84,6 +99,12 @@ type SitePrivacy struct {
 	EpsilonTrain float64 `json:"epsilon_train"`
 	EpsilonTest  float64 `json:"epsilon_test"`
 	Accountant   string  `json:"accountant"`
+	// Lifetime is the site's lifetime privacy loss after the round, as
+	// the site's own ledger reported it with its last release of the
+	// round (ε across every campaign on its data, at the site's δ, which
+	// may differ from the campaign's); absent when the site reported none
+	// (it keeps no ledger, or released nothing in the round).
+	Lifetime *SiteLifetime `json:"lifetime,omitempty"`
 }
 
 // RoundPrivacy is the manifest's privacy record of a round under dp
@@ -155,6 +176,9 @@ func (s CampaignSpec) validatePrivacy() error {
 	}
 	if h.DPMetricsNoise == 0 {
 		return fmt.Errorf("hyperparameters.dp_metrics_noise = 0: under dp %q the noise must be planned before the campaign starts", "record")
+	}
+	if h.ValidationFraction > 0 && h.DPValidationNoise == 0 {
+		return fmt.Errorf("hyperparameters.dp_validation_noise = 0: under dp %q with validation_fraction the noise of the validation metrics must be planned before the campaign starts", "record")
 	}
 	if method.NeedsDescriptors(s.Method) && h.DPDescriptorNoise == 0 {
 		return fmt.Errorf("hyperparameters.dp_descriptor_noise = 0: under dp %q the noise must be planned before the campaign starts", "record")

@@ -151,8 +151,11 @@ func errorDrop(spec pipeline.CampaignSpec, phase, site string, err error) pipeli
 	switch {
 	case errors.As(err, &appErr):
 		d.Error = appErr.Message()
-		if appErr.Type() == pipeline.ErrTypeBadSiteData {
+		switch appErr.Type() {
+		case pipeline.ErrTypeBadSiteData:
 			d.Reason = pipeline.DropBadSiteData
+		case pipeline.ErrTypePrivacyBudget:
+			d.Reason = pipeline.DropPrivacyBudget
 		}
 	case errors.As(err, &toErr):
 		d.Reason = pipeline.DropTimeout

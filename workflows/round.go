@@ -125,6 +125,9 @@ type round struct {
 	// ownReads: the round's sites are sent only references to what they
 	// may read (versionOwnReads).
 	ownReads bool
+	// lifetime holds each site's lifetime privacy loss as its last
+	// activity of the round reported it (dp record).
+	lifetime map[string]*pipeline.SiteLifetime
 }
 
 // evaluatesInTraining reports whether this round's sites score their model
@@ -152,6 +155,7 @@ func newRound(ctx workflow.Context, in pipeline.RoundWorkflowInput) *round {
 		updateScored: make(map[string]*pipeline.EvaluateOutput, len(spec.Sites)),
 		released:     make(map[string][]pipeline.Release, len(spec.Sites)),
 		progress:     newRoundProgress(in.Round),
+		lifetime:     make(map[string]*pipeline.SiteLifetime, len(spec.Sites)),
 		active:       spec.SiteNames(),
 		m: pipeline.RoundManifest{
 			Schema:             pipeline.ManifestSchema,
@@ -206,6 +210,9 @@ func (r *round) siteCall(site, purpose string) pipeline.SiteCall {
 // release records what a site's activity reported releasing.
 func (r *round) release(site string, rel pipeline.Released) {
 	r.released[site] = append(r.released[site], rel.Released...)
+	if rel.Lifetime != nil {
+		r.lifetime[site] = rel.Lifetime
+	}
 }
 
 func (r *round) serverCall(purpose string) pipeline.ServerCall {
@@ -730,6 +737,16 @@ func (r *round) commit(ctx workflow.Context) (pipeline.ArtifactRef, error) {
 		}
 	}
 	r.progress.step(pipeline.StepCommit)
+	if p := r.m.Privacy; p != nil && len(r.lifetime) > 0 {
+		// Beside the campaign's ε, each site's own account of its
+		// lifetime ε after the round (a copy: the input is the campaign's).
+		cp := *p
+		cp.Sites = append([]pipeline.SitePrivacy(nil), p.Sites...)
+		for i := range cp.Sites {
+			cp.Sites[i].Lifetime = r.lifetime[cp.Sites[i].Site]
+		}
+		r.m.Privacy = &cp
+	}
 	var out pipeline.CommitRoundOutput
 	actx := workflow.WithLocalActivityOptions(ctx, serverLocalActivityOptions())
 	err := workflow.ExecuteLocalActivity(actx, pipeline.ActivityCommitRound, pipeline.CommitRoundInput{

@@ -324,8 +324,12 @@ type ExceededError struct {
 }
 
 func (e *ExceededError) Error() string {
+	split := "training"
+	if e.Split == SplitTest {
+		split = "test"
+	}
 	return fmt.Sprintf("the release would take the site's privacy loss on its %s data (sha256 %s) from ε = %.4g to ε = %.4g at δ = %g, beyond its operator's budget ε = %g",
-		e.Split, short(e.Data), e.Before, e.Epsilon, e.Budget.Delta, e.Budget.Epsilon)
+		split, short(e.Data), e.Before, e.Epsilon, e.Budget.Delta, e.Budget.Epsilon)
 }
 
 func short(digest string) string {
