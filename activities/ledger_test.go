@@ -373,4 +373,3 @@ func bandImages(n int, seed uint64) *dataset.Images {
 	}
 	return im
 }
-
