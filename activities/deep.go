@@ -290,13 +290,16 @@ func (s *Site) computeDeepDescriptor(ctx context.Context, in pipeline.ComputeDes
 		if err != nil {
 			return pipeline.ComputeDescriptorOutput{}, dpDescriptorError(s.name, trainFile, err)
 		}
-		lifetime, err := s.charge(in.SiteCall, digests, pend)
+		lifetime, err := s.charge(ctx, in.SiteCall, digests, pend)
 		if err != nil {
 			return pipeline.ComputeDescriptorOutput{}, err
 		}
 		out, err := s.putDescriptor(ctx, in, cfg, desc, label)
 		if err != nil {
 			return out, wrap(err)
+		}
+		if err := s.hold(ctx, HoldReleased, in.SiteCall); err != nil {
+			return pipeline.ComputeDescriptorOutput{}, err
 		}
 		out.NumTrain = p.Train.N
 		out.Lifetime = lifetime
@@ -364,7 +367,7 @@ func (s *Site) trainDeep(ctx context.Context, in pipeline.TrainLocalInput, cfg m
 				return pipeline.TrainLocalOutput{}, err
 			}
 		}
-		charged = func() (*pipeline.SiteLifetime, error) { return s.charge(in.SiteCall, digests, pend) }
+		charged = func() (*pipeline.SiteLifetime, error) { return s.charge(ctx, in.SiteCall, digests, pend) }
 		st, err := s.dpStream(in.SiteCall, purposeTrain, in)
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, err
@@ -420,6 +423,11 @@ func (s *Site) trainDeep(ctx context.Context, in pipeline.TrainLocalInput, cfg m
 		return pipeline.TrainLocalOutput{}, wrap(err)
 	}
 	res.Add(pipeline.ReleaseModel, len(out.Params))
+	if cfg.DP.On {
+		if err := s.hold(ctx, HoldReleased, in.SiteCall); err != nil {
+			return pipeline.TrainLocalOutput{}, err
+		}
+	}
 	if out.Control != nil {
 		rec := store.VectorRecord{Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method),
 			Kind: kindControl, Vectors: map[string][]float64{vecControl: method.ToFloat64(out.Control)}}
@@ -519,7 +527,7 @@ func (s *Site) evaluateDeep(ctx context.Context, in pipeline.EvaluateInput, cfg 
 				return pipeline.EvaluateOutput{}, err
 			}
 		}
-		if ev.Lifetime, err = s.charge(in.SiteCall, digests, pend); err != nil {
+		if ev.Lifetime, err = s.charge(ctx, in.SiteCall, digests, pend); err != nil {
 			return pipeline.EvaluateOutput{}, err
 		}
 	}

@@ -43,6 +43,8 @@ type Site struct {
 	// ledger is the site's privacy ledger (WithLedger): every private
 	// release is charged to it first; nil keeps no account.
 	ledger *siteledger.File
+	// holdHook holds a private release for fault tests (WithHold).
+	holdHook func(ctx context.Context, point string, call pipeline.SiteCall) error
 }
 
 // NewSite returns the activities of site, whose data is in dataDir (a
@@ -299,13 +301,16 @@ func (s *Site) ComputeDescriptor(ctx context.Context, in pipeline.ComputeDescrip
 		if err != nil {
 			return pipeline.ComputeDescriptorOutput{}, dpDescriptorError(s.name, d.TrainFile, err)
 		}
-		lifetime, err := s.charge(in.SiteCall, digests, pend)
+		lifetime, err := s.charge(ctx, in.SiteCall, digests, pend)
 		if err != nil {
 			return pipeline.ComputeDescriptorOutput{}, err
 		}
 		out, err := s.putDescriptor(ctx, in, cfg, desc, label)
 		if err != nil {
 			return out, fmt.Errorf("site %s: %w", s.name, err)
+		}
+		if err := s.hold(ctx, HoldReleased, in.SiteCall); err != nil {
+			return pipeline.ComputeDescriptorOutput{}, err
 		}
 		out.NumTrain = len(d.Train.X)
 		out.Lifetime = lifetime
@@ -430,7 +435,7 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 				return pipeline.TrainLocalOutput{}, err
 			}
 		}
-		charged = func() (*pipeline.SiteLifetime, error) { return s.charge(in.SiteCall, digests, pend) }
+		charged = func() (*pipeline.SiteLifetime, error) { return s.charge(ctx, in.SiteCall, digests, pend) }
 		st, err := s.dpStream(in.SiteCall, purposeTrain, in)
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, err
@@ -489,6 +494,11 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 	}
 	res.Model = ref
 	res.Add(pipeline.ReleaseModel, len(out.Params))
+	if cfg.DP.On {
+		if err := s.hold(ctx, HoldReleased, in.SiteCall); err != nil {
+			return pipeline.TrainLocalOutput{}, err
+		}
+	}
 	if out.Control != nil {
 		rec := store.VectorRecord{Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method),
 			Kind: kindControl, Vectors: map[string][]float64{vecControl: out.Control}}
@@ -673,7 +683,7 @@ func (s *Site) Evaluate(ctx context.Context, in pipeline.EvaluateInput) (pipelin
 				return pipeline.EvaluateOutput{}, err
 			}
 		}
-		if ev.Lifetime, err = s.charge(in.SiteCall, digests, pend); err != nil {
+		if ev.Lifetime, err = s.charge(ctx, in.SiteCall, digests, pend); err != nil {
 			return pipeline.EvaluateOutput{}, err
 		}
 	}

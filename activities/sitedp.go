@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -116,7 +117,7 @@ func (d splitDigests) of(split string) string {
 // site's lifetime privacy loss afterwards (nil for a site that keeps no
 // ledger). A ledger that cannot be written is a retryable error: nothing
 // leaves the site uncharged.
-func (s *Site) charge(call pipeline.SiteCall, data splitDigests, rels []pendingRelease) (*pipeline.SiteLifetime, error) {
+func (s *Site) charge(ctx context.Context, call pipeline.SiteCall, data splitDigests, rels []pendingRelease) (*pipeline.SiteLifetime, error) {
 	if s.ledger == nil || len(rels) == 0 {
 		return nil, nil
 	}
@@ -137,7 +138,36 @@ func (s *Site) charge(call pipeline.SiteCall, data splitDigests, rels []pendingR
 	if err != nil {
 		return nil, err
 	}
+	if err := s.hold(ctx, HoldCharged, call); err != nil {
+		return nil, err
+	}
 	return lifetimeOf(lt), nil
+}
+
+// The points of a private release where WithHold's hook is called.
+const (
+	// HoldCharged: the releases are charged to the ledger, and nothing
+	// has left the activity yet.
+	HoldCharged = "charged"
+	// HoldReleased: a model or descriptor was written to the store, and
+	// the activity has not returned yet.
+	HoldReleased = "released"
+)
+
+// WithHold sets a hook the site calls at HoldCharged and HoldReleased in
+// every private release, for fault tests (worker --fault-hold): a test
+// kills the worker while the hook holds the activity there. An error of
+// the hook fails the activity. Never set in production.
+func (s *Site) WithHold(hook func(ctx context.Context, point string, call pipeline.SiteCall) error) *Site {
+	s.holdHook = hook
+	return s
+}
+
+func (s *Site) hold(ctx context.Context, point string, call pipeline.SiteCall) error {
+	if s.holdHook == nil {
+		return nil
+	}
+	return s.holdHook(ctx, point, call)
 }
 
 func lifetimeOf(lt siteledger.Lifetime) *pipeline.SiteLifetime {

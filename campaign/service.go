@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/ptopofl/ptopofl/activities"
+	"github.com/ptopofl/ptopofl/privacy/ledger"
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/store"
@@ -42,6 +43,11 @@ type Service struct {
 	// process keep their secrets (<site>.secret, created on first use),
 	// which dp record campaigns need; "" starts them without one.
 	SecretDir string
+	// SiteBudget, when set, is the privacy budget of the site workers
+	// started in this process (workers.Options.PrivacyBudget): each keeps
+	// its ledger beside its secret in SecretDir and refuses a task beyond
+	// it.
+	SiteBudget *ledger.Budget
 	// Trainers are the site workers' own training programs by name
 	// (model "external", `starter run --local --trainer NAME=COMMAND`),
 	// given to every site worker started in this process; TrainerDir,

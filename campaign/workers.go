@@ -91,7 +91,7 @@ func (s *Service) startLocal(queue string, sites []localSite, siteWorker worker.
 	started = append(started, w)
 	colocated := workers.NewColocated(s.Client, s.Store, queue, workers.Options{})
 	for _, site := range sites {
-		opts := workers.Options{Worker: siteWorker, SecretDir: s.SecretDir, ColocateOn: colocated, Trainers: s.Trainers}
+		opts := workers.Options{Worker: siteWorker, SecretDir: s.SecretDir, PrivacyBudget: s.SiteBudget, ColocateOn: colocated, Trainers: s.Trainers}
 		if s.TrainerDir != "" {
 			opts.TrainerDir = filepath.Join(s.TrainerDir, site.name)
 		}

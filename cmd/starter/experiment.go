@@ -39,6 +39,7 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.SetOutput(stderr)
 	var conn stackconn.Flags
 	conn.Register(fs)
+	stackconn.RegisterSiteBudget(fs, &conn.SiteBudget)
 	seeds := fs.Int("seeds", 3, "number of seeds (1, 2, ...): each generates its own federations and seeds its campaigns")
 	preset := fs.String("preset", "", "hyper-parameter preset: default or paper (default: default); deep: deep-small (default: deep-small for Scenario C, deep-d-small for D) or deep-c (the paper's sizes: deep-c and deep-d)")
 	methods := fs.String("methods", "", "comma-separated methods to run, a subset of the experiment's (default: all of them)")

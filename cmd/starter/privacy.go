@@ -6,23 +6,30 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 
 	"github.com/ptopofl/ptopofl/internal/stackconn"
 	"github.com/ptopofl/ptopofl/internal/textout"
 	"github.com/ptopofl/ptopofl/privacy"
+	"github.com/ptopofl/ptopofl/siteledger"
 )
 
 const privacyUsage = `usage: starter privacy epsilon --noise-multiplier Z --sampling-rate Q --steps T --delta D [--accountant rdp|gdp] [--format text|json]
        starter privacy noise --target-epsilon E --sampling-rate Q --steps T --delta D [--accountant rdp|gdp] [--format text|json]
+       starter privacy ledger --local [--data-dir D] [--format text|json]
 
 epsilon  the ε that T Gaussian releases (DP-SGD or DP-GD steps) with noise multiplier
          Z = σ/Δ, each sampling the records with probability Q, spend at δ = D
 noise    the noise multiplier for which T such releases spend at most E at δ = D
+ledger   the privacy ledgers of the local stack's in-process sites
+         (D/site-secrets/<site>.ledger): each site's lifetime ε over every
+         campaign on its data, its budget, and each campaign's ε alone
 
 --accountant defaults to gdp (exact) when Q = 1 and rdp otherwise; gdp needs Q = 1.
 "noise" with rdp is Opacus's get_noise_multiplier; with gdp it is exact. The
-command needs no connection to Temporal or S3.
+commands need no connection to Temporal or S3. A deployed site's ledger is at
+the site: worker ledger --secret-dir DIR.
 `
 
 // runPrivacy computes the privacy budget of a DP-SGD/DP-GD plan with package
@@ -31,18 +38,58 @@ command needs no connection to Temporal or S3.
 func runPrivacy(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, privacyUsage)
-		return inputErrorf("want a sub-command: epsilon or noise")
+		return inputErrorf("want a sub-command: epsilon, noise or ledger")
 	}
 	switch args[0] {
 	case "epsilon":
 		return runPrivacyEpsilon(args[1:], stdout, stderr)
 	case "noise":
 		return runPrivacyNoise(args[1:], stdout, stderr)
+	case "ledger":
+		return runPrivacyLedger(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, privacyUsage)
 		return flag.ErrHelp
 	}
-	return inputErrorf("unknown sub-command %q: want epsilon or noise", args[0])
+	return inputErrorf("unknown sub-command %q: want epsilon, noise or ledger", args[0])
+}
+
+// runPrivacyLedger is `starter privacy ledger --local --data-dir D`: the
+// ledgers of the local stack's in-process sites, read from their files
+// (no stack is started). Its JSON, {"sites": [{"site", "epsilon",
+// "delta", "budget", "campaigns": [{"campaign", "epsilon"}]}]}, is
+// `worker ledger`'s, a contract scripts rely on.
+func runPrivacyLedger(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("privacy ledger", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var conn stackconn.Flags
+	fs.BoolVar(&conn.Local, "local", false, "the local stack's in-process sites (required: a deployed site's ledger is at the site, worker ledger --secret-dir DIR)")
+	fs.StringVar(&conn.DataDir, "data-dir", "./.run/local", "data directory of the local stack")
+	fs.StringVar(&conn.Format, "format", "text", "output format: text or json")
+	rest, err := stackconn.ParseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return inputErrorf("privacy ledger: unexpected argument %q", rest[0])
+	}
+	if !conn.Local {
+		return inputErrorf("privacy ledger: --local: reads the ledgers of the local stack's in-process sites; a deployed site's is at the site (worker ledger --secret-dir DIR)")
+	}
+	if err := conn.Check(); err != nil {
+		return err
+	}
+	if _, err := os.Stat(conn.DataDir); err != nil {
+		return inputErrorf("privacy ledger: --data-dir: %v", err)
+	}
+	dir := stackconn.SiteSecretDir(conn.DataDir)
+	r := siteledger.Report{Sites: []siteledger.SiteReport{}}
+	if _, err := os.Stat(dir); err == nil {
+		if r, err = siteledger.ReportDir(dir); err != nil {
+			return fmt.Errorf("privacy ledger: %w", err)
+		}
+	}
+	return stackconn.Emit(stdout, conn.Format, r, func(w io.Writer, r siteledger.Report) { textout.WriteLedger(w, r, dir) })
 }
 
 // privacyFlags are the flags the two sub-commands share.

@@ -83,6 +83,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	detach := fs.Bool("detach", false, "start the campaign and return at once (not with --local)")
 	var trainerFlags stringList
 	fs.Var(&trainerFlags, "trainer", `with --local: a training program NAME=COMMAND the in-process site workers run for model "external" (--set model=external --set trainer=NAME); COMMAND is split at spaces, no shell (repeatable)`)
+	stackconn.RegisterSiteBudget(fs, &f.conn.SiteBudget)
 	newCampaign := fs.Bool("new-campaign", false, "if the campaign name is taken by a campaign with another spec, run as <name>-2, <name>-3, … (the first free or same-spec name)")
 	rest, err := stackconn.ParseFlags(fs, args)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/ptopofl/ptopofl/internal/stackconn"
 	"github.com/ptopofl/ptopofl/internal/textout"
 	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/privacy/ledger"
 )
 
 // runSweep runs a sweep file: `starter sweep FILE.yaml`.
@@ -27,8 +28,10 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runSweepExtend(ctx, args[1:], stdout, stderr)
 	}
 	var trainerFlags stringList
+	var budget *ledger.Budget
 	conn, rest, err := stackconn.ParseCommand("sweep", args, stderr, func(fs *flag.FlagSet) func() error {
 		fs.Var(&trainerFlags, "trainer", `with --local: a training program NAME=COMMAND the in-process site workers run for campaigns of model "external" that name trainer NAME (repeatable)`)
+		stackconn.RegisterSiteBudget(fs, &budget)
 		return nil
 	}, func(rest []string) error {
 		if len(rest) != 1 {
@@ -38,6 +41,11 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	})
 	if err != nil {
 		return err
+	}
+	if conn.SiteBudget = budget; budget != nil {
+		if err := conn.Check(); err != nil {
+			return err
+		}
 	}
 	plan, err := campaign.LoadSweepPlan(rest[0], conn.Bucket(), conn.Set("bucket"))
 	if err != nil {
@@ -61,10 +69,12 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func runSweepExtend(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var in pipeline.ExtendInput
 	var trainerFlags stringList
+	var budget *ledger.Budget
 	conn, rest, err := stackconn.ParseCommand("sweep extend", args, stderr, func(fs *flag.FlagSet) func() error {
 		fs.IntVar(&in.Budget, "campaign-rounds", 0, "campaign-rounds to add to the sweep's budget")
 		fs.IntVar(&in.Trials, "trials", 0, "trials to add to the sweep's trial cap")
 		fs.Var(&trainerFlags, "trainer", `with --local: as for starter sweep`)
+		stackconn.RegisterSiteBudget(fs, &budget)
 		return func() error {
 			if in.Budget < 0 || in.Trials < 0 || in.Budget == 0 && in.Trials == 0 {
 				return inputErrorf("give --campaign-rounds N and/or --trials N, N > 0")
@@ -79,6 +89,11 @@ func runSweepExtend(ctx context.Context, args []string, stdout, stderr io.Writer
 	})
 	if err != nil {
 		return err
+	}
+	if conn.SiteBudget = budget; budget != nil {
+		if err := conn.Check(); err != nil {
+			return err
+		}
 	}
 	var plan campaign.SweepPlan
 	name := rest[0]

@@ -9,7 +9,16 @@
 // PTOPOFL_SECRET_DIR, else ptopofl/site-secrets in the user's configuration
 // directory), created with mode 0600 on its first start: it keys the
 // site's differential-privacy noise and secret subsamples under dp record,
-// and never leaves the site.
+// and never leaves the site. Beside it, <site>.ledger is the site's privacy
+// ledger: every private release, across every campaign, charged before it
+// leaves. --privacy-budget EPS[:DELTA] is the operator's lifetime limit:
+// a task that would pass it is refused (the site drops from the round with
+// privacy_budget_exhausted), as is any task of a campaign without dp
+// record. A worker whose ledger records releases refuses to start when
+// the secret is missing or another (restore it; --new-secret if it is
+// lost for good). The ledger is read with
+//
+//	worker ledger --secret-dir DIR [--format text|json]
 //
 // --site takes a comma-separated list to host several sites in one process
 // (one Temporal worker per site, each on its own queue, sharing the
@@ -60,12 +69,15 @@ import (
 	"github.com/ptopofl/ptopofl/internal/connect"
 	"github.com/ptopofl/ptopofl/internal/payloadcodec"
 	"github.com/ptopofl/ptopofl/internal/workers"
-	"github.com/ptopofl/ptopofl/privacy/noise"
+	"github.com/ptopofl/ptopofl/privacy/ledger"
+	"github.com/ptopofl/ptopofl/siteledger"
 )
 
 type config struct {
 	role, site, data, label string
 	secretDir               string
+	budget                  *ledger.Budget
+	newSecret               bool
 	conn                    connect.Flags
 	s3Insecure              bool
 	faults                  workers.Faults
@@ -96,7 +108,16 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.site, "site", "", "site name (role site)")
 	fs.StringVar(&c.data, "data", "", "the site's data directory: <site>_train.csv|parquet and <site>_test.* , or train.* and test.* (role site)")
 	fs.StringVar(&c.label, "label", dataset.DefaultLabelColumn, "name of the label column in the site's data")
-	fs.StringVar(&c.secretDir, "secret-dir", defaultSecretDir(), "directory of the site's secret <site>.secret (created with mode 0600 on first start; it keys the site's differential-privacy noise and must never leave the site; back it up: a campaign resumed without it cannot repeat its releases) (role site; env PTOPOFL_SECRET_DIR)")
+	fs.StringVar(&c.secretDir, "secret-dir", defaultSecretDir(), "directory of the site's secret <site>.secret (created with mode 0600 on first start; it keys the site's differential-privacy noise and must never leave the site; back it up: a campaign resumed without it cannot repeat its releases) and of its privacy ledger <site>.ledger (role site; env PTOPOFL_SECRET_DIR)")
+	fs.Func("privacy-budget", "EPS[:DELTA], the site operator's lifetime limit on its privacy loss (δ default 1e-5): a task whose releases would take the site's ledger beyond (EPS, DELTA) on any of its data files is refused, as is every task of a campaign without dp record; default none (role site)", func(v string) error {
+		b, err := ledger.ParseBudget(v)
+		if err != nil {
+			return err
+		}
+		c.budget = &b
+		return nil
+	})
+	fs.BoolVar(&c.newSecret, "new-secret", false, "start although the site's ledger records releases made with another secret than the one in --secret-dir, or with one now missing (drawn anew): only when the original is lost for good; releases with the new secret are charged afresh (role site)")
 	c.conn.Register(fs, "127.0.0.1:7233")
 	fs.Var(trainerList{&c.trainers}, "trainer", `the site's own training program NAME=COMMAND for campaigns of model "external" that name trainer NAME (COMMAND is split at spaces, no shell; the program runs once per task under the trainer protocol ptopofl.trainer/v1) (role site; repeatable)`)
 	fs.StringVar(&c.trainerDir, "trainer-dir", "", "directory of the training programs' task directories (default <tmp>/ptopofl-trainer/<site>) (role site)")
@@ -105,6 +126,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Uint64Var(&c.faults.Seed, "fault-seed", 0, "fault tests only: seed of the --fault-rate draws")
 	fs.DurationVar(&c.faults.Delay, "fault-delay", 0, "fault tests only: hold every site activity attempt this long before it runs")
 	fs.StringVar(&c.faultRounds, "fault-rounds", "", "fault tests only: comma-separated rounds --fault-delay applies to (default every round)")
+	fs.StringVar(&c.faults.Hold, "fault-hold", "", `fault tests only: hold a private release for --fault-delay "charged" (after its charge to the ledger, before anything leaves) or "released" (after its model or descriptor is written, before the activity returns) instead of before the activity`)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -128,6 +150,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		if c.faults.Enabled() {
 			return c, errors.New("--fault-* flags apply to site workers only")
 		}
+		if c.budget != nil || c.newSecret {
+			return c, errors.New("--privacy-budget and --new-secret apply to site workers only")
+		}
 	case "site":
 		if c.site == "" || c.data == "" {
 			return c, errors.New("--role site needs --site NAME and --data PATH")
@@ -144,7 +169,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	return c, nil
 }
 
-func run(ctx context.Context, args []string, stderr io.Writer) error {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "ledger" {
+		return runLedger(args[1:], stdout, stderr)
+	}
 	c, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
@@ -194,18 +222,29 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		if c.secretDir == "" {
 			return errors.New("--secret-dir: no directory for the site's secret (set it, or PTOPOFL_SECRET_DIR)")
 		}
-		opts.SecretDir = c.secretDir
+		opts.SecretDir, opts.PrivacyBudget, opts.NewSecret = c.secretDir, c.budget, c.newSecret
 		for _, site := range c.sites() {
-			// Created here, before polling, so the operator sees where it is.
-			_, created, err := noise.LoadOrCreateSecret(workers.SecretFile(c.secretDir, site))
+			// Opened here, before polling, so the operator sees where
+			// they are and what the site has spent (and a secret that
+			// does not match the ledger stops the worker at once).
+			sl, err := siteledger.Open(c.secretDir, site, siteledger.Options{Budget: c.budget, NewSecret: c.newSecret})
+			if err != nil {
+				return err
+			}
+			lt, err := sl.Ledger.Lifetime()
 			if err != nil {
 				return err
 			}
 			verb := "using"
-			if created {
+			if sl.SecretCreated {
 				verb = "created"
 			}
-			fmt.Fprintf(stderr, "worker: site %s: %s secret %s (keep it at this site)\n", site, verb, workers.SecretFile(c.secretDir, site))
+			limit := "no privacy budget"
+			if c.budget != nil {
+				limit = fmt.Sprintf("privacy budget ε %g at δ %g", c.budget.Epsilon, c.budget.Delta)
+			}
+			fmt.Fprintf(stderr, "worker: site %s: %s secret %s (keep it at this site); ledger %s: lifetime ε %.4g at δ %g, %s\n",
+				site, verb, workers.SecretFile(c.secretDir, site), sl.Ledger.Path(), lt.Epsilon, lt.Delta, limit)
 		}
 	}
 	if c.faults.Enabled() {
@@ -308,7 +347,7 @@ func siteNote(c config) string {
 func main() {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	if err := run(ctx, os.Args[1:], os.Stderr); err != nil {
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/ptopofl/ptopofl/internal/devstack"
 	"github.com/ptopofl/ptopofl/internal/payloadcodec"
 	"github.com/ptopofl/ptopofl/internal/textout"
+	"github.com/ptopofl/ptopofl/privacy/ledger"
 	"github.com/ptopofl/ptopofl/store"
 )
 
@@ -33,7 +34,28 @@ type Flags struct {
 	Remote  connect.Flags
 	Format  string
 	Given   []string // the flags the user set (the command fills it after parsing)
+	// SiteBudget is the in-process sites' privacy budget
+	// (--site-privacy-budget, RegisterSiteBudget); only with Local.
+	SiteBudget *ledger.Budget
 }
+
+// RegisterSiteBudget adds --site-privacy-budget EPS[:DELTA] to fs, for the
+// commands that start the in-process sites of --local (run, sweep,
+// experiment), into b.
+func RegisterSiteBudget(fs *flag.FlagSet, b **ledger.Budget) {
+	fs.Func("site-privacy-budget", "with --local: EPS[:DELTA], the in-process sites' lifetime limit on their privacy loss (δ default 1e-5), as worker --privacy-budget sets a site's: each site refuses a task whose releases would take its ledger (<data-dir>/site-secrets/<site>.ledger) beyond it, and every task of a campaign without dp record", func(v string) error {
+		parsed, err := ledger.ParseBudget(v)
+		if err != nil {
+			return err
+		}
+		*b = &parsed
+		return nil
+	})
+}
+
+// SiteSecretDir is where the in-process sites of the local stack over
+// dataDir keep their secrets and ledgers: <dataDir>/site-secrets.
+func SiteSecretDir(dataDir string) string { return filepath.Join(dataDir, "site-secrets") }
 
 // Set reports whether the user set the flag name.
 func (c *Flags) Set(name string) bool { return slices.Contains(c.Given, name) }
@@ -54,6 +76,9 @@ func (c *Flags) Bucket() string { return c.Remote.Bucket }
 func (c *Flags) Check() error {
 	if c.Format != "text" && c.Format != "json" {
 		return inputErrorf("--format %q: want text or json", c.Format)
+	}
+	if c.SiteBudget != nil && !c.Local {
+		return inputErrorf("--site-privacy-budget: only for the in-process sites of --local; a site's own worker sets its budget (worker --role site --privacy-budget EPS[:DELTA])")
 	}
 	if c.Local {
 		if c.DataDir == "" {
@@ -183,7 +208,8 @@ func (c *Flags) connectLocal(ctx context.Context, stderr io.Writer) (*Env, error
 	// would at their premises.
 	// The in-process site workers' secrets live beside the stack's data,
 	// so a re-run (crash-resume included) finds the same ones.
-	e.Svc.SecretDir = filepath.Join(dir, "site-secrets")
+	e.Svc.SecretDir = SiteSecretDir(dir)
+	e.Svc.SiteBudget = c.SiteBudget
 	// Their own programs' task directories too: a re-run sweeps what a
 	// killed run left (trainer.SweepOrphans).
 	e.Svc.TrainerDir = filepath.Join(dir, "trainer-tasks")

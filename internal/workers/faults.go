@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ptopofl/ptopofl/activities"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
@@ -43,11 +44,17 @@ const ErrTypeInjectedFault = "InjectedFault"
 //     listed in Rounds (every round when empty) is lost: it never answers
 //     and never heartbeats, as an activity task whose worker vanished or
 //     whose poll response never arrived, until the server times it out.
+//   - Hold moves Delay inside a private release (dp record): to just
+//     after its charge to the site's ledger and before anything leaves
+//     ("charged", activities.HoldCharged), or to just after a model or
+//     descriptor was written and before the activity returns
+//     ("released"), so that a test can kill the worker there.
 type Faults struct {
 	Rate   float64
 	Seed   uint64
 	Delay  time.Duration
 	Lose   string // an activity type (pipeline.ActivityEvaluate, ...)
+	Hold   string // "", activities.HoldCharged or activities.HoldReleased
 	Rounds []int
 	// Log receives one line per injected failure ("fault: injected
 	// failure: ...") and per delayed attempt ("fault: delaying ..."), so a
@@ -65,6 +72,12 @@ func (f Faults) Validate() error {
 	}
 	if f.Delay < 0 {
 		return fmt.Errorf("fault delay %v: must be >= 0", f.Delay)
+	}
+	if f.Hold != "" && f.Hold != activities.HoldCharged && f.Hold != activities.HoldReleased {
+		return fmt.Errorf("fault hold %q: want %q or %q", f.Hold, activities.HoldCharged, activities.HoldReleased)
+	}
+	if f.Hold != "" && f.Delay <= 0 {
+		return fmt.Errorf("fault hold %q: needs a delay to hold for", f.Hold)
 	}
 	for _, r := range f.Rounds {
 		if r < 1 {
@@ -144,13 +157,26 @@ func (a *faultActivity) ExecuteActivity(ctx context.Context, in *interceptor.Exe
 		<-ctx.Done() // no answer, no heartbeat: the server's timeouts notice
 		return nil, ctx.Err()
 	}
-	if f.delays(call.Round) {
+	if f.delays(call.Round) && f.Hold == "" {
 		a.fi.logf("delaying %s by %v", what, f.Delay)
 		if err := straggle(ctx, f.Delay, info.HeartbeatTimeout); err != nil {
 			return nil, err
 		}
 	}
 	return a.Next.ExecuteActivity(ctx, in)
+}
+
+// holdRelease is the site's hold hook (activities.Site.WithHold) under
+// Faults.Hold: at that point of a private release in the rounds Delay
+// applies to, it logs and waits Delay, heartbeating.
+func (fi *faultInterceptor) holdRelease(ctx context.Context, point string, call pipeline.SiteCall) error {
+	if point != fi.f.Hold || !fi.f.delays(call.Round) {
+		return nil
+	}
+	info := activity.GetInfo(ctx)
+	fi.logf("holding site %s campaign %s round %d activity %s attempt %d %s for %v",
+		fi.site, call.Campaign, call.Round, info.ActivityType.Name, info.Attempt, point, fi.f.Delay)
+	return straggle(ctx, fi.f.Delay, info.HeartbeatTimeout)
 }
 
 // straggle waits d, or until ctx ends (the attempt's timeout or the round

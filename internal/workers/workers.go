@@ -18,7 +18,8 @@ import (
 	"github.com/ptopofl/ptopofl/activities"
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/pipeline"
-	"github.com/ptopofl/ptopofl/privacy/noise"
+	"github.com/ptopofl/ptopofl/privacy/ledger"
+	"github.com/ptopofl/ptopofl/siteledger"
 	"github.com/ptopofl/ptopofl/store"
 	"github.com/ptopofl/ptopofl/workflows"
 )
@@ -35,11 +36,24 @@ type Options struct {
 	// server worker.
 	Faults Faults
 	// SecretDir is where a site worker keeps its secret, <site>.secret
-	// (noise.LoadOrCreateSecret: created on first start with mode 0600 and
-	// reused after), which keys its noise and secret subsamples under dp
-	// record. "" starts the site without one: it refuses dp record
-	// campaigns. Ignored by the server worker.
+	// (created on first start with mode 0600 and reused after), which
+	// keys its noise and secret subsamples under dp record, and beside it
+	// its privacy ledger, <site>.ledger (siteledger.Open: every private
+	// release charged before it leaves; a ledger that records releases
+	// refuses a missing or other secret). "" starts the site without
+	// either: it refuses dp record campaigns. Ignored by the server
+	// worker.
 	SecretDir string
+	// PrivacyBudget is the site operator's lifetime limit on the site's
+	// privacy loss (`worker --privacy-budget`): a task whose releases
+	// would take its ledger beyond it is refused, as is any task of a
+	// campaign without dp record. nil: none (the ledger is still kept).
+	// Needs SecretDir. Ignored by the server worker.
+	PrivacyBudget *ledger.Budget
+	// NewSecret starts a site whose ledger records releases made with
+	// another secret than the one in SecretDir, or with none there
+	// (`worker --new-secret`; see siteledger.Options).
+	NewSecret bool
 	// ColocateOn, when set, is the colocated worker (NewColocated, not
 	// yet started) of the same process: NewSite registers the site's
 	// activities on it too, under pipeline.ColocatedActivity names, so
@@ -60,7 +74,10 @@ type Options struct {
 }
 
 // SecretFile is the file of site's secret in dir.
-func SecretFile(dir, site string) string { return filepath.Join(dir, site+".secret") }
+func SecretFile(dir, site string) string { return siteledger.SecretFile(dir, site) }
+
+// LedgerFile is the file of site's privacy ledger in dir.
+func LedgerFile(dir, site string) string { return siteledger.LedgerFile(dir, site) }
 
 // NewServer returns, not started, the server worker: CampaignWorkflow,
 // RoundWorkflow and SweepWorkflow under their pipeline names, and the
@@ -141,11 +158,16 @@ func NewSite(c client.Client, st *store.Store, site, dataDir string, opts Option
 func siteActivities(st *store.Store, site, dataDir string, opts Options) (*activities.Site, error) {
 	a := activities.NewSite(site, dataDir, st, opts.Site)
 	if opts.SecretDir != "" {
-		secret, _, err := noise.LoadOrCreateSecret(SecretFile(opts.SecretDir, site))
+		sl, err := siteledger.Open(opts.SecretDir, site, siteledger.Options{Budget: opts.PrivacyBudget, NewSecret: opts.NewSecret})
 		if err != nil {
 			return nil, fmt.Errorf("site worker %s: %w", site, err)
 		}
-		a.WithSecret(secret)
+		a.WithSecret(sl.Secret).WithLedger(sl.Ledger)
+	} else if opts.PrivacyBudget != nil {
+		return nil, fmt.Errorf("site worker %s: a privacy budget needs a secret directory (--secret-dir), where the site's ledger is kept", site)
+	}
+	if opts.Faults.Hold != "" {
+		a.WithHold(newFaultInterceptor(site, opts.Faults).holdRelease)
 	}
 	if len(opts.Trainers) > 0 {
 		dir := opts.TrainerDir
