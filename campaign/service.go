@@ -14,9 +14,9 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/ptopofl/ptopofl/activities"
-	"github.com/ptopofl/ptopofl/privacy/ledger"
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/privacy/ledger"
 	"github.com/ptopofl/ptopofl/store"
 )
 
