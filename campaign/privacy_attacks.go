@@ -21,13 +21,18 @@ type attackSizes struct {
 	liraModels, deepModels, deepEpochs, deepPool int
 	descriptorTrials, auditTrials                int
 	auditSteps                                   []int
+	// sgdTrials and releaseTrials are the trials a world of the DP-SGD
+	// and the release audits.
+	sgdTrials, releaseTrials int
 }
 
 func sizesFor(tiny bool) attackSizes {
 	if tiny {
-		return attackSizes{liraModels: 16, deepModels: 6, deepEpochs: 2, deepPool: 40, descriptorTrials: 100, auditTrials: 20000, auditSteps: []int{1}}
+		return attackSizes{liraModels: 16, deepModels: 6, deepEpochs: 2, deepPool: 40, descriptorTrials: 100, auditTrials: 20000, auditSteps: []int{1},
+			sgdTrials: 200, releaseTrials: 200}
 	}
-	return attackSizes{liraModels: 64, deepModels: 32, deepEpochs: 20, deepPool: 200, descriptorTrials: 1000, auditTrials: 200000, auditSteps: []int{1, 10}}
+	return attackSizes{liraModels: 64, deepModels: 32, deepEpochs: 20, deepPool: 200, descriptorTrials: 1000, auditTrials: 200000, auditSteps: []int{1, 10},
+		sgdTrials: 20000, releaseTrials: 20000}
 }
 
 // privacyAttacks runs the attacks and the audit of the privacy experiment
@@ -142,8 +147,32 @@ func privacyAttacks(_ context.Context, c Collected, in *report.PrivacyInput, log
 			if err != nil {
 				return fmt.Errorf("privacy: audit at ε %v: %w", eps, err)
 			}
-			in.Audit = append(in.Audit, report.AuditRow{Epsilon: r.Epsilon, LowerBound: r.EpsilonLowerBound, Steps: r.Steps, NoiseMultiplier: r.NoiseMultiplier, Trials: r.Trials})
+			in.Audit = append(in.Audit, report.AuditRow{Mechanism: "dp-gd", Epsilon: r.Epsilon, LowerBound: r.EpsilonLowerBound, Steps: r.Steps, SamplingRate: 1, NoiseMultiplier: r.NoiseMultiplier, Trials: r.Trials})
 			fmt.Fprintf(log, "privacy: audit ε %.3f over %d steps: lower bound %.3f\n", r.Epsilon, r.Steps, r.EpsilonLowerBound)
+		}
+	}
+	// DP-SGD at deep-small's q (a round of 32 of 600 images) and every
+	// other release, each through the site's own code.
+	for _, eps := range experiments.PrivacyEpsilons {
+		r, err := audit.AuditDPSGD(audit.DPSGDAuditConfig{Epsilon: eps, Trials: sz.sgdTrials, Seed: hc.Seed, Secret: secret, Workers: 2})
+		if err != nil {
+			return fmt.Errorf("privacy: DP-SGD audit at ε %v: %w", eps, err)
+		}
+		in.Audit = append(in.Audit, report.AuditRow{Mechanism: "dp-sgd", Epsilon: r.Epsilon, LowerBound: r.EpsilonLowerBound, Steps: r.Steps, SamplingRate: r.Q, NoiseMultiplier: r.NoiseMultiplier, Trials: r.Trials})
+		fmt.Fprintf(log, "privacy: DP-SGD audit ε %.3f (q %.4f, %d steps): lower bound %.3f\n", r.Epsilon, r.Q, r.Steps, r.EpsilonLowerBound)
+		for _, rel := range audit.Releases {
+			cfg := audit.ReleaseAuditConfig{Release: rel, X: x, Y: y, Epsilon: eps, Trials: sz.releaseTrials, Seed: hc.Seed, Secret: secret, Workers: 2}
+			if rel == audit.DescriptorRelease {
+				// The canary: the worst of up to 20 of the site's test rows.
+				cfg.Candidates = largest.XTest[:min(20, len(largest.XTest))]
+				cfg.CandidateY = floats(largest.YTest)[:len(cfg.Candidates)]
+			}
+			a, err := audit.AuditRelease(cfg)
+			if err != nil {
+				return fmt.Errorf("privacy: %s audit at ε %v: %w", rel, eps, err)
+			}
+			in.Audit = append(in.Audit, report.AuditRow{Mechanism: string(rel), Epsilon: a.Epsilon, LowerBound: a.EpsilonLowerBound, Steps: 1, SamplingRate: 1, NoiseMultiplier: a.NoiseMultiplier, Trials: a.Trials})
+			fmt.Fprintf(log, "privacy: %s audit ε %.3f: lower bound %.3f (canary at %.2f of the sensitivity)\n", rel, a.Epsilon, a.EpsilonLowerBound, a.Shift)
 		}
 	}
 	return nil

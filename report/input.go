@@ -224,10 +224,16 @@ type MembershipRow struct {
 
 // AuditRow is one DP audit: the accountant's ε and the audit's lower bound.
 type AuditRow struct {
+	// Mechanism is what was audited: "dp-gd" (tabular training, q = 1),
+	// "dp-sgd" (deep training, Poisson-subsampled), "descriptor",
+	// "label-summary", "metrics" or "top1" (the releases, one each).
+	Mechanism           string
 	Epsilon, LowerBound float64
 	Steps               int
-	NoiseMultiplier     float64
-	Trials              int
+	// SamplingRate is q (1 for every release but DP-SGD's).
+	SamplingRate    float64
+	NoiseMultiplier float64
+	Trials          int
 }
 
 // UtilityRow is a method's utility at one budget on one scenario: one

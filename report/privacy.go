@@ -100,17 +100,24 @@ func Privacy(in PrivacyInput) (*Report, error) {
 	d.table([]string{"Target", "What", "ε", "AUC", "TPR at FPR 0.1 %", "TPR at FPR 1 %"}, mr)
 
 	d.heading("(d) DP audit against the accountant")
-	d.para("A Dirac canary (Jagielski et al. 2020; Nasr et al. 2023): a record whose clipped gradient has norm C, in or out of a site's data, with every DP-GD step visible to the auditor (q = 1, the federated threat model, where auditing is tight). The lower bound is from Clopper–Pearson bounds on the test's error rates, its threshold chosen on a tenth of the trials and the bounds taken on the rest; it must never exceed the accountant's ε (that would be a bug), and at q = 1 it should reach at least half of it.")
+	d.para("Every mechanism by which a site releases under dp record, audited through the site's own code (the functions its activities call) with a canary (Jagielski et al. 2020; Nasr et al. 2023), in or out of a site's data: DP-GD, a Dirac canary whose clipped gradient has norm C with every step visible to the auditor (q = 1, the federated threat model, where auditing is tight); DP-SGD at the deep presets' sampling rate, a canary on weights no other record moves, seen only through the round's model, as the server sees it (a final-model audit of subsampled DP-SGD is loose by nature); the DP descriptor, the label summary and the metrics (score counts, top-1 count), a canary record chosen to move the noiseless release most, scored by the Neyman–Pearson test of the noisy release. The lower bound is from Clopper–Pearson bounds on the test's error rates, its threshold chosen on a tenth of the trials and the bounds taken on the rest; it must never exceed the accountant's ε (that would be a bug). Where the canary attains the release's sensitivity (DP-GD, the metrics) it should reach a good share of ε.")
 	var ar [][]string
 	for _, a := range in.Audit {
 		ok := "yes"
 		if a.LowerBound > a.Epsilon {
 			ok = "NO: a bug"
 		}
-		ar = append(ar, []string{fmt.Sprintf("%.3f", a.Epsilon), fmt.Sprintf("%.3f", a.LowerBound), fmt.Sprintf("%.2f", a.LowerBound/a.Epsilon),
-			fmt.Sprint(a.Steps), fmt.Sprintf("%.4g", a.NoiseMultiplier), fmt.Sprint(a.Trials), ok})
+		mech, q := a.Mechanism, a.SamplingRate
+		if mech == "" {
+			mech = "dp-gd"
+		}
+		if q == 0 {
+			q = 1
+		}
+		ar = append(ar, []string{mech, fmt.Sprintf("%.3f", a.Epsilon), fmt.Sprintf("%.3f", a.LowerBound), fmt.Sprintf("%.2f", a.LowerBound/a.Epsilon),
+			fmt.Sprint(a.Steps), fmt.Sprintf("%.4g", q), fmt.Sprintf("%.4g", a.NoiseMultiplier), fmt.Sprint(a.Trials), ok})
 	}
-	d.table([]string{"accountant's ε", "audit's ε lower bound", "ratio", "steps", "noise multiplier", "trials per world", "within"}, ar)
+	d.table([]string{"mechanism", "accountant's ε", "audit's ε lower bound", "ratio", "steps", "sampling rate", "noise multiplier", "trials per world", "within"}, ar)
 
 	d.heading("(e) What differential privacy costs")
 	d.para("Mean ± standard deviation over seeds of each method's final score, scored exactly on the sites' test splits with the models the sites hold after the last round; beside it, the mean of what the sites released (under DP, their noised metrics).")
@@ -375,7 +382,8 @@ func fmtRisk(v float64) string { return fmt.Sprintf("%.4g", v) }
 
 // PrivacyResults is results.json of the privacy experiment, the contract
 // scripts read (it must hold): audit (epsilon, the accountant's, and
-// epsilon_lower_bound), reconstruction (dp, epsilon or null,
+// epsilon_lower_bound; also mechanism, steps, sampling_rate,
+// noise_multiplier, trials), reconstruction (dp, epsilon or null,
 // relative_error: the median), membership (target "model" or
 // "descriptor", epsilon or null, auc, tpr_at_fpr_0_001, tpr_at_fpr_0_01;
 // also scenario, canary and condition) and utility (method, scenario,
@@ -390,9 +398,11 @@ func PrivacyResults(in PrivacyInput) ([]byte, error) {
 		return &e
 	}
 	type auditJ struct {
+		Mechanism       string  `json:"mechanism"`
 		Epsilon         float64 `json:"epsilon"`
 		LowerBound      float64 `json:"epsilon_lower_bound"`
 		Steps           int     `json:"steps"`
+		SamplingRate    float64 `json:"sampling_rate"`
 		NoiseMultiplier float64 `json:"noise_multiplier"`
 		Trials          int     `json:"trials"`
 	}
@@ -435,7 +445,14 @@ func PrivacyResults(in PrivacyInput) ([]byte, error) {
 		return v
 	}
 	for _, a := range in.Audit {
-		out.Audit = append(out.Audit, auditJ{a.Epsilon, a.LowerBound, a.Steps, a.NoiseMultiplier, a.Trials})
+		mech, q := a.Mechanism, a.SamplingRate
+		if mech == "" {
+			mech = "dp-gd"
+		}
+		if q == 0 {
+			q = 1
+		}
+		out.Audit = append(out.Audit, auditJ{mech, a.Epsilon, a.LowerBound, a.Steps, q, a.NoiseMultiplier, a.Trials})
 	}
 	for _, r := range in.Reconstruction {
 		out.Reconstruction = append(out.Reconstruction, reconJ{r.Epsilon != 0, eps(r.Epsilon), finite(r.MedianError), finite(r.MaxError), r.Records})

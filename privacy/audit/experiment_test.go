@@ -110,3 +110,50 @@ func TestExperimentSizes(t *testing.T) {
 	}
 	t.Logf("audit of a broken mechanism (z/3 run, z accounted, ε 1): ε_LB %.4f, μ̂ %.4f (ε̂ %.3f)", r.EpsilonLowerBound, r.MuEstimate, r.EpsilonEstimate)
 }
+
+// mechanisms turns on TestMechanismAuditsFullSize:
+//
+//	go test ./privacy/audit/ -run MechanismAuditsFullSize -v -audit.mechanisms
+var mechanisms = flag.Bool("audit.mechanisms", false, "run the DP-SGD and release audits at the privacy experiment's size (20,000 trials a world) and log the numbers (minutes on 2 cores)")
+
+// TestMechanismAuditsFullSize runs the audits of DP-SGD (deep-small's
+// q = 32/600, a round of 19 steps) and of every other release (descriptor,
+// label summary, metrics, top-1) at ε = 1, 3, 8 (δ = 1e-5) at the privacy
+// experiment's size, on the largest healthcare site of seed 11's training
+// rows, and logs what they measure. It asserts their acceptance: ε_LB ≤ ε.
+func TestMechanismAuditsFullSize(t *testing.T) {
+	if !*mechanisms {
+		t.Skip("minutes of work: run with -audit.mechanisms")
+	}
+	x, y, test := healthcareSite(t, 11)
+	testY := make([]float64, len(test))
+	secret := testSecret(t)
+	for _, eps := range []float64{1, 3, 8} {
+		start := time.Now()
+		r, err := AuditDPSGD(DPSGDAuditConfig{Epsilon: eps, Seed: 1, Secret: secret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("dp-sgd ε=%v: q %.4f, %d steps, z %.4f, accountant ε %.4f, ε_LB %.4f (%.2f) (%d a world, %v)",
+			eps, r.Q, r.Steps, r.NoiseMultiplier, r.Epsilon, r.EpsilonLowerBound, r.EpsilonLowerBound/r.Epsilon, r.Trials, time.Since(start).Round(time.Millisecond))
+		if r.EpsilonLowerBound > r.Epsilon {
+			t.Errorf("dp-sgd: ε_LB %v above the accountant's ε %v", r.EpsilonLowerBound, r.Epsilon)
+		}
+		for _, rel := range Releases {
+			start := time.Now()
+			cfg := ReleaseAuditConfig{Release: rel, X: x, Y: y, Epsilon: eps, Seed: 2, Secret: secret}
+			if rel == DescriptorRelease {
+				cfg.Candidates, cfg.CandidateY = test[:20], testY[:20]
+			}
+			a, err := AuditRelease(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s ε=%v: z %.4f, accountant ε %.4f, ε_LB %.4f (%.2f), canary at %.3f of the sensitivity (%d a world, %v)",
+				rel, eps, a.NoiseMultiplier, a.Epsilon, a.EpsilonLowerBound, a.EpsilonLowerBound/a.Epsilon, a.Shift, a.Trials, time.Since(start).Round(time.Millisecond))
+			if a.EpsilonLowerBound > a.Epsilon {
+				t.Errorf("%s: ε_LB %v above the accountant's ε %v", rel, a.EpsilonLowerBound, a.Epsilon)
+			}
+		}
+	}
+}
