@@ -70,6 +70,7 @@ func (s *Server) ChargePrivacy(_ context.Context, in pipeline.ChargePrivacyInput
 			Site: site.Name, EpsilonRound: alone.Epsilon.Epsilon, Epsilon: total.Epsilon.Epsilon,
 			EpsilonTrain: total.Train.Epsilon, EpsilonTest: total.Test.Epsilon,
 			Accountant: string(total.Epsilon.Accountant),
+			Train:      fromEvents(all.Train), Test: fromEvents(all.Test),
 		})
 	}
 	return pipeline.ChargePrivacyOutput{Ledger: ledger, Round: round}, nil

@@ -47,6 +47,7 @@ import (
 //	asha: {min_rounds: 1, eta: 3, grace: 0}     # asha, tpe+asha, hyperband (defaults: search.ASHAOptions)
 //	tpe: {startup_trials: 10, candidates: 24}   # tpe, tpe+asha (Optuna's defaults)
 //	seed: 1                         # the sweep's own seed: the sampler's draws
+//	privacy: {epsilon: 8, delta: 1e-5}   # dp record: every site within (ε, δ) over the whole sweep
 //	continue_as_new_every: 100
 //	round_deadline: 30m
 //	bucket: ptopofl
@@ -72,6 +73,8 @@ type SweepFile struct {
 	ASHA      *search.ASHAOptions `yaml:"asha"`      // the rungs of asha and tpe+asha
 	TPE       *search.TPEOptions  `yaml:"tpe"`       // TPE's settings
 	Seed      uint64              `yaml:"seed"`      // the search's own seed (its decisions, not the campaigns')
+
+	Privacy *SweepFilePrivacy `yaml:"privacy"` // every site's budget over the whole sweep (dp record)
 }
 
 // SweepFileBudget is an adaptive sweep's budget: campaign-rounds trained
@@ -307,7 +310,7 @@ func BuildSweepPlan(sf SweepFile, file, bucket string, bucketGiven bool) (SweepP
 	if s.Search, err = searchOf(sf); err != nil {
 		return plan, err
 	}
-	s, err = PlanSweepPrivacy(s.WithDefaults(), plan.FedDirs)
+	s, err = PlanSweepPrivacyBudget(s.WithDefaults(), plan.FedDirs, sf.Privacy)
 	if err != nil {
 		return plan, err
 	}
@@ -358,6 +361,9 @@ type SweepOutput struct {
 	RoundsSpent int        `json:"rounds_spent"`
 	Trials      int        `json:"trials"`
 	Best        *SweepBest `json:"best"`
+	// Privacy is what the whole sweep's releases under dp record spent
+	// at each site (SweepPrivacySpent); nil when no campaign ran under it.
+	Privacy *SweepPrivacySpent `json:"privacy,omitempty"`
 }
 
 // SweepBest is SweepOutput.Best: a trial's hyper-parameter values (with

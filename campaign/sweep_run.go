@@ -104,6 +104,9 @@ func (s *Service) RunSweep(ctx context.Context, spec pipeline.SweepSpec, progres
 		WallSeconds: time.Since(start).Seconds(),
 	}
 	out.summarise(spec)
+	if out.Privacy, err = s.sweepPrivacy(ctx, spec, rows); err != nil {
+		return out, fmt.Errorf("sweep %s: %w", spec.Sweep, err)
+	}
 	return out, nil
 }
 
@@ -149,6 +152,9 @@ func (s *Service) ExtendSweep(ctx context.Context, sweep string, in pipeline.Ext
 	}
 	if spec.Search == nil {
 		return spec, inputErrorf("sweep %s is a grid: there is no budget to extend", sweep)
+	}
+	if b := spec.PrivacyBudget; b != nil {
+		return spec, inputErrorf("sweep %s: its trials' noise was sized so that its %d campaign-rounds keep every site within its privacy budget ε %v (δ %v); more rounds would pass it: start another sweep, with a budget of its own", sweep, b.CampaignRounds, b.Epsilon, b.Delta)
 	}
 	desc, err := s.Client.DescribeWorkflowExecution(ctx, sweep, "")
 	if err != nil {

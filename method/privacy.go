@@ -321,6 +321,13 @@ func (h Hyperparameters) dpDelta() float64 {
 	return p.Get(h).Num
 }
 
+// CampaignCharges returns what a campaign of rounds rounds of method m
+// under h (noise planned) releases at site s: RoundCharges added up over
+// the schedule's rounds, events merged.
+func CampaignCharges(m learn.Method, preset string, h Hyperparameters, rounds int, s SiteRecords) Charges {
+	return campaignCharges(m, preset, h, rounds, s)
+}
+
 // campaignCharges adds up RoundCharges over rounds rounds of the schedule.
 // A resolution error (impossible after PlanPrivacy's Resolve) gives no
 // charges.

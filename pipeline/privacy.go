@@ -99,6 +99,12 @@ type SitePrivacy struct {
 	EpsilonTrain float64 `json:"epsilon_train"`
 	EpsilonTest  float64 `json:"epsilon_test"`
 	Accountant   string  `json:"accountant"`
+	// Train and Test are the campaign's releases of the site so far, as
+	// the accountant composes them (the ledger ε, EpsilonTrain and
+	// EpsilonTest come from): anyone may recompute them, and compose
+	// them with other campaigns' (a sweep's privacy).
+	Train []PrivacyEvent `json:"train,omitempty"`
+	Test  []PrivacyEvent `json:"test,omitempty"`
 	// Lifetime is the site's lifetime privacy loss after the round, as
 	// the site's own ledger reported it with its last release of the
 	// round (ε across every campaign on its data, at the site's δ, which

@@ -145,6 +145,12 @@ type SweepSpec struct {
 	// the workflow does not do): one entry per federation, method and
 	// setting, whose Set applies after the setting's.
 	Privacy []SweepPrivacy `json:"privacy,omitempty"`
+	// PrivacyBudget, when set, is the sweep file's privacy: every site's
+	// releases over the whole sweep stay within it (the starter sized
+	// every campaign's noise to fit; campaign.PlanSweepPrivacy). The
+	// workflow does not read it; the starter refuses to extend such a
+	// sweep's budget, which the plan was sized for.
+	PrivacyBudget *SweepPrivacyBudget `json:"privacy_budget,omitempty"`
 	// Search, when set, makes the sweep adaptive: instead of the grid of
 	// Settings, the sweep's strategy proposes trials from a search space
 	// and decides how many rounds each trains (SweepSearch).
@@ -159,6 +165,15 @@ type SweepPrivacy struct {
 	Method     learn.Method        `json:"method"`
 	Setting    string              `json:"setting"`
 	Set        []method.ParamValue `json:"set"`
+}
+
+// SweepPrivacyBudget is a sweep's privacy budget: (Epsilon, Delta) for
+// every site over the whole sweep, and the most campaign-rounds one site
+// takes part in, which the plan divided it by.
+type SweepPrivacyBudget struct {
+	Epsilon        float64 `json:"epsilon"`
+	Delta          float64 `json:"delta"`
+	CampaignRounds int     `json:"campaign_rounds"`
 }
 
 // privacyFor returns the planned overrides of one federation, method and

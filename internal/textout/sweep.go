@@ -45,6 +45,13 @@ func WriteSweep(w io.Writer, out campaign.SweepOutput) {
 		fmt.Fprintf(w, "best       %s %v: validation AUC %.4f, test AUC %.4f (selected on validation; %d campaigns)\n",
 			b.Method, b.Setting, b.ValAUC, b.FinalAUC, len(b.Campaigns))
 	}
+	if p := out.Privacy; p != nil {
+		budget := ""
+		if p.Budget != nil {
+			budget = fmt.Sprintf(" of budget %g", *p.Budget)
+		}
+		fmt.Fprintf(w, "privacy    ε %.4f%s at δ %g over the whole sweep (largest of any site; %d sites)\n", p.Epsilon, budget, p.Delta, len(p.PerSite))
+	}
 }
 
 // meanStd is eval.MeanStd with a standard deviation of 0 for one value, as
