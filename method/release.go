@@ -90,32 +90,47 @@ type Gaussian interface {
 // ReleaseDPDescriptor is a site's DP descriptor release: tda.DPDescriptor
 // of the rows of x listed in rows out of m public slots (a site passes m =
 // len(rows); a slot without a row is a null record, the zero-out
-// neighbour), through the Gaussian mechanism at its proven sensitivity
-// √48/m and noise multiplier z, tidied by tda.DPDescriptorVector
-// (post-processing). It returns the release and the noisy vector before
-// the tidying (what an auditor may attack: the release is a function of
-// it).
+// neighbour), then NoiseDPDescriptor. It returns the release and the noisy
+// vector before the tidying (what an auditor may attack: the release is a
+// function of it).
 func ReleaseDPDescriptor(x [][]float64, rows []int, m int, z float64, st Gaussian) (release, noisy []float64, err error) {
-	opt := tda.DPDescriptorOptions{M: m}
-	noisy, sens, err := tda.DPDescriptor(x, rows, opt)
+	raw, sens, err := tda.DPDescriptor(x, rows, tda.DPDescriptorOptions{M: m})
 	if err != nil {
 		return nil, nil, err
 	}
+	return NoiseDPDescriptor(raw, sens, m, z, st)
+}
+
+// NoiseDPDescriptor is the private part of the DP descriptor release: the
+// Gaussian mechanism on raw (tda.DPDescriptor's vector, left unchanged) at
+// its proven sensitivity √48/m and noise multiplier z, tidied by
+// tda.DPDescriptorVector (post-processing). It returns the release and the
+// noisy vector.
+func NoiseDPDescriptor(raw []float64, sens float64, m int, z float64, st Gaussian) (release, noisy []float64, err error) {
+	noisy = append([]float64(nil), raw...)
 	st.Gaussian(noisy, sens, z)
-	release, err = tda.DPDescriptorVector(noisy, opt)
+	release, err = tda.DPDescriptorVector(noisy, tda.DPDescriptorOptions{M: m})
 	return release, noisy, err
 }
 
 // ReleaseDPLabelSummary is a site's DP label-summary release:
 // tda.DPLabelRaw of the rows listed in rows (labels y) out of m public
-// slots, through the Gaussian mechanism at its sensitivity (m − 1)/m² and
-// noise multiplier z, post-processed by tda.DPLabelBlock. It returns the
-// release and the noisy counts before the post-processing.
+// slots, then NoiseDPLabelSummary. It returns the release and the noisy
+// counts before the post-processing.
 func ReleaseDPLabelSummary(x [][]float64, y []float64, rows []int, m int, z float64, st Gaussian) (release, noisy []float64, err error) {
-	noisy, sens, err := tda.DPLabelRaw(x, y, rows, tda.DPLabelOptions{M: m})
+	raw, sens, err := tda.DPLabelRaw(x, y, rows, tda.DPLabelOptions{M: m})
 	if err != nil {
 		return nil, nil, err
 	}
+	return NoiseDPLabelSummary(raw, sens, m, z, st)
+}
+
+// NoiseDPLabelSummary is the private part of the label-summary release:
+// the Gaussian mechanism on raw (tda.DPLabelRaw's counts, left unchanged)
+// at their sensitivity (m − 1)/m² and noise multiplier z, post-processed
+// by tda.DPLabelBlock.
+func NoiseDPLabelSummary(raw []float64, sens float64, m int, z float64, st Gaussian) (release, noisy []float64, err error) {
+	noisy = append([]float64(nil), raw...)
 	st.Gaussian(noisy, sens, z)
 	release, err = tda.DPLabelBlock(noisy, m)
 	return release, noisy, err

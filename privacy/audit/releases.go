@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/privacy"
 	"github.com/ptopofl/ptopofl/privacy/noise"
+	"github.com/ptopofl/ptopofl/tda"
 )
 
 // Release names a release of a site that AuditRelease audits.
@@ -94,7 +96,9 @@ type ReleaseAuditResult struct {
 
 // AuditRelease audits one of a site's releases against the accountant
 // with a canary, through the release's own code (the method.Release*
-// function the site's activity calls), as AuditDPGD audits training
+// function the site's activity calls; for the descriptor and the label
+// summary its private part, method.NoiseDPDescriptor and
+// NoiseDPLabelSummary, on the noiseless vector computed once a world), as AuditDPGD audits training
 // (Jagielski, Ullman, Oprea 2020; Nasr et al. 2023): Trials releases with
 // the canary and Trials with the canary's slot a null record (the
 // zero-out neighbour: the descriptor and the label summary keep m = |D| + 1
@@ -285,19 +289,55 @@ func (c ReleaseAuditConfig) releaser() (releaser, float64, error) {
 		}
 		return rows
 	}
+	// raws caches the noiseless computation of each world (the same in
+	// every trial); the release's noise and post-processing run each
+	// trial, in the site's own function.
+	type rawKey struct {
+		c    int
+		with bool
+	}
+	var mu sync.Mutex
+	raws := map[rawKey][]float64{}
+	cached := func(ci int, with bool, compute func() ([]float64, float64, error)) ([]float64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		k := rawKey{ci, with}
+		if r, ok := raws[k]; ok {
+			return r, nil
+		}
+		r, _, err := compute()
+		if err == nil {
+			raws[k] = r
+		}
+		return r, err
+	}
 	switch c.Release {
 	case DescriptorRelease:
+		sens := math.Sqrt(48) / float64(m)
 		return releaser{len(cands), func(ci int, with bool, z float64, st method.Gaussian) ([]float64, error) {
-			x, _ := world(ci, with)
-			_, noisy, err := method.ReleaseDPDescriptor(x, slots(len(x)), m, z, st)
+			raw, err := cached(ci, with, func() ([]float64, float64, error) {
+				x, _ := world(ci, with)
+				return tda.DPDescriptor(x, slots(len(x)), tda.DPDescriptorOptions{M: m})
+			})
+			if err != nil {
+				return nil, err
+			}
+			_, noisy, err := method.NoiseDPDescriptor(raw, sens, m, z, st)
 			return noisy, err
-		}}, math.Sqrt(48) / float64(m), nil
+		}}, sens, nil
 	case LabelSummaryRelease:
+		sens := float64(m-1) / float64(m*m)
 		return releaser{len(cands), func(ci int, with bool, z float64, st method.Gaussian) ([]float64, error) {
-			x, y := world(ci, with)
-			_, noisy, err := method.ReleaseDPLabelSummary(x, y, slots(len(x)), m, z, st)
+			raw, err := cached(ci, with, func() ([]float64, float64, error) {
+				x, y := world(ci, with)
+				return tda.DPLabelRaw(x, y, slots(len(x)), tda.DPLabelOptions{M: m})
+			})
+			if err != nil {
+				return nil, err
+			}
+			_, noisy, err := method.NoiseDPLabelSummary(raw, sens, m, z, st)
 			return noisy, err
-		}}, float64(m-1) / float64(m*m), nil
+		}}, sens, nil
 	case MetricsRelease:
 		site, params, err := c.scoring()
 		if err != nil {
