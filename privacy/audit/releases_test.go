@@ -16,7 +16,7 @@ import (
 // 0.34; the test asks 0.2: the bound's Clopper–Pearson intervals on 1,800
 // trials a world keep it from the tail δ = 1e-5 is about); the label
 // summary's canary uses 0.6 of its proven sensitivity, the descriptor's
-// 0.29, so their audits are looser (measured 0.17 and 0 of ε). Run
+// 0.29, so their audits are looser (measured 0.17 and 0.07 of ε). Run
 // without noise, every release is caught: ε_LB above the ε it claims.
 // The privacy experiment runs them at full size (20,000 a world).
 func TestAuditReleases(t *testing.T) {
