@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ptopofl/ptopofl/campaign"
+	"github.com/ptopofl/ptopofl/pipeline"
 )
 
 // History is what `starter history --format json` prints.
@@ -105,6 +106,23 @@ func writeReleased(w io.Writer, r campaign.HistoryRow) {
 			budget = fmt.Sprintf("budget %g", p.Budget)
 		}
 		fmt.Fprintf(w, "       ε (δ %g, %s)  %s\n", p.Delta, budget, strings.Join(eps, " "))
+		// Each site's own account: its lifetime ε over every campaign on
+		// its data, from its ledger.
+		var life []string
+		var last *pipeline.SiteLifetime
+		for _, s := range p.Sites {
+			if s.Lifetime != nil {
+				life = append(life, fmt.Sprintf("%s:%.3f", s.Site, s.Lifetime.Epsilon))
+				last = s.Lifetime
+			}
+		}
+		if last != nil {
+			limit := "no budget"
+			if last.Budget != nil {
+				limit = fmt.Sprintf("budget %g", *last.Budget)
+			}
+			fmt.Fprintf(w, "       lifetime ε (the sites' ledgers, δ %g, %s)  %s\n", last.Delta, limit, strings.Join(life, " "))
+		}
 	}
 }
 
