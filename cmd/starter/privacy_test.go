@@ -153,37 +153,40 @@ func TestPrivacyBadInput(t *testing.T) {
 		args []string
 		want string // in stderr
 	}{
-		{eps("--sampling-rate", "1.5"), "epsilon: --sampling-rate 1.5: must be in (0, 1]"}, // 0
-		{eps("--sampling-rate", "0"), "--sampling-rate 0: must be in (0, 1]"},              // 1
-		{eps("--sampling-rate", "-0.1"), "--sampling-rate -0.1"},                           // 2
-		{eps("--sampling-rate", "NaN"), "--sampling-rate NaN"},                             // 3
-		{eps("--delta", "0"), "--delta 0: must be in (0, 1)"},                              // 4
-		{eps("--delta", "1"), "--delta 1: must be in (0, 1)"},                              // 5
-		{eps("--delta", "1.5"), "--delta 1.5"},                                             // 6
-		{eps("--noise-multiplier", "0"), "--noise-multiplier 0: must be a positive"},       // 7
-		{eps("--noise-multiplier", "-2"), "--noise-multiplier -2"},                         // 8
-		{eps("--noise-multiplier", "+Inf"), "--noise-multiplier +Inf"},                     // 9
-		{eps("--steps", "0"), "--steps 0: must be ≥ 1"},                                    // 10
-		{eps("--steps", "-3"), "--steps -3"},                                               // 11
-		{eps("--steps", "1.5"), "-steps"},                                                  // 12: not an integer
-		{eps("--delta", "abc"), "-delta"},                                                  // 13
-		{eps("--noise-multiplier", ""), "--noise-multiplier is required"},                  // 14
-		{eps("--sampling-rate", ""), "--sampling-rate is required"},                        // 15
-		{eps("--steps", ""), "--steps is required"},                                        // 16
-		{eps("--delta", ""), "--delta is required"},                                        // 17
-		{eps("--accountant", "gdp"), "--accountant gdp: needs --sampling-rate 1"},          // 18
-		{eps("--accountant", "pld"), `--accountant "pld"`},                                 // 19
-		{eps("--format", "xml"), `--format "xml"`},                                         // 20
-		{append(eps(), "extra"), `unexpected argument "extra"`},                            // 21
-		{noise("--target-epsilon", "0"), "noise: --target-epsilon 0: must be a positive"},  // 22
-		{noise("--target-epsilon", "-1"), "--target-epsilon -1"},                           // 23
-		{noise("--target-epsilon", ""), "--target-epsilon is required"},                    // 24
-		{noise("--sampling-rate", "2"), "noise: --sampling-rate 2"},                        // 25
-		{noise("--delta", "0"), "noise: --delta 0"},                                        // 26
-		{noise("--steps", "0"), "noise: --steps 0"},                                        // 27
-		{noise("--accountant", "gdp"), "--accountant gdp"},                                 // 28
-		{[]string{"privacy"}, "epsilon or noise"},                                          // 29
-		{[]string{"privacy", "budget"}, `"budget"`},                                        // 30
+		{eps("--sampling-rate", "1.5"), "epsilon: --sampling-rate 1.5: must be in (0, 1]"},         // 0
+		{eps("--sampling-rate", "0"), "--sampling-rate 0: must be in (0, 1]"},                      // 1
+		{eps("--sampling-rate", "-0.1"), "--sampling-rate -0.1"},                                   // 2
+		{eps("--sampling-rate", "NaN"), "--sampling-rate NaN"},                                     // 3
+		{eps("--delta", "0"), "--delta 0: must be in (0, 1)"},                                      // 4
+		{eps("--delta", "1"), "--delta 1: must be in (0, 1)"},                                      // 5
+		{eps("--delta", "1.5"), "--delta 1.5"},                                                     // 6
+		{eps("--noise-multiplier", "0"), "--noise-multiplier 0: must be a positive"},               // 7
+		{eps("--noise-multiplier", "-2"), "--noise-multiplier -2"},                                 // 8
+		{eps("--noise-multiplier", "+Inf"), "--noise-multiplier +Inf"},                             // 9
+		{eps("--steps", "0"), "--steps 0: must be ≥ 1"},                                            // 10
+		{eps("--steps", "-3"), "--steps -3"},                                                       // 11
+		{eps("--steps", "1.5"), "-steps"},                                                          // 12: not an integer
+		{eps("--delta", "abc"), "-delta"},                                                          // 13
+		{eps("--noise-multiplier", ""), "--noise-multiplier is required"},                          // 14
+		{eps("--sampling-rate", ""), "--sampling-rate is required"},                                // 15
+		{eps("--steps", ""), "--steps is required"},                                                // 16
+		{eps("--delta", ""), "--delta is required"},                                                // 17
+		{eps("--accountant", "gdp"), "--accountant gdp: needs --sampling-rate 1"},                  // 18
+		{eps("--accountant", "pld"), `--accountant "pld"`},                                         // 19
+		{eps("--format", "xml"), `--format "xml"`},                                                 // 20
+		{append(eps(), "extra"), `unexpected argument "extra"`},                                    // 21
+		{noise("--target-epsilon", "0"), "noise: --target-epsilon 0: must be a positive"},          // 22
+		{noise("--target-epsilon", "-1"), "--target-epsilon -1"},                                   // 23
+		{noise("--target-epsilon", ""), "--target-epsilon is required"},                            // 24
+		{noise("--sampling-rate", "2"), "noise: --sampling-rate 2"},                                // 25
+		{noise("--delta", "0"), "noise: --delta 0"},                                                // 26
+		{noise("--steps", "0"), "noise: --steps 0"},                                                // 27
+		{noise("--accountant", "gdp"), "--accountant gdp"},                                         // 28
+		{[]string{"privacy"}, "epsilon, noise or ledger"},                                          // 29
+		{[]string{"privacy", "budget"}, `"budget"`},                                                // 30
+		{[]string{"privacy", "ledger", "--data-dir", "/tmp"}, "--local"},                           // 31: a deployed site's ledger is at the site
+		{[]string{"privacy", "ledger", "--local", "--data-dir", "/nonexistent/dir"}, "--data-dir"}, // 32
+		{[]string{"privacy", "ledger", "--local", "--format", "xml"}, `--format "xml"`},            // 33
 	}
 	for i, c := range cases {
 		code, stdout, stderr := runCLI(c.args...)
