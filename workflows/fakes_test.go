@@ -28,6 +28,9 @@ type fakeFederation struct {
 	badFrom map[string]int
 	// badDescriptor[site] = round: the site's descriptor fails in that round only.
 	badDescriptor map[string]int
+	// spentFrom[site] = round: the site refuses training for its privacy
+	// budget from that round on.
+	spentFrom map[string]int
 	// recheck[round]: ClusterSites asks the next round for fresh descriptors.
 	recheck map[int]bool
 	// clusterErr and aggregateErr[round]: the server activity's error in that round.
@@ -48,7 +51,7 @@ type fakeFederation struct {
 
 func newFakeFederation() *fakeFederation {
 	return &fakeFederation{bucket: "ptopofl", bad: map[string]bool{}, badFrom: map[string]int{}, badDescriptor: map[string]int{},
-		recheck: map[int]bool{}, calls: map[string]int{}}
+		spentFrom: map[string]int{}, recheck: map[int]bool{}, calls: map[string]int{}}
 }
 
 func (f *fakeFederation) count(name string) {
@@ -104,7 +107,11 @@ func (f *fakeFederation) TrainLocal(ctx context.Context, in pipeline.TrainLocalI
 	f.mu.Lock()
 	from, ok := f.badFrom[in.Site]
 	f.trained = append(f.trained, in)
+	spent, refuses := f.spentFrom[in.Site]
 	f.mu.Unlock()
+	if refuses && in.Round >= spent {
+		return pipeline.TrainLocalOutput{}, pipeline.NewPrivacyBudgetError(in.Site, "campaign %s round %d: beyond its operator's budget ε = 10", in.Campaign, in.Round)
+	}
 	if f.bad[in.Site] || (ok && in.Round >= from) {
 		return pipeline.TrainLocalOutput{}, pipeline.NewBadSiteDataError(in.Site, in.Site+"_train.csv", 17, "expected 20 features, got 19")
 	}

@@ -275,6 +275,16 @@ func (r *round) quorum(ctx workflow.Context, phase string) error {
 	}
 	reason := fmt.Sprintf("round %d, %s phase: %d of %d sites remain, below the quorum min_sites=%d",
 		r.n, phase, len(r.active), len(r.spec.Sites), r.spec.MinSites)
+	refused := 0
+	for _, d := range r.m.Dropped {
+		if d.Reason == pipeline.DropPrivacyBudget {
+			refused++
+		}
+	}
+	if refused > 0 {
+		// No retry brings these back: their operators' budgets are spent.
+		reason += fmt.Sprintf(" (%d refused for their lifetime privacy budget: %s)", refused, pipeline.DropPrivacyBudget)
+	}
 	r.m.Outcome = pipeline.OutcomeFailed
 	r.m.FailureReason = reason
 	ref, err := r.commit(ctx)

@@ -44,6 +44,27 @@ func (s *CampaignSuite) Test_SiteWithoutDescriptorIsAskedAgainNextRound() {
 	s.False(ms[2].DescriptorsRecomputed)
 }
 
+// Test_SiteRefusingForItsBudgetIsDropped: a site that refuses a task for
+// its privacy budget is dropped at once with privacy_budget_exhausted and
+// the refusal's text (not retried: one training call in that round); the
+// round goes on under its quorum, and when too few sites remain, the
+// failure says how many refused for their budget.
+func (s *CampaignSuite) Test_SiteRefusingForItsBudgetIsDropped() {
+	s.fed.spentFrom["c2"] = 2
+	s.fed.spentFrom["c1"] = 3
+	s.mockAll()
+	_, err := s.run(pipeline.CampaignWorkflowInput{Spec: testSpec(3)})
+	s.Require().Error(err)
+	ms := s.fed.committed()
+	s.Require().Len(ms, 3)
+	s.Equal([]pipeline.SiteDrop{{Site: "c2", Phase: pipeline.PhaseTrain, Reason: pipeline.DropPrivacyBudget,
+		Error: "site c2: privacy budget exhausted: campaign hc-test round 2: beyond its operator's budget ε = 10"}}, ms[1].Dropped)
+	s.Equal(pipeline.OutcomeCommitted, ms[1].Outcome)
+	s.Equal(pipeline.OutcomeFailed, ms[2].Outcome)
+	s.Contains(ms[2].FailureReason, "(2 refused for their lifetime privacy budget: privacy_budget_exhausted)")
+	s.Equal(3+3+3, s.fed.callCount(pipeline.ActivityTrainLocal), "one call a site a round: a refusal is not retried")
+}
+
 // Test_PayloadsStayFarBelowTheLimit: a payload over 2 MiB fails the
 // workflow. The largest payloads are the round's input (spec + carry), its
 // output and the manifest handed to CommitRound; at 200 sites, with every
