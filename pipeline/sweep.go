@@ -455,6 +455,11 @@ type SweepStatus struct {
 	Trials      int    `json:"trials,omitempty"`
 	PauseReason string `json:"pause_reason,omitempty"`
 	StopReason  string `json:"stop_reason,omitempty"`
+	// Search is, for an adaptive sweep, its trials, actions and limits so
+	// far (without the campaigns' resume states and pending results), from
+	// which `starter sweep status` shows the rungs, the incumbent and the
+	// budget spent; nil for a grid, and from sweeps begun before it.
+	Search *SearchState `json:"search,omitempty"`
 }
 
 // SweepWorkflowOutput is a finished sweep.

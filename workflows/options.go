@@ -148,3 +148,23 @@ const versionRetention = "retention"
 // without its shared part) first has them reissued (round.reissue). At
 // workflow.DefaultVersion the round runs as it always did.
 const versionOwnReads = "site-reads-own"
+
+// versionSearchVirtualCut is the workflow.GetVersion change ID of an
+// adaptive sweep's loop that keeps its decisions equal to the offline
+// replay's wherever its history is cut (version 1): at its run limit it
+// stops asking and reporting, lets this run's campaigns end with their
+// results pending, and continues as new carrying the trials in flight,
+// the virtual clock and why it was waiting; a paused sweep takes no
+// decision until resumed; a record of the trials is written after each
+// report (pipeline.ActivityRecordSearch); the median pruner's Prune and
+// Finish actions and warm-started trials exist. At
+// workflow.DefaultVersion a sweep drained by reporting its running trials
+// before continuing as new, which, with more than one trial in flight,
+// took decisions in another order than the replay's.
+const versionSearchVirtualCut = "sweep-virtual-cut"
+
+// versionPauseChildren is the workflow.GetVersion change ID of a sweep's
+// pause and resume updates signalling its running campaigns to pause and
+// resume (version 1), as a campaign's pause acts at its next round; at
+// workflow.DefaultVersion they ran on and only new campaigns waited.
+const versionPauseChildren = "sweep-pause-children"
