@@ -299,8 +299,9 @@ func TestGenerateGoldenOwnReadsHistory(t *testing.T) {
 // child campaigns and rounds on the same server and the fake federation
 // as activities (validation AUC from fakeSearchScore, so that rungs rank
 // trials): the first run's history, which ends in continue-as-new, and
-// the last run's, which builds the results. Written to files named by
-// out (searchSweepHistoryFiles).
+// the last run's, which builds the results (searchSweepHistoryFiles). The
+// first run is paused while campaigns run (they get the pause signal) and
+// resumed.
 func TestGenerateGoldenSearchSweepHistory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -325,6 +326,9 @@ func TestGenerateGoldenSearchSweepHistory(t *testing.T) {
 		w.RegisterActivityWithOptions(func(_ context.Context, in pipeline.SearchNextInput) (pipeline.SearchNextOutput, error) {
 			return activities.SearchNext(in)
 		}, activity.RegisterOptions{Name: pipeline.ActivitySearchNext})
+		w.RegisterActivityWithOptions(func(_ context.Context, in pipeline.SearchRecordInput) (pipeline.ArtifactRef, error) {
+			return fakeRef(spec.Bucket, artifact.SweepSearchKey(spec.Sweep)), nil
+		}, activity.RegisterOptions{Name: pipeline.ActivityRecordSearch})
 		w.RegisterActivityWithOptions(func(_ context.Context, in pipeline.SaveStateInput) (pipeline.ArtifactRef, error) {
 			key := artifact.PausedStateKey(in.Campaign, in.Round)
 			mu.Lock()
@@ -346,6 +350,21 @@ func TestGenerateGoldenSearchSweepHistory(t *testing.T) {
 		pipeline.SweepWorkflowName, pipeline.SweepWorkflowInput{Spec: spec})
 	require.NoError(t, err)
 	firstRun := run.GetRunID() // Get moves the run's ID along the chain
+	// Pause while campaigns run, then resume.
+	require.Eventually(t, func() bool {
+		v, err := c.QueryWorkflow(ctx, spec.Sweep, firstRun, pipeline.QueryStatus)
+		var st pipeline.SweepStatus
+		return err == nil && v.Get(&st) == nil && len(st.Running) > 0
+	}, time.Minute, 10*time.Millisecond)
+	for _, name := range []string{pipeline.UpdatePause, pipeline.UpdateResume} {
+		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+			WorkflowID: spec.Sweep, RunID: firstRun, UpdateName: name,
+			Args: []any{pipeline.ControlInput{Reason: "golden"}}, WaitForStage: client.WorkflowUpdateStageCompleted,
+		})
+		require.NoError(t, err)
+		require.NoError(t, h.Get(ctx, nil))
+		time.Sleep(300 * time.Millisecond)
+	}
 	var out pipeline.SweepWorkflowOutput
 	// Get follows the continue-as-new chain to the last run.
 	require.NoError(t, run.Get(ctx, &out))

@@ -128,7 +128,8 @@ func replaySearchSweepSpec() pipeline.SweepSpec {
 }
 
 // searchSweepHistoryFiles are the golden histories of replaySearchSweepSpec:
-// its first run (ending in continue-as-new) and its last (building the
+// its first run (paused and resumed while campaigns run, ending in
+// continue-as-new with trials in flight) and its last (building the
 // results).
 func searchSweepHistoryFiles() [2]string {
 	return [2]string{"sweep_search_history_first.json", "sweep_search_history_last.json"}
@@ -153,6 +154,8 @@ func TestReplayGoldenHistories(t *testing.T) {
 		{roundHistoryV0File, pipeline.RoundWorkflowID(replaySpec().Campaign, 1)},
 		{sweepHistoryFile, replaySweepSpec().Sweep},
 		{sweepHistoryV0File, replaySweepSpec().Sweep},
+		{searchSweepHistoryFiles()[0], replaySearchSweepSpec().Sweep},
+		{searchSweepHistoryFiles()[1], replaySearchSweepSpec().Sweep},
 		{searchSweepFirstV0File, replaySearchSweepSpec().Sweep},
 		{searchSweepLastV0File, replaySearchSweepSpec().Sweep},
 		{campaignAttemptHistoryFile, replayAttemptSpec().Campaign},
