@@ -23,6 +23,11 @@ const (
 	// ActivityBuildSweepResults reads every campaign's manifests and writes
 	// results.parquet and curves.parquet (BuildSweepResultsInput → BuildSweepResultsOutput).
 	ActivityBuildSweepResults = "BuildSweepResults"
+
+	// QuerySweepSpec returns the SweepSpec a sweep runs (with its
+	// defaults), for a starter to compare a file against before
+	// sweeps/<sweep>/spec.json is written.
+	QuerySweepSpec = "spec"
 )
 
 // MaxSweepNameLen is the longest sweep name: artifact.MaxNameLen less room

@@ -226,7 +226,7 @@ func choiceValue(p method.Param, r any) (method.Value, error) {
 	case float64:
 		x = v
 	default:
-		return method.Value{}, fmt.Errorf("want a number or a name, got %T", r)
+		return method.Value{}, fmt.Errorf("want a number or a name, got a list or a mapping")
 	}
 	switch {
 	case p.Kind == method.Text:

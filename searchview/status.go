@@ -9,15 +9,25 @@ import (
 	"github.com/ptopofl/ptopofl/search"
 )
 
-// Status is an adaptive sweep where it stands, as `starter sweep status
-// SWEEP --format json` prints it (field names are a contract: scripts and
-// the web console read them). A number that does not exist yet (a trial
+// Status is a sweep where it stands, as `starter sweep status SWEEP
+// --format json` prints it (field names are a contract: scripts and the
+// web console read them). A grid sweep fills the fields up to Running; an
+// adaptive sweep every one. A number that does not exist yet (a trial
 // without a trained round, a campaign without test values) is null.
 type Status struct {
 	Sweep string `json:"sweep"`
 	// State is running, paused, stopping, done or stopped.
-	State    string `json:"state"`
-	Strategy string `json:"strategy"`
+	State string `json:"state"`
+	// Source says where the status was read: "query" (the running sweep
+	// answered), "result" (the sweep's end) or "record" (search.json as
+	// the sweep last wrote it, when no worker answers).
+	Source   string `json:"source"`
+	Strategy string `json:"strategy"` // grid for a grid sweep
+	// CampaignsDone counts the campaigns (an adaptive sweep's campaign
+	// runs) that ended, of CampaignsTotal; Failed those that failed.
+	CampaignsDone  int `json:"campaigns_done"`
+	CampaignsTotal int `json:"campaigns_total"`
+	Failed         int `json:"failed"`
 	// Pruner is "median" or "" (none).
 	Pruner    string `json:"pruner,omitempty"`
 	Objective string `json:"objective"` // val_auc or val_acc
@@ -112,6 +122,7 @@ func Build(in Input) Status {
 		Sweep: in.Sweep, State: in.Status.State, Strategy: string(q.Strategy), Pruner: string(q.Pruner),
 		Objective: q.Objective, Mode: pipeline.ModeMax, MaxRounds: in.MaxRounds, PerTrial: in.PerTrial,
 		Budget: ss.Budget, TrialCap: ss.TrialCap, Running: in.Status.Running,
+		CampaignsDone: in.Status.CampaignsDone, CampaignsTotal: in.Status.CampaignsTotal, Failed: in.Status.Failed,
 		Waiting: ss.Waiting, Ended: ss.Ended, PauseReason: in.Status.PauseReason, StopReason: in.Status.StopReason,
 		Trials: []Trial{}, Rungs: []Rung{},
 	}

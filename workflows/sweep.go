@@ -319,11 +319,17 @@ func (s *sweep) status() pipeline.SweepStatus {
 	return st
 }
 
-// registerHandlers installs the status query and the control updates.
+// registerHandlers installs the status and spec queries and the control
+// updates.
 // Validators only read state (a rejected update is not in the history).
 func (s *sweep) registerHandlers(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, pipeline.QueryStatus, func() (pipeline.SweepStatus, error) {
 		return s.status(), nil
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, pipeline.QuerySweepSpec, func() (pipeline.SweepSpec, error) {
+		return s.spec, nil
 	}); err != nil {
 		return err
 	}
