@@ -290,6 +290,11 @@ func (s *Service) SweepControl(ctx context.Context, sweep, update, reason string
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err != nil {
+		if desc, derr := s.Client.DescribeWorkflowExecution(ctx, sweep, ""); derr == nil && desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			// As a campaign that is over refuses it.
+			return st, &rejection{update: update, campaign: "sweep " + sweep, err: fmt.Errorf("sweep %s has ended (%s)", sweep,
+				strings.ToLower(strings.TrimPrefix(desc.GetWorkflowExecutionInfo().GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_")))}
+		}
 		return st, fmt.Errorf("%s sweep %s: %w", update, sweep, err)
 	}
 	if err := h.Get(ctx, &st); err != nil {

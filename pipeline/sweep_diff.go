@@ -87,9 +87,15 @@ func sweepFields(s SweepSpec) map[string]string {
 	s.CodeVersion = ""
 	out := map[string]string{}
 	put := func(name string, v any) {
-		if d, ok := v.(time.Duration); ok {
-			if d != 0 {
-				out[name] = d.String()
+		switch x := v.(type) {
+		case time.Duration:
+			if x != 0 {
+				out[name] = x.String()
+			}
+			return
+		case string:
+			if x != "" {
+				out[name] = x
 			}
 			return
 		}
@@ -189,7 +195,14 @@ func flatten(out map[string]string, name string, v any) {
 	}
 	var m map[string]any
 	if json.Unmarshal(b, &m) != nil {
-		if t := string(b); t != "null" && t != `""` && t != "0" && t != "{}" && t != "[]" && t != "false" {
+		var text string
+		if json.Unmarshal(b, &text) == nil {
+			if text != "" {
+				out[name] = text // a name, as the file writes it
+			}
+			return
+		}
+		if t := string(b); t != "null" && t != "0" && t != "{}" && t != "[]" && t != "false" {
 			out[name] = t
 		}
 		return

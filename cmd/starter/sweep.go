@@ -15,7 +15,9 @@ import (
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
-// runSweep runs a sweep file: `starter sweep FILE.yaml`.
+// runSweep runs a sweep file: `starter sweep FILE.yaml`; its
+// sub-commands replay, report, extend, status, pause, resume and stop
+// follow and steer a sweep.
 func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "replay" {
 		return runSweepReplay(ctx, args[1:], stdout, stderr)
@@ -25,6 +27,12 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if len(args) > 0 && args[0] == "extend" {
 		return runSweepExtend(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "status" {
+		return runSweepStatus(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && sweepControls[args[0]] != "" {
+		return runSweepControl(ctx, sweepControls[args[0]], args[1:], stdout, stderr)
 	}
 	var trainerFlags stringList
 	conn, rest, err := stackconn.ParseCommand("sweep", args, stderr, func(fs *flag.FlagSet) func() error {
@@ -114,6 +122,16 @@ func runSweepExtend(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		defer stop()
 	}
+	if plan.Spec.Sweep != "" {
+		// The file must be the one the sweep runs: extend adds budget,
+		// nothing else.
+		if err := e.Svc.ResolveWarmStart(ctx, &plan); err != nil {
+			return err
+		}
+		if err := e.Svc.CheckSweepSpec(ctx, plan.Spec); err != nil {
+			return err
+		}
+	}
 	spec, err := e.Svc.ExtendSweep(ctx, name, in)
 	if err != nil {
 		return err
@@ -140,6 +158,9 @@ func executeSweep(ctx context.Context, conn *stackconn.Flags, plan campaign.Swee
 	}
 	defer e.Close()
 	e.Svc.Trainers = trainers
+	if err := e.Svc.ResolveWarmStart(ctx, &plan); err != nil {
+		return campaign.SweepOutput{}, err
+	}
 	if conn.Local {
 		stop, err := e.Svc.StartSweepWorkers(plan, progress)
 		if err != nil {
