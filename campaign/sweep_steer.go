@@ -221,7 +221,8 @@ func (s *Service) SweepStatus(ctx context.Context, sweep string) (searchview.Sta
 	default:
 		var out pipeline.SweepWorkflowOutput
 		if err := s.Client.GetWorkflow(ctx, sweep, "").Get(ctx, &out); err == nil {
-			pst = pipeline.SweepStatus{Sweep: sweep, State: out.State, CampaignsDone: out.CampaignsDone, CampaignsTotal: out.CampaignsTotal, Failed: out.Failed, StopReason: out.StopReason}
+			pst = pipeline.SweepStatus{Sweep: sweep, State: out.State, CampaignsDone: out.CampaignsDone, CampaignsTotal: out.CampaignsTotal, Failed: out.Failed, StopReason: out.StopReason,
+				ContinuedAsNew: out.ContinuedAsNew}
 			state, source = out.Search, "result"
 		}
 	}
@@ -264,7 +265,7 @@ func (s *Service) SweepStatus(ctx context.Context, sweep string) (searchview.Sta
 		return searchview.Status{
 			Sweep: sweep, State: pst.State, Source: source, Strategy: string(search.StrategyGrid),
 			CampaignsDone: pst.CampaignsDone, CampaignsTotal: pst.CampaignsTotal, Failed: pst.Failed,
-			MaxRounds: spec.Rounds, Running: running, Trials: []searchview.Trial{}, Rungs: []searchview.Rung{},
+			MaxRounds: spec.Rounds, Running: running, Trials: []searchview.Trial{}, Rungs: []searchview.Rung{}, ContinuedAsNew: pst.ContinuedAsNew,
 			PauseReason: pst.PauseReason, StopReason: pst.StopReason,
 		}, nil
 	}

@@ -430,6 +430,8 @@ type SweepState struct {
 	StopReason  string            `json:"stop_reason,omitempty"`
 	// Search is an adaptive sweep's trials (Spec.Search); nil for a grid.
 	Search *SearchState `json:"search,omitempty"`
+	// ContinuedAsNew counts the runs that continued as new before this one.
+	ContinuedAsNew int `json:"continued_as_new,omitempty"`
 }
 
 // CampaignOutcome is how one campaign of a sweep ended: small, references only.
@@ -460,6 +462,9 @@ type SweepStatus struct {
 	Trials      int    `json:"trials,omitempty"`
 	PauseReason string `json:"pause_reason,omitempty"`
 	StopReason  string `json:"stop_reason,omitempty"`
+	// ContinuedAsNew counts the sweep's runs that continued as new
+	// (SweepState.ContinuedAsNew).
+	ContinuedAsNew int `json:"continued_as_new,omitempty"`
 	// Search is, for an adaptive sweep, its trials, actions and limits so
 	// far (without the campaigns' resume states and pending results), from
 	// which `starter sweep status` shows the rungs, the incumbent and the
@@ -481,6 +486,8 @@ type SweepWorkflowOutput struct {
 	// Search is an adaptive sweep's trials at the end (their resume
 	// states included): `starter sweep extend` continues from it.
 	Search *SearchState `json:"search,omitempty"`
+	// ContinuedAsNew counts the sweep's runs that continued as new.
+	ContinuedAsNew int `json:"continued_as_new,omitempty"`
 }
 
 // RecordSweepInput asks the server to write the sweep's spec and every

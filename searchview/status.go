@@ -28,6 +28,9 @@ type Status struct {
 	CampaignsDone  int `json:"campaigns_done"`
 	CampaignsTotal int `json:"campaigns_total"`
 	Failed         int `json:"failed"`
+	// ContinuedAsNew counts the sweep workflow's runs that continued as
+	// new (0 when read from the record).
+	ContinuedAsNew int `json:"continued_as_new"`
 	// Pruner is "median" or "" (none).
 	Pruner    string `json:"pruner,omitempty"`
 	Objective string `json:"objective"` // val_auc or val_acc
@@ -123,6 +126,7 @@ func Build(in Input) Status {
 		Objective: q.Objective, Mode: pipeline.ModeMax, MaxRounds: in.MaxRounds, PerTrial: in.PerTrial,
 		Budget: ss.Budget, TrialCap: ss.TrialCap, Running: in.Status.Running,
 		CampaignsDone: in.Status.CampaignsDone, CampaignsTotal: in.Status.CampaignsTotal, Failed: in.Status.Failed,
+		ContinuedAsNew: in.Status.ContinuedAsNew,
 		Waiting: ss.Waiting, Ended: ss.Ended, PauseReason: in.Status.PauseReason, StopReason: in.Status.StopReason,
 		Trials: []Trial{}, Rungs: []Rung{},
 	}

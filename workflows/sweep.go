@@ -117,6 +117,7 @@ func SweepWorkflow(ctx workflow.Context, in pipeline.SweepWorkflowInput) (pipeli
 		if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 			return pipeline.SweepWorkflowOutput{}, err
 		}
+		s.st.ContinuedAsNew++
 		return pipeline.SweepWorkflowOutput{}, workflow.NewContinueAsNewError(ctx, SweepWorkflow,
 			pipeline.SweepWorkflowInput{Spec: in.Spec, State: &s.st, ColocatedQueue: in.ColocatedQueue})
 	}
@@ -150,7 +151,7 @@ func (s *sweep) finish(ctx workflow.Context, in pipeline.BuildSweepResultsInput,
 		Sweep: s.spec.Sweep, State: s.finished,
 		CampaignsDone: st.CampaignsDone, CampaignsTotal: st.CampaignsTotal, Failed: st.Failed,
 		Results: res.Results, Curves: res.Curves, Outcomes: in.Outcomes, StopReason: s.st.StopReason,
-		Search: s.st.Search,
+		Search: s.st.Search, ContinuedAsNew: s.st.ContinuedAsNew,
 	}, nil
 }
 
@@ -286,7 +287,7 @@ func (s *sweep) status() pipeline.SweepStatus {
 	st := pipeline.SweepStatus{
 		Sweep: s.spec.Sweep, State: controlState(s.finished, s.st.Stopping, s.st.Paused),
 		CampaignsDone: len(s.st.Outcomes), CampaignsTotal: len(s.campaigns),
-		PauseReason: s.st.PauseReason, StopReason: s.st.StopReason,
+		PauseReason: s.st.PauseReason, StopReason: s.st.StopReason, ContinuedAsNew: s.st.ContinuedAsNew,
 	}
 	for _, o := range s.st.Outcomes {
 		if o.State == pipeline.StateFailed {

@@ -231,6 +231,7 @@ func (s *sweep) runSearchCut(ctx workflow.Context, in pipeline.SweepWorkflowInpu
 		if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 			return pipeline.SweepWorkflowOutput{}, err
 		}
+		s.st.ContinuedAsNew++
 		return pipeline.SweepWorkflowOutput{}, workflow.NewContinueAsNewError(ctx, SweepWorkflow,
 			pipeline.SweepWorkflowInput{Spec: in.Spec, State: &s.st, ColocatedQueue: in.ColocatedQueue})
 	}

@@ -491,8 +491,8 @@ func TestSearchSweepCutsMatchReplay(t *testing.T) {
 					update(pipeline.UpdateResume, 3*time.Hour)
 				}
 			})
-			if ch.runs < 4 || pauses != 1 {
-				t.Errorf("%d runs, %d paused; want at least 3 continue-as-new, one run paused", ch.runs, pauses)
+			if ch.runs < 4 || pauses != 1 || ch.out.ContinuedAsNew != ch.runs-1 {
+				t.Errorf("%d runs (output: %d continued as new), %d paused; want at least 3 continue-as-new, one run paused", ch.runs, ch.out.ContinuedAsNew, pauses)
 			}
 			t.Logf("%d runs, paused across continue-as-new: %v", ch.runs, resumes > 0)
 		})
