@@ -127,7 +127,7 @@ func Build(in Input) Status {
 		Budget: ss.Budget, TrialCap: ss.TrialCap, Running: in.Status.Running,
 		CampaignsDone: in.Status.CampaignsDone, CampaignsTotal: in.Status.CampaignsTotal, Failed: in.Status.Failed,
 		ContinuedAsNew: in.Status.ContinuedAsNew,
-		Waiting: ss.Waiting, Ended: ss.Ended, PauseReason: in.Status.PauseReason, StopReason: in.Status.StopReason,
+		Waiting:        ss.Waiting, Ended: ss.Ended, PauseReason: in.Status.PauseReason, StopReason: in.Status.StopReason,
 		Trials: []Trial{}, Rungs: []Rung{},
 	}
 	if st.Running == nil {
