@@ -225,8 +225,14 @@ func choiceValue(p method.Param, r any) (method.Value, error) {
 		x = float64(v)
 	case float64:
 		x = v
+	case bool:
+		return method.Value{}, fmt.Errorf("want a number or a name, got %t", v)
+	case []any:
+		return method.Value{}, fmt.Errorf("want a number or a name, got a list")
+	case map[string]any:
+		return method.Value{}, fmt.Errorf("want a number or a name, got a mapping")
 	default:
-		return method.Value{}, fmt.Errorf("want a number or a name, got a list or a mapping")
+		return method.Value{}, fmt.Errorf("want a number or a name")
 	}
 	switch {
 	case p.Kind == method.Text:
