@@ -499,6 +499,30 @@ func TestSearchSweepCutsMatchReplay(t *testing.T) {
 	}
 }
 
+// TestSearchSweepSuggestedCut: when Temporal suggests continuing as new
+// (history size), mid-run with three trials in flight, the sweep cuts
+// there as at its own run limit, and still takes exactly the replay's
+// actions.
+func TestSearchSweepSuggestedCut(t *testing.T) {
+	for i, c := range []searchCase{
+		{strategy: search.StrategyASHA, concurrency: 3, seeds: []uint64{1}, budget: 60},
+		{strategy: search.StrategyTPEASHA, concurrency: 3, seeds: []uint64{1, 2}, budget: 72},
+	} {
+		t.Run(fmt.Sprintf("%d-%s", i, c), func(t *testing.T) {
+			ch, _ := checkAgainstReplay(t, c, func(k int, _ pipeline.SweepWorkflowInput, h *searchHarness) {
+				if k <= 2 {
+					// Runs 1 and 2 are told to continue as new after
+					// 20 minutes; the next runs are not.
+					h.env.RegisterDelayedCallback(func() { h.env.SetContinueAsNewSuggested(true) }, 20*time.Minute)
+				}
+			})
+			if ch.runs != 3 || ch.out.ContinuedAsNew != 2 {
+				t.Errorf("%d runs, %d continued as new; want 3 and 2 (the suggestions)", ch.runs, ch.out.ContinuedAsNew)
+			}
+		})
+	}
+}
+
 // TestSearchSweepExhaustsSpace: on the 48-point space, with budget to
 // spare, asha and tpe+asha at two trials at once start every
 // configuration exactly once (so none twice at the same rung: its later
