@@ -61,10 +61,13 @@ bench-tda: build
 bench-pipeline: build
 	./scripts/bench-pipeline.sh
 
-# bench-search: adaptive sweeps against a 48-configuration grid on three
-# healthcare federations: replays of every strategy over 10 search seeds
-# and live tpe+asha, random and asha sweeps, which must take their
-# replays' decisions (about an hour on 2 cores).
+# bench-search: adaptive sweeps against a 240-configuration grid (where
+# early stopping matters) and the 48-configuration grid of issue 23, on
+# three healthcare federations: replays of every strategy over 10 search
+# seeds at a third and a tenth of the grid's campaign-rounds, asha against
+# random paired over seeds (exact Wilcoxon), and live asha and random
+# sweeps at three trials at once, which must take their replays' decisions
+# (docs/results/search.md; over an hour on 2 cores).
 bench-search: build
 	./scripts/bench-search.sh
 
