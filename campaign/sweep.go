@@ -290,7 +290,7 @@ func BuildSweepPlan(sf SweepFile, file, bucket string, bucketGiven bool) (SweepP
 	if sf.RoundDeadline != "" {
 		d, err := time.ParseDuration(sf.RoundDeadline)
 		if err != nil {
-			return plan, inputErrorf("sweep file: round_deadline = %q: not a duration", sf.RoundDeadline)
+			return plan, inputErrorf("sweep file: round_deadline = %q: want a duration such as 30m or 1h", sf.RoundDeadline)
 		}
 		s.RoundDeadline = d
 	}

@@ -273,6 +273,11 @@ func TestSweepFileErrors(t *testing.T) {
 		31: {full + "grid: {beta: [abc]}\n", `grid: hyperparameter beta = "abc": want a number`},
 		33: {"rounds: 2\nrounds: 3\n", "rounds"},
 		34: {"seeds: [-1]\n", "seeds[0]: want a whole number ≥ 0"},
+		35: {full + "round_deadline: soon\n", `round_deadline = "soon": want a duration such as 30m or 1h`},
+		36: {"seeds: [1]\nfederations: [{name: f, path: .}]\nmethods: [nope]\n", `methods: "nope": unknown; want one of`},
+		37: {full + "search: {beta: [0, 1]}\nstrategy: bayes\nbudget: {trials: 3}\n", `strategy "bayes": unknown; want one of`},
+		38: {full + "search: {beta: [0, 1]}\nbudget: {trials: 3}\nobjective: {metric: auc}\n", `objective.metric = "auc": want val_auc or val_acc`},
+		39: {full + "search: {beta: [0, 1]}\nbudget: {trials: 3}\nmedian: {interval_steps: 0, warmup_steps: -1}\npruner: median\nstrategy: random\n", "median.warmup_steps = -1: must be ≥ 0"},
 		32: {"pruner: {median: {}}\n", "pruner: want median (or leave it out); got a mapping"},
 	} {
 		file := filepath.Join(dir, fmt.Sprintf("e%d.yaml", i))
