@@ -54,7 +54,13 @@ type SiteDrop struct {
 	Site   string `json:"site"`
 	Phase  string `json:"phase"`
 	Reason string `json:"reason"`
-	Error  string `json:"error,omitempty"` // the activity's error text, if any
+	// Kind is the failure's kind when the site's activity failed with a
+	// named error (its error type: BadSiteData, Diverged, UnknownTrainer,
+	// a site training program's fault such as TrainerNoResult or
+	// UnsupportedDType, TrainerFailed once its retries gave up, …);
+	// absent for a timeout.
+	Kind  string `json:"kind,omitempty"`
+	Error string `json:"error,omitempty"` // the activity's error text, if any
 }
 
 // SiteCluster is what clustering and the drift check say about a site.

@@ -7,11 +7,11 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/ptopofl/ptopofl/activities"
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/campaign"
 	"github.com/ptopofl/ptopofl/internal/stackconn"
 	"github.com/ptopofl/ptopofl/internal/textout"
+	"github.com/ptopofl/ptopofl/internal/trainerrun"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
@@ -34,9 +34,9 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(args) > 0 && sweepControls[args[0]] != "" {
 		return runSweepControl(ctx, sweepControls[args[0]], args[1:], stdout, stderr)
 	}
-	var trainerFlags stringList
+	var tf trainerFlags
 	conn, rest, err := stackconn.ParseCommand("sweep", args, stderr, func(fs *flag.FlagSet) func() error {
-		fs.Var(&trainerFlags, "trainer", `with --local: a training program NAME=COMMAND the in-process site workers run for campaigns of model "external" that name trainer NAME (repeatable)`)
+		tf.register(fs, "")
 		return nil
 	}, func(rest []string) error {
 		if len(rest) != 1 {
@@ -51,10 +51,11 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	trainers, err := parseTrainers(trainerFlags, conn.Local)
+	trainers, err := tf.host(conn.Local)
 	if err != nil {
 		return err
 	}
+	defer trainers.Close()
 	out, err := executeSweep(ctx, conn, plan, stderr, nil, trainers)
 	if err != nil {
 		return err
@@ -68,11 +69,11 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // the in-process sites); against a deployed stack its name is enough.
 func runSweepExtend(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var in pipeline.ExtendInput
-	var trainerFlags stringList
+	var tf trainerFlags
 	conn, rest, err := stackconn.ParseCommand("sweep extend", args, stderr, func(fs *flag.FlagSet) func() error {
 		fs.IntVar(&in.Budget, "campaign-rounds", 0, "campaign-rounds to add to the sweep's budget")
 		fs.IntVar(&in.Trials, "trials", 0, "trials to add to the sweep's trial cap")
-		fs.Var(&trainerFlags, "trainer", `with --local: as for starter sweep`)
+		tf.register(fs, "as for starter sweep")
 		return func() error {
 			if in.Budget < 0 || in.Trials < 0 || in.Budget == 0 && in.Trials == 0 {
 				return inputErrorf("give --campaign-rounds N and/or --trials N, N > 0")
@@ -101,10 +102,11 @@ func runSweepExtend(ctx context.Context, args []string, stdout, stderr io.Writer
 	} else if err := artifact.ValidateName(name); err != nil {
 		return inputErrorf("sweep %v", err)
 	}
-	trainers, err := parseTrainers(trainerFlags, conn.Local)
+	trainers, err := tf.host(conn.Local)
 	if err != nil {
 		return err
 	}
+	defer trainers.Close()
 	e, err := conn.Connect(ctx, stderr)
 	if err != nil {
 		return err
@@ -146,7 +148,7 @@ func runSweepExtend(ctx context.Context, args []string, stdout, stderr io.Writer
 // executeSweep connects, starts the local workers if asked, runs (or
 // re-attaches to) the sweep and reads its results table back from S3;
 // then, if after is not nil, calls it while the connection is still open.
-func executeSweep(ctx context.Context, conn *stackconn.Flags, plan campaign.SweepPlan, stderr io.Writer, after func(*stackconn.Env, campaign.SweepOutput) error, trainers activities.Trainers) (campaign.SweepOutput, error) {
+func executeSweep(ctx context.Context, conn *stackconn.Flags, plan campaign.SweepPlan, stderr io.Writer, after func(*stackconn.Env, campaign.SweepOutput) error, trainers *trainerrun.Host) (campaign.SweepOutput, error) {
 	start := time.Now()
 	var progress io.Writer
 	if conn.Format != "json" {
