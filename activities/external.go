@@ -26,11 +26,13 @@ import (
 	"github.com/ptopofl/ptopofl/tda"
 )
 
-// The external path of a site (model "external", issue 24): every task of
-// the round runs the site's own training program under the trainer
-// protocol ptopofl.trainer/v1 (package internal/trainer), one process per
-// task attempt. The site decides what runs: its worker maps trainer names
-// to commands (Trainers), and a campaign only names one. What the server
+// The external path of a site (model "external", issues 24 and 34): every
+// task of the round runs the site's own training program under the trainer
+// protocol ptopofl.trainer/v1 (package trainer; the processes are
+// internal/trainerrun's), one process per task attempt or one serve-mode
+// process per site, in a sealed environment. The site decides what runs:
+// its worker maps trainer names to commands (trainerrun.Host), and a
+// campaign only names one. What the server
 // sees is what it sees of our own models: a flat parquet model (the
 // program's safetensors tensors in the order of their names sorted
 // byte-wise, safetensors.Flatten), a descriptor of 48 numbers, scores.

@@ -47,7 +47,11 @@ func TestMain(m *testing.M) {
 		faultyTrainer(os.Args[2], os.Args[3], os.Args[4])
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if trainerBin != "" {
+		os.RemoveAll(filepath.Dir(trainerBin))
+	}
+	os.Exit(code)
 }
 
 func faultyTrainer(faults, state, real string) {
