@@ -18,12 +18,12 @@ import (
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/internal/trainerrun"
-	"github.com/ptopofl/ptopofl/trainer"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/safetensors"
 	"github.com/ptopofl/ptopofl/store"
 	"github.com/ptopofl/ptopofl/tda"
+	"github.com/ptopofl/ptopofl/trainer"
 )
 
 // The external path of a site (model "external", issues 24 and 34): every
