@@ -259,7 +259,7 @@ func NewHost(perTask, serve, env []string, slots int) (*Host, error) {
 // only; the error says when the kernel refused.
 func HideEnvironment() error {
 	const prSetDumpable = 4
-	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetDumpable, 0, 0); errno != 0 {
+	if _, _, errno := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetDumpable, 0, 0, 0, 0, 0); errno != 0 {
 		return fmt.Errorf("prctl(PR_SET_DUMPABLE, 0): %w", errno)
 	}
 	return nil

@@ -422,3 +422,17 @@ func TestNewHost(t *testing.T) {
 		t.Errorf("no programs: %v, %v", h, err)
 	}
 }
+
+// TestHideEnvironment: after HideEnvironment the process is not dumpable
+// (prctl PR_GET_DUMPABLE answers 0), which makes its /proc/<pid>/environ
+// unreadable to the other processes of its user.
+func TestHideEnvironment(t *testing.T) {
+	if err := HideEnvironment(); err != nil {
+		t.Fatal(err)
+	}
+	const prGetDumpable = 3
+	v, _, errno := syscall.RawSyscall6(syscall.SYS_PRCTL, prGetDumpable, 0, 0, 0, 0, 0)
+	if errno != 0 || v != 0 {
+		t.Errorf("PR_GET_DUMPABLE = %d (errno %v), want 0", v, errno)
+	}
+}
