@@ -43,11 +43,13 @@ test-deploy: build
 
 # test-faults: the real binaries through outages and faults (e2e, built
 # with -tags faults): S3 down 60 s mid-round, Temporal down 60 s mid-round,
-# a straggler site, and a 200-site, 20-round campaign with 5 % of site
-# activity attempts failing. Minutes, not seconds; CI runs it after test.
+# a straggler site, a 200-site, 20-round campaign with 5 % of site
+# activity attempts failing, and sites' own training programs killed (a
+# worker, a serve-mode program) and kept from the worker's secrets.
+# Minutes, not seconds; CI runs it after test.
 test-faults:
 	$(GO) vet -tags faults ./e2e/
-	$(GO) test -tags faults -count=1 -timeout 75m -v -run '^(TestOutageS3|TestOutageTemporal|TestStraggler|TestRandomFaults200|TestTrainerWorkerKilled)$$' ./e2e/
+	$(GO) test -tags faults -count=1 -timeout 75m -v -run '^(TestOutageS3|TestOutageTemporal|TestStraggler|TestRandomFaults200|TestTrainerWorkerKilled|TestTrainerServeKilled|TestTrainerEnvironmentSealed)$$' ./e2e/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./tda/... ./aggregation/... ./eval/... ./learn/... ./simulate/... ./nn/...
@@ -61,19 +63,23 @@ bench-tda: build
 bench-pipeline: build
 	./scripts/bench-pipeline.sh
 
-# bench-search: adaptive sweeps against a 48-configuration grid on three
-# healthcare federations: replays of every strategy over 10 search seeds
-# and live tpe+asha, random and asha sweeps, which must take their
-# replays' decisions (about an hour on 2 cores).
+# bench-search: adaptive sweeps against a 240-configuration grid (where
+# early stopping matters) and the 48-configuration grid of issue 23, on
+# three healthcare federations: replays of every strategy over 10 search
+# seeds at a third and a tenth of the grid's campaign-rounds, asha against
+# random paired over seeds (exact Wilcoxon), and live asha and random
+# sweeps at three trials at once, which must take their replays' decisions
+# (docs/results/search.md; over an hour on 2 cores).
 bench-search: build
 	./scripts/bench-search.sh
 
-# bench-trainers: sites training with their own program (trainer protocol)
-# against our in-process models: the Go example trainer, and PyTorch's
-# (Debian's python3-torch, installed here if missing); also part 6 of
-# bench-pipeline, which leaves PyTorch out when it is not installed.
+# bench-trainers: sites training with their own program (trainer protocol),
+# per task and in serve mode, against our in-process models: the Go example
+# trainer, numpy's and PyTorch's (Debian's python3-numpy and python3-torch,
+# installed here if missing); also part 6 of bench-pipeline, which leaves
+# the Python rows out when they are not installed.
 bench-trainers: build
-	@/usr/bin/python3 -c "import torch" 2>/dev/null || { apt-get update && apt-get install -y python3-torch; }
+	@/usr/bin/python3 -c "import numpy, torch" 2>/dev/null || { apt-get update && apt-get install -y python3-numpy python3-torch; }
 	./scripts/bench-trainers.sh
 
 # bench-deep times a deep training step (ConvNet-2, MLP) of bin/nn against

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"sync"
 
 	"go.temporal.io/sdk/activity"
@@ -18,25 +17,31 @@ import (
 
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/dataset"
-	"github.com/ptopofl/ptopofl/internal/trainer"
+	"github.com/ptopofl/ptopofl/internal/trainerrun"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/safetensors"
 	"github.com/ptopofl/ptopofl/store"
 	"github.com/ptopofl/ptopofl/tda"
+	"github.com/ptopofl/ptopofl/trainer"
 )
 
-// The external path of a site (model "external", issue 24): every task of
-// the round runs the site's own training program under the trainer
-// protocol ptopofl.trainer/v1 (package internal/trainer), one process per
-// task attempt. The site decides what runs: its worker maps trainer names
-// to commands (Trainers), and a campaign only names one. What the server
+// The external path of a site (model "external", issues 24 and 34): every
+// task of the round runs the site's own training program under the trainer
+// protocol ptopofl.trainer/v1 (package trainer; the processes are
+// internal/trainerrun's), one process per task attempt or one serve-mode
+// process per site, in a sealed environment. The site decides what runs:
+// its worker maps trainer names to commands (trainerrun.Host), and a
+// campaign only names one. What the server
 // sees is what it sees of our own models: a flat parquet model (the
 // program's safetensors tensors in the order of their names sorted
 // byte-wise, safetensors.Flatten), a descriptor of 48 numbers, scores.
 
 // Error types of the external path (non-retryable: the same program, data
-// and model give the same failure again).
+// and model give the same failure again). The faults of a program's
+// outputs are named by the trainer.Kind… constants (trainer.KindNoResult,
+// trainer.KindUnsupportedDType, …), which reach the manifest as the
+// dropped site's kind.
 const (
 	// ErrTypeUnknownTrainer: the campaign names a trainer this site's
 	// worker does not map to a command.
@@ -45,73 +50,20 @@ const (
 	ErrTypeBadModel = "BadModel"
 	// ErrTypeLayoutMismatch: the program wrote a model whose tensors differ
 	// from the campaign's layout.
-	ErrTypeLayoutMismatch = "LayoutMismatch"
-	// ErrTypeTrainerProtocol: the program's output breaks the protocol in
-	// a way a retry cannot mend (an embedding of the wrong shape).
-	ErrTypeTrainerProtocol = "TrainerProtocol"
+	ErrTypeLayoutMismatch = trainer.KindLayoutMismatch
+	// ErrTypeTrainerProtocol: a model the server was to adopt breaks the
+	// protocol (its size differs from its layout's).
+	ErrTypeTrainerProtocol = trainer.KindProtocol
+	// ErrTypeTrainerFailed: the program failed in a way a retry may mend
+	// (another exit status, a signal, a timeout, a serve-mode process
+	// that died): retried under the site activities' bounded policy, and
+	// the dropped site's kind once that gives up.
+	ErrTypeTrainerFailed = "TrainerFailed"
 )
-
-// Trainers maps the name of a site's own training program to its command
-// line, split into words (no shell): `worker --role site --trainer
-// NAME=COMMAND`.
-type Trainers map[string][]string
-
-// ParseTrainers reads repeated --trainer flags (ParseTrainer each) into
-// Trainers; a name given twice is an error.
-func ParseTrainers(flags []string) (Trainers, error) {
-	out := Trainers{}
-	for _, fl := range flags {
-		name, argv, err := ParseTrainer(fl)
-		if err != nil {
-			return nil, err
-		}
-		if _, dup := out[name]; dup {
-			return nil, fmt.Errorf("--trainer %s: given twice", name)
-		}
-		out[name] = argv
-	}
-	return out, nil
-}
-
-// ParseTrainer reads one --trainer flag, NAME=COMMAND: COMMAND is split
-// into words at white space, with no shell and no quoting (a command that
-// needs either is a script). The program runs in its task directory, so a
-// relative path the worker can see — the program itself when it names a
-// directory ("bin/trainer"), or an argument naming a file that exists
-// ("examples/trainers/pytorch/tabular.py") — is made absolute against the
-// worker's working directory; a bare name is looked up in PATH.
-func ParseTrainer(flag string) (name string, argv []string, err error) {
-	name, command, ok := strings.Cut(flag, "=")
-	if !ok {
-		return "", nil, fmt.Errorf("--trainer %q: want NAME=COMMAND", flag)
-	}
-	if !method.ValidTrainerName(name) {
-		return "", nil, fmt.Errorf("--trainer %q: the name must be letters, digits, '.', '_' and '-' (at most 64), starting with a letter or digit", name)
-	}
-	argv = strings.Fields(command)
-	if len(argv) == 0 {
-		return "", nil, fmt.Errorf("--trainer %s: empty command", name)
-	}
-	for i, a := range argv {
-		if filepath.IsAbs(a) || !strings.Contains(a, "/") {
-			continue
-		}
-		if _, err := os.Stat(a); err != nil {
-			if i == 0 {
-				return "", nil, fmt.Errorf("--trainer %s: program %s: %w", name, a, err)
-			}
-			continue // not a file here: passed as it is
-		}
-		if argv[i], err = filepath.Abs(a); err != nil {
-			return "", nil, fmt.Errorf("--trainer %s: %w", name, err)
-		}
-	}
-	return name, argv, nil
-}
 
 // externalTrainers is a site's trainer set-up (WithTrainers).
 type externalTrainers struct {
-	cmds Trainers
+	host *trainerrun.Host
 	root string
 	log  io.Writer
 
@@ -119,19 +71,21 @@ type externalTrainers struct {
 	layouts map[string]safetensors.Layout // by the layout object's sha256
 }
 
-// WithTrainers lets the site run the programs cmds names for campaigns of
-// model "external". root is the directory its task directories go under
-// (made if missing); what a previous worker over the same root left
-// running when it died is killed first (trainer.SweepOrphans). log
-// receives the programs' output; nil discards it.
-func (s *Site) WithTrainers(cmds Trainers, root string, log io.Writer) (*Site, error) {
+// WithTrainers lets the site run the programs of host (shared by every
+// site of the worker: its programs, the variables they get, its slots) for
+// campaigns of model "external". root is the directory its task
+// directories go under (made if missing); what a previous worker over the
+// same root left running when it died is killed first
+// (trainerrun.SweepOrphans). log receives the programs' output; nil
+// discards it.
+func (s *Site) WithTrainers(host *trainerrun.Host, root string, log io.Writer) (*Site, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("site %s: trainer directory: %w", s.name, err)
 	}
-	if _, err := trainer.SweepOrphans(root); err != nil {
+	if _, err := trainerrun.SweepOrphans(root); err != nil {
 		return nil, fmt.Errorf("site %s: %w", s.name, err)
 	}
-	s.trainers = &externalTrainers{cmds: cmds, root: root, log: log, layouts: map[string]safetensors.Layout{}}
+	s.trainers = &externalTrainers{host: host, root: root, log: log, layouts: map[string]safetensors.Layout{}}
 	return s, nil
 }
 
@@ -148,19 +102,15 @@ func externalConfig(call pipeline.SiteCall) (cfg method.Config, external bool, e
 	return cfg, true, nil
 }
 
-// command returns the site's command for cfg's trainer, or a
-// non-retryable error naming the trainer: the site drops out of the round.
-func (s *Site) command(cfg method.Config) ([]string, error) {
-	var argv []string
-	if s.trainers != nil {
-		argv = s.trainers.cmds[cfg.Trainer]
-	}
-	if argv == nil {
-		return nil, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("site %s: no trainer named %q (the site's worker maps names to its own programs with --trainer %s=COMMAND)", s.name, cfg.Trainer, cfg.Trainer),
+// checkTrainer refuses, naming the trainer, a campaign whose trainer this
+// site's worker does not have: the site drops out of the round.
+func (s *Site) checkTrainer(cfg method.Config) error {
+	if s.trainers == nil || !s.trainers.host.Has(cfg.Trainer) {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("site %s: no trainer named %q (the site's worker maps names to its own programs with --trainer %s=COMMAND or --trainer-serve %s=COMMAND)", s.name, cfg.Trainer, cfg.Trainer, cfg.Trainer),
 			ErrTypeUnknownTrainer, nil)
 	}
-	return argv, nil
+	return nil
 }
 
 // siteFiles is a site's data as its own program gets them: the absolute
@@ -168,6 +118,7 @@ func (s *Site) command(cfg method.Config) ([]string, error) {
 // directory), whether they are images, and the record counts.
 type siteFiles struct {
 	train, test   []string
+	label         string // a tabular site's label column, "" for images
 	images        bool
 	nTrain, nTest int
 }
@@ -205,7 +156,7 @@ func (s *Site) externalData(call pipeline.SiteCall, cfg method.Config) (siteFile
 	if err != nil {
 		return siteFiles{}, err
 	}
-	return siteFiles{train: f[:1], test: f[1:], nTrain: len(c.Data.Train.X), nTest: len(c.Data.Test.X)}, nil
+	return siteFiles{train: f[:1], test: f[1:], label: s.label, nTrain: len(c.Data.Train.X), nTest: len(c.Data.Test.X)}, nil
 }
 
 func absAll(paths []string) ([]string, error) {
@@ -253,16 +204,16 @@ func taskHyperparameters(call pipeline.SiteCall, cfg method.Config) (map[string]
 // runTask runs one task of the site's program for call: stage writes the
 // input model (nil: none), collect reads the outputs. Progress lines
 // become the activity's heartbeat details. A failure of the program is
-// mapped to the round's terms: exit 65 drops the site as bad site data,
-// exit 66 as a bad model, both named and not retried; anything else is
-// retried under the activity's policy. The error text is the runner's
-// Failure text (an exit status, its meaning and an identifier-like kind),
-// never the program's message or output, which go to the worker's log
-// only.
+// mapped to the round's terms: status 65 drops the site as bad site data,
+// 66 as a bad model, an output that breaks the protocol under its fault's
+// kind (trainer.KindNoResult, …), all named and not retried; anything
+// else (ErrTypeTrainerFailed) is retried under the activity's bounded
+// policy. The error text is the runner's Failure text (a status, its
+// meaning, an identifier-like kind and the runner's own words), never the
+// program's message or output, which go to the worker's log only.
 func (s *Site) runTask(ctx context.Context, call pipeline.SiteCall, cfg method.Config, task trainer.Task,
 	stage func(dir string) error, collect func(dir string, res trainer.Result) error) (trainer.Result, error) {
-	argv, err := s.command(cfg)
-	if err != nil {
+	if err := s.checkTrainer(cfg); err != nil {
 		return trainer.Result{}, err
 	}
 	hp, err := taskHyperparameters(call, cfg)
@@ -270,15 +221,15 @@ func (s *Site) runTask(ctx context.Context, call pipeline.SiteCall, cfg method.C
 		return trainer.Result{}, temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrTypeInvalidSpec, nil)
 	}
 	task.Campaign, task.Site, task.Round, task.Method, task.Hyperparameters = call.Campaign, s.name, call.Round, string(call.Method), hp
-	r := trainer.Runner{Root: s.trainers.root, Log: s.trainers.log}
+	c := trainerrun.Call{Site: s.name, Root: s.trainers.root, Log: s.trainers.log, Program: cfg.Trainer, Task: task, Stage: stage, Collect: collect}
 	if activity.IsActivity(ctx) {
-		r.Progress = func(p json.RawMessage) { activity.RecordHeartbeat(ctx, p) }
+		c.Progress = func(p json.RawMessage) { activity.RecordHeartbeat(ctx, p) }
 	}
-	res, err := r.Run(ctx, argv, task, stage, collect)
+	res, err := s.trainers.host.Run(ctx, c)
 	if err == nil {
 		return res, nil
 	}
-	var f *trainer.Failure
+	var f *trainerrun.Failure
 	if !errors.As(err, &f) {
 		var te *temporal.ApplicationError
 		if errors.As(err, &te) {
@@ -286,16 +237,26 @@ func (s *Site) runTask(ctx context.Context, call pipeline.SiteCall, cfg method.C
 		}
 		return trainer.Result{}, fmt.Errorf("site %s round %d: %s: %w", s.name, call.Round, task.Task, err)
 	}
-	what := fmt.Sprintf("trainer %s, task %s: %v", cfg.Trainer, task.Task, f)
+	what := fmt.Sprintf("site %s round %d: trainer %s, task %s: %v", s.name, call.Round, cfg.Trainer, task.Task, f)
 	switch {
-	case f.Reason == trainer.ReasonBadSiteData:
+	case f.Reason == trainerrun.ReasonBadSiteData:
 		return trainer.Result{}, pipeline.NewBadSiteDataError(s.name, "trainer "+cfg.Trainer, 0, "task %s: %v", task.Task, f)
-	case f.Reason == trainer.ReasonBadModel:
-		return trainer.Result{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("site %s round %d: %s", s.name, call.Round, what), ErrTypeBadModel, nil)
+	case f.Reason == trainerrun.ReasonBadModel:
+		return trainer.Result{}, temporal.NewNonRetryableApplicationError(what, ErrTypeBadModel, nil)
+	case f.Fault != "":
+		return trainer.Result{}, temporal.NewNonRetryableApplicationError(what, f.Fault, nil)
 	case !f.Retryable:
-		return trainer.Result{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("site %s round %d: %s", s.name, call.Round, what), "TrainerFailed", nil)
+		return trainer.Result{}, temporal.NewNonRetryableApplicationError(what, ErrTypeTrainerFailed, nil)
 	}
-	return trainer.Result{}, fmt.Errorf("site %s round %d: %s", s.name, call.Round, what)
+	return trainer.Result{}, temporal.NewApplicationError(what, ErrTypeTrainerFailed)
+}
+
+// outputFault is the non-retryable error of a program's output that
+// breaks the protocol: kind is a trainer.Kind… constant, detail safe words
+// (tensor names only when identifier-like, positions, dtypes, shapes).
+func (s *Site) outputFault(round int, cfg method.Config, task, kind, detail string) error {
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("site %s round %d: trainer %s, task %s: %s: %s", s.name, round, cfg.Trainer, task, kind, detail), kind, nil)
 }
 
 // layout returns the campaign's model layout (cached by its sha256).
@@ -379,32 +340,76 @@ func (s *Site) stageModel(ctx context.Context, ref pipeline.ArtifactRef, layout 
 // ResNet-50 in F32 is 0.1 GiB).
 const maxModelFile = 4 << 30
 
-// readModelOut reads and flattens the program's model file. A file that
-// is not safetensors, or holds a non-float tensor or a non-finite value,
-// is a protocol fault: retried (a program killed mid-write never gets
-// here, as it wrote no result), named by the tensor's position, not its
-// name or values.
-func readModelOut(path string) ([]float64, safetensors.Layout, error) {
+// readModelOut reads and flattens the program's model file. What breaks
+// the protocol is a *trainer.Fault, named once and not retried (a program
+// killed mid-write never gets here, as it wrote no result): no file
+// (KindMissingOutput), a file that is not safetensors
+// (KindMalformedSafetensors), a tensor that is neither F32 nor F64
+// (KindUnsupportedDType), a value that is not finite
+// (KindNonFiniteModel). Tensors are named only when their names are
+// identifier-like, else by position; values never.
+func readModelOut(path string) ([]float64, safetensors.Layout, *trainer.Fault) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("the program wrote no model file: %w", err)
+		return nil, nil, &trainer.Fault{Kind: trainer.KindMissingOutput, Detail: "the program wrote its result but no model file"}
 	}
 	if fi.Size() > maxModelFile {
-		return nil, nil, fmt.Errorf("the program's model file has %d bytes, more than %d", fi.Size(), maxModelFile)
+		return nil, nil, &trainer.Fault{Kind: trainer.KindMalformedSafetensors, Detail: fmt.Sprintf("the model file has %d bytes, more than %d", fi.Size(), maxModelFile)}
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, &trainer.Fault{Kind: trainer.KindMalformedSafetensors, Detail: "the model file is unreadable"}
 	}
 	f, err := safetensors.Decode(b)
 	if err != nil {
-		return nil, nil, errors.New("the program's model file is not a valid safetensors file")
+		return nil, nil, &trainer.Fault{Kind: trainer.KindMalformedSafetensors, Detail: "the model file is not a valid safetensors file"}
+	}
+	for i, t := range f.Tensors {
+		if t.DType != safetensors.F32 && t.DType != safetensors.F64 {
+			return nil, nil, &trainer.Fault{Kind: trainer.KindUnsupportedDType, Detail: fmt.Sprintf(
+				"tensor %s is %s; a model's tensors are F32 or F64 (leave integer buffers such as BatchNorm's num_batches_tracked out)", tensorName(t.Name, i), t.DType)}
+		}
 	}
 	params, layout, err := safetensors.Flatten(f)
 	if err != nil {
-		return nil, nil, errors.New("the program's model holds a tensor that is neither F32 nor F64")
+		return nil, nil, &trainer.Fault{Kind: trainer.KindMalformedSafetensors, Detail: "the model file's tensors cannot be read"}
+	}
+	if len(params) == 0 {
+		return nil, nil, &trainer.Fault{Kind: trainer.KindLayoutMismatch, Detail: "the model has no parameters"}
+	}
+	for j, v := range params {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, nil, &trainer.Fault{Kind: trainer.KindNonFiniteModel, Detail: fmt.Sprintf(
+				"parameter %d (of tensor %s) is not finite; a model that diverges in training needs a lower lr", j, tensorName(layoutTensorAt(layout, j)))}
+		}
 	}
 	return params, layout, nil
+}
+
+// tensorName names tensor i in an error: its name when identifier-like
+// (safeName), else its position.
+func tensorName(name string, i int) string {
+	if safeName.MatchString(name) {
+		return fmt.Sprintf("%q", name)
+	}
+	return fmt.Sprintf("#%d", i)
+}
+
+// layoutTensorAt returns the name and position of the tensor of l that
+// holds flat parameter j.
+func layoutTensorAt(l safetensors.Layout, j int) (string, int) {
+	off := 0
+	for i, t := range l {
+		n := 1
+		for _, d := range t.Shape {
+			n *= d
+		}
+		if j < off+n {
+			return t.Name, i
+		}
+		off += n
+	}
+	return "", len(l)
 }
 
 // safeName is what a tensor name may look like to be named in an error
@@ -454,23 +459,15 @@ func (s *Site) initExternal(ctx context.Context, in pipeline.InitModelInput, cfg
 	}
 	var params []float64
 	var layout safetensors.Layout
-	task := trainer.Task{Task: trainer.TaskInit, Seed: deepInitSeed(in.SiteCall), TrainData: files.train, TestData: files.test}
+	task := trainer.Task{Task: trainer.TaskInit, Seed: deepInitSeed(in.SiteCall), Label: files.label, TrainData: files.train, TestData: files.test}
 	_, err = s.runTask(ctx, in.SiteCall, cfg, task, nil, func(dir string, _ trainer.Result) error {
-		var err error
-		params, layout, err = readModelOut(filepath.Join(dir, trainer.ModelOutFile))
-		if err != nil {
-			return &trainer.Failure{Code: 0, Reason: trainer.ReasonProtocol, Retryable: true}
+		var f *trainer.Fault
+		if params, layout, f = readModelOut(filepath.Join(dir, trainer.ModelOutFile)); f != nil {
+			return s.outputFault(in.Round, cfg, task.Task, f.Kind, f.Detail)
 		}
 		return nil
 	})
 	if err != nil {
-		return pipeline.InitModelOutput{}, err
-	}
-	if len(params) == 0 {
-		return pipeline.InitModelOutput{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("site %s: trainer %s's initial model has no parameters", s.name, cfg.Trainer), ErrTypeTrainerProtocol, nil)
-	}
-	if err := checkDiverged(s.name, in.Round, in.Method, params); err != nil {
 		return pipeline.InitModelOutput{}, err
 	}
 	wrap := func(err error) error { return fmt.Errorf("site %s round %d: init: %w", s.name, in.Round, err) }
@@ -526,42 +523,38 @@ func (s *Site) trainExternal(ctx context.Context, in pipeline.TrainLocalInput, c
 		return pipeline.TrainLocalOutput{}, err
 	}
 	var params []float64
-	var mismatch string
-	task := trainer.Task{Task: trainer.TaskTrain, Seed: in.Seed, TrainData: files.train, TestData: files.test}
+	task := trainer.Task{Task: trainer.TaskTrain, Seed: in.Seed, Label: files.label, TrainData: files.train, TestData: files.test}
 	res, err := s.runTask(ctx, in.SiteCall, cfg, task,
 		func(dir string) error {
 			return s.stageModel(ctx, *in.StartModel, layout, filepath.Join(dir, trainer.ModelInFile))
 		},
-		func(dir string, _ trainer.Result) error {
+		func(dir string, res trainer.Result) error {
 			var got safetensors.Layout
-			var err error
-			params, got, err = readModelOut(filepath.Join(dir, trainer.ModelOutFile))
-			if err != nil {
-				return &trainer.Failure{Code: 0, Reason: trainer.ReasonProtocol, Retryable: true}
+			var f *trainer.Fault
+			if params, got, f = readModelOut(filepath.Join(dir, trainer.ModelOutFile)); f != nil {
+				return s.outputFault(in.Round, cfg, task.Task, f.Kind, f.Detail)
 			}
-			mismatch = layoutMismatch(layout, got)
+			if m := layoutMismatch(layout, got); m != "" {
+				return s.outputFault(in.Round, cfg, task.Task, trainer.KindLayoutMismatch, "the model's layout differs from the campaign's: "+m)
+			}
+			if res.NumExamples <= 0 {
+				return s.outputFault(in.Round, cfg, task.Task, trainer.KindBadResult,
+					fmt.Sprintf("num_examples %d; a trained model weighs at least 1", res.NumExamples))
+			}
+			for _, k := range []string{"accuracy", "auc"} {
+				if v, ok := res.Metrics[k]; ok && !(v >= 0 && v <= 1) {
+					return s.outputFault(in.Round, cfg, task.Task, trainer.KindMetricOutOfRange, k+" outside [0, 1]")
+				}
+			}
 			return nil
 		})
 	if err != nil {
 		return pipeline.TrainLocalOutput{}, err
 	}
-	if mismatch != "" {
-		return pipeline.TrainLocalOutput{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("site %s round %d: trainer %s wrote a model whose layout differs from the campaign's: %s", s.name, in.Round, cfg.Trainer, mismatch),
-			ErrTypeLayoutMismatch, nil)
-	}
-	if err := checkDiverged(s.name, in.Round, in.Method, params); err != nil {
-		return pipeline.TrainLocalOutput{}, err
-	}
-	if res.NumExamples <= 0 {
-		return pipeline.TrainLocalOutput{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("site %s round %d: trainer %s reported num_examples %d; a trained model weighs at least 1", s.name, in.Round, cfg.Trainer, res.NumExamples),
-			ErrTypeTrainerProtocol, nil)
-	}
 	wrap := func(err error) error { return fmt.Errorf("site %s round %d: %w", s.name, in.Round, err) }
 	out := pipeline.TrainLocalOutput{NumTrain: int(res.NumExamples)}
-	if loss, ok := res.Metrics["loss"]; ok && !math.IsNaN(loss) && !math.IsInf(loss, 0) {
-		out.Loss = loss
+	if loss, ok := res.Metrics["loss"]; ok {
+		out.Loss = loss // finite: trainer.ReadResult refuses anything else
 	}
 	out.Model, err = s.putModel(ctx, in.Keys().Model(s.name), store.ModelRecord{
 		Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method), Kind: store.KindModel,
@@ -572,10 +565,10 @@ func (s *Site) trainExternal(ctx context.Context, in pipeline.TrainLocalInput, c
 	out.Add(pipeline.ReleaseModel, len(params))
 	// A program may report its trained model's own scores on the test
 	// split (before aggregation), as our deep models do.
-	if acc, ok := res.Metrics["accuracy"]; ok && acc >= 0 && acc <= 1 {
+	if acc, ok := res.Metrics["accuracy"]; ok {
 		upd := pipeline.EvaluateOutput{Accuracy: acc, NumTest: files.nTest}
 		upd.Missing = []string{"auc"}
-		if auc, ok := res.Metrics["auc"]; ok && auc >= 0 && auc <= 1 {
+		if auc, ok := res.Metrics["auc"]; ok {
 			upd.AUC, upd.Missing = auc, nil
 		}
 		out.UpdateEvaluation = &upd
@@ -602,35 +595,35 @@ func (s *Site) trainExternal(ctx context.Context, in pipeline.TrainLocalInput, c
 // program does not report is recorded as missing (EvaluateOutput.Missing),
 // never as a number.
 func (s *Site) evaluateExternal(ctx context.Context, call pipeline.SiteCall, cfg method.Config, ref pipeline.ArtifactRef, layout safetensors.Layout, files siteFiles) (pipeline.EvaluateOutput, error) {
-	task := trainer.Task{Task: trainer.TaskEvaluate, Seed: call.Seed, TrainData: files.train, TestData: files.test}
-	res, err := s.runTask(ctx, call, cfg, task,
-		func(dir string) error { return s.stageModel(ctx, ref, layout, filepath.Join(dir, trainer.ModelInFile)) }, nil)
+	task := trainer.Task{Task: trainer.TaskEvaluate, Seed: call.Seed, Label: files.label, TrainData: files.train, TestData: files.test}
+	var out pipeline.EvaluateOutput
+	n := 0
+	_, err := s.runTask(ctx, call, cfg, task,
+		func(dir string) error { return s.stageModel(ctx, ref, layout, filepath.Join(dir, trainer.ModelInFile)) },
+		func(dir string, res trainer.Result) error {
+			out = pipeline.EvaluateOutput{NumTest: int(res.NumExamples)}
+			for _, m := range []struct {
+				name string
+				to   *float64
+			}{{"auc", &out.AUC}, {"accuracy", &out.Accuracy}} {
+				v, ok := res.Metrics[m.name]
+				if !ok {
+					out.Missing = append(out.Missing, m.name)
+					continue
+				}
+				if !(v >= 0 && v <= 1) {
+					return s.outputFault(call.Round, cfg, task.Task, trainer.KindMetricOutOfRange, m.name+" outside [0, 1]")
+				}
+				*m.to = v
+				n++
+			}
+			if n == 0 {
+				return s.outputFault(call.Round, cfg, task.Task, trainer.KindBadResult, "the evaluate result holds neither accuracy nor auc")
+			}
+			return nil
+		})
 	if err != nil {
 		return pipeline.EvaluateOutput{}, err
-	}
-	out := pipeline.EvaluateOutput{NumTest: int(res.NumExamples)}
-	n := 0
-	for _, m := range []struct {
-		name string
-		to   *float64
-	}{{"auc", &out.AUC}, {"accuracy", &out.Accuracy}} {
-		v, ok := res.Metrics[m.name]
-		if !ok {
-			out.Missing = append(out.Missing, m.name)
-			continue
-		}
-		if !(v >= 0 && v <= 1) {
-			return pipeline.EvaluateOutput{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("site %s round %d: trainer %s reported %s outside [0, 1]", s.name, call.Round, cfg.Trainer, m.name),
-				ErrTypeTrainerProtocol, nil)
-		}
-		*m.to = v
-		n++
-	}
-	if n == 0 {
-		return pipeline.EvaluateOutput{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("site %s round %d: trainer %s's evaluate result holds neither accuracy nor auc", s.name, call.Round, cfg.Trainer),
-			ErrTypeTrainerProtocol, nil)
 	}
 	out.Add(pipeline.ReleaseMetrics, n)
 	return out, nil
@@ -685,23 +678,20 @@ func (s *Site) descriptorExternal(ctx context.Context, in pipeline.ComputeDescri
 		}
 	}
 	var x [][]float64
-	var bad string
-	task := trainer.Task{Task: trainer.TaskEmbed, Seed: in.Seed, TrainData: files.train, TestData: files.test, Rows: rows}
+	task := trainer.Task{Task: trainer.TaskEmbed, Seed: in.Seed, Label: files.label, TrainData: files.train, TestData: files.test, Rows: rows}
 	_, err = s.runTask(ctx, in.SiteCall, cfg, task,
 		func(dir string) error {
 			return s.stageModel(ctx, *in.Model, layout, filepath.Join(dir, trainer.ModelInFile))
 		},
 		func(dir string, _ trainer.Result) error {
-			var err error
-			x, bad, err = readEmbeddings(filepath.Join(dir, trainer.EmbedOutFile), len(rows))
-			return err
+			var f *trainer.Fault
+			if x, f = readEmbeddings(filepath.Join(dir, trainer.EmbedOutFile), len(rows)); f != nil {
+				return s.outputFault(in.Round, cfg, task.Task, f.Kind, "embeddings: "+f.Detail)
+			}
+			return nil
 		})
 	if err != nil {
 		return out, true, err
-	}
-	if bad != "" {
-		return out, true, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("site %s round %d: trainer %s's embeddings: %s", s.name, in.Round, cfg.Trainer, bad), ErrTypeTrainerProtocol, nil)
 	}
 	desc, err := tda.ComputeDescriptor(x, tda.DescriptorOptions{Variant: cfg.Descriptor, NSub: len(x)})
 	if err != nil {
@@ -716,17 +706,16 @@ func (s *Site) descriptorExternal(ctx context.Context, in pipeline.ComputeDescri
 }
 
 // readEmbeddings reads the embed task's file: one tensor "embeddings" of
-// shape [rows, k], F32 or F64, every value finite. bad says what is wrong
-// with a file that breaks that (a program's fault a retry does not mend);
-// err is a file that is missing or not safetensors (retried).
-func readEmbeddings(path string, rows int) (x [][]float64, bad string, err error) {
+// shape [rows, k], F32 or F64, every value finite. What breaks that is a
+// *trainer.Fault, named once and not retried.
+func readEmbeddings(path string, rows int) ([][]float64, *trainer.Fault) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, "", &trainer.Failure{Code: 0, Reason: trainer.ReasonProtocol, Retryable: true}
+		return nil, &trainer.Fault{Kind: trainer.KindMissingOutput, Detail: "the program wrote its result but no embeddings file"}
 	}
 	f, err := safetensors.Decode(b)
 	if err != nil {
-		return nil, "", &trainer.Failure{Code: 0, Reason: trainer.ReasonProtocol, Retryable: true}
+		return nil, &trainer.Fault{Kind: trainer.KindMalformedSafetensors, Detail: "the embeddings file is not a valid safetensors file"}
 	}
 	var t *safetensors.Tensor
 	for i := range f.Tensors {
@@ -736,27 +725,27 @@ func readEmbeddings(path string, rows int) (x [][]float64, bad string, err error
 	}
 	switch {
 	case t == nil:
-		return nil, `no tensor "embeddings"`, nil
-	case len(t.Shape) != 2 || t.Shape[0] != rows || t.Shape[1] < 1:
-		return nil, fmt.Sprintf("shape %v, want [%d, k] with k >= 1", t.Shape, rows), nil
+		return nil, &trainer.Fault{Kind: trainer.KindLayoutMismatch, Detail: `no tensor "embeddings"`}
 	case t.DType != safetensors.F32 && t.DType != safetensors.F64:
-		return nil, fmt.Sprintf("dtype %s, want F32 or F64", t.DType), nil
+		return nil, &trainer.Fault{Kind: trainer.KindUnsupportedDType, Detail: fmt.Sprintf("dtype %s, want F32 or F64", t.DType)}
+	case len(t.Shape) != 2 || t.Shape[0] != rows || t.Shape[1] < 1:
+		return nil, &trainer.Fault{Kind: trainer.KindLayoutMismatch, Detail: fmt.Sprintf("shape %v, want [%d, k] with k >= 1", t.Shape, rows)}
 	}
 	flat, _, err := safetensors.Flatten(&safetensors.File{Tensors: []safetensors.Tensor{*t}})
 	if err != nil {
-		return nil, "unreadable tensor", nil
+		return nil, &trainer.Fault{Kind: trainer.KindMalformedSafetensors, Detail: "unreadable tensor"}
 	}
 	k := t.Shape[1]
-	x = make([][]float64, rows)
+	x := make([][]float64, rows)
 	for i := range x {
 		x[i] = flat[i*k : (i+1)*k]
 		for _, v := range x[i] {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, fmt.Sprintf("row %d holds a value that is not finite", i), nil
+				return nil, &trainer.Fault{Kind: trainer.KindNonFiniteEmbedding, Detail: fmt.Sprintf("row %d holds a value that is not finite", i)}
 			}
 		}
 	}
-	return x, "", nil
+	return x, nil
 }
 
 // AdoptInitialModel makes the initial model that in.Site's program made

@@ -3,16 +3,17 @@ package activities
 import (
 	"context"
 	"fmt"
-	"math"
+	"maps"
 	"slices"
-	"strings"
 
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/report"
 	"github.com/ptopofl/ptopofl/search"
+	"github.com/ptopofl/ptopofl/searchview"
 )
 
 // SearchNext decides what an adaptive sweep trains next
@@ -28,6 +29,10 @@ func (s *Server) SearchNext(_ context.Context, in pipeline.SearchNextInput) (pip
 }
 
 // SearchNext is Server.SearchNext without a server: it reads no store.
+// A minimised objective (objective.mode min) is negated before the
+// strategy sees it. Warm trials (a warm start) are complete at every round
+// with their grid's values, cost nothing and count for no trial of the
+// cap.
 func SearchNext(in pipeline.SearchNextInput) (pipeline.SearchNextOutput, error) {
 	bad := func(err error) (pipeline.SearchNextOutput, error) {
 		return pipeline.SearchNextOutput{}, temporal.NewNonRetryableApplicationError("search: "+err.Error(), pipeline.ErrTypeInvalidSpec, nil)
@@ -36,14 +41,25 @@ func SearchNext(in pipeline.SearchNextInput) (pipeline.SearchNextOutput, error) 
 	if err != nil {
 		return bad(err)
 	}
-	sc, err := search.NewSchedule(in.Search.Strategy, in.Search.ASHA, in.MaxRounds)
+	sc, err := search.NewSchedule(in.Search.Strategy, in.Search.ScheduleOptions(), in.MaxRounds)
 	if err != nil {
 		return bad(err)
 	}
 	trials := make([]search.Trial, len(in.History))
 	lim := search.Limits{Budget: in.Budget, Trials: in.Trials, PerTrial: in.PerTrial}
 	for i, t := range in.History {
-		trials[i] = search.Trial{Index: t.Index, Config: search.Config(t.Config), State: t.State, Values: trialValues(t), Target: t.Target}
+		val, _ := in.Search.TrialCurves(t)
+		if in.Search.Minimise() {
+			neg := make([]float64, len(val))
+			for r, v := range val {
+				neg[r] = -v
+			}
+			val = neg
+		}
+		trials[i] = search.Trial{Index: t.Index, Config: search.Config(t.Config), State: t.State, Values: val, Target: t.Target}
+		if t.Warm {
+			lim.Warm++
+		}
 		for _, c := range t.Campaigns {
 			lim.Spent += c.Outcome.RoundsDone
 			if c.Running {
@@ -59,31 +75,6 @@ func SearchNext(in pipeline.SearchNextInput) (pipeline.SearchNextOutput, error) 
 		return pipeline.SearchNextOutput{Reason: why}, nil
 	}
 	return pipeline.SearchNextOutput{Action: &a, Config: []method.ParamValue(config)}, nil
-}
-
-// trialValues returns t's score after each round every one of its
-// campaigns has trained: the mean of their objective values, NaN when any
-// is NaN.
-func trialValues(t pipeline.SearchTrial) []float64 {
-	if len(t.Campaigns) == 0 {
-		return nil
-	}
-	n := math.MaxInt
-	for _, c := range t.Campaigns {
-		n = min(n, len(c.Values))
-	}
-	// Summed as `sweep replay` sums a grid's curves (campaign.ReplayTable):
-	// v/k in campaign-name order, so that a trial scores bit for bit what
-	// the same configuration scores in a replay over a grid.
-	cs := slices.SortedFunc(slices.Values(t.Campaigns), func(a, b pipeline.SearchCampaign) int { return strings.Compare(a.Campaign, b.Campaign) })
-	out := make([]float64, n)
-	k := float64(len(cs))
-	for r := range n {
-		for _, c := range cs {
-			out[r] += c.Values[r] / k
-		}
-	}
-	return out
 }
 
 // SaveCampaignState writes a campaign's state as it pauses at an adaptive
@@ -112,4 +103,42 @@ func (s *Server) LoadCampaignState(ctx context.Context, ref pipeline.ArtifactRef
 		return st, fmt.Errorf("paused state %s: %w", ref.Key, err)
 	}
 	return st, nil
+}
+
+// RecordSearch writes an adaptive sweep's record as it stands
+// (sweeps/<sweep>/search.json, canonical JSON at a fixed key: a retry
+// writes the same bytes) and, when the record holds every trial's test
+// values, its report under sweeps/<sweep>/report/ (report.md,
+// report.html and the figure, as `starter sweep report --out` writes
+// them), so that a running sweep can be read and followed. A report that
+// cannot be built yet (no trial has reported) is left as it was.
+func (s *Server) RecordSearch(ctx context.Context, in pipeline.SearchRecordInput) (pipeline.ArtifactRef, error) {
+	if err := s.checkBucket(in.Bucket); err != nil {
+		return pipeline.ArtifactRef{}, err
+	}
+	if err := artifact.ValidateName(in.Sweep); err != nil {
+		return pipeline.ArtifactRef{}, temporal.NewNonRetryableApplicationError("sweep "+err.Error(), pipeline.ErrTypeInvalidSpec, nil)
+	}
+	ref, err := s.store.PutJSON(ctx, artifact.SweepSearchKey(in.Sweep), in.Record)
+	if err != nil {
+		return ref, err
+	}
+	curves, ok := searchview.RecordCurves(in.Record)
+	if !ok {
+		return ref, nil
+	}
+	rep, err := report.Search(searchview.Report(in.Sweep, in.MaxRounds, in.Record, curves))
+	if err != nil {
+		return ref, nil // no action has ended yet
+	}
+	files := map[string][]byte{"report.md": rep.Markdown, "report.html": rep.HTML}
+	for k, v := range rep.Assets {
+		files[k] = v
+	}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if _, err := s.store.Put(ctx, artifact.SweepReportKey(in.Sweep, name), files[name]); err != nil {
+			return ref, err
+		}
+	}
+	return ref, nil
 }

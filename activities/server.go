@@ -56,6 +56,7 @@ func (s *Server) Register(r interface {
 	r.RegisterActivityWithOptions(heartbeating(s.RecordSweep), activity.RegisterOptions{Name: pipeline.ActivityRecordSweep})
 	r.RegisterActivityWithOptions(heartbeating(s.BuildSweepResults), activity.RegisterOptions{Name: pipeline.ActivityBuildSweepResults})
 	r.RegisterActivityWithOptions(heartbeating(s.SearchNext), activity.RegisterOptions{Name: pipeline.ActivitySearchNext})
+	r.RegisterActivityWithOptions(heartbeating(s.RecordSearch), activity.RegisterOptions{Name: pipeline.ActivityRecordSearch})
 	r.RegisterActivityWithOptions(heartbeating(s.SaveCampaignState), activity.RegisterOptions{Name: pipeline.ActivitySaveState})
 	r.RegisterActivityWithOptions(heartbeating(s.LoadCampaignState), activity.RegisterOptions{Name: pipeline.ActivityLoadState})
 }

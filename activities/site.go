@@ -28,6 +28,8 @@ import (
 type Site struct {
 	name  string
 	store *store.Store
+	// label is the label column of the site's tabular files.
+	label string
 
 	// files is the site's data as last read and validated, with the
 	// standardised splits prepared from it (see dataset.SiteCache).
@@ -53,7 +55,11 @@ func NewSite(site, dataDir string, st *store.Store, opt dataset.SiteOptions) *Si
 	prepare := func(d *dataset.SiteData) (method.PreparedSite, error) {
 		return method.PrepareSite(site, d.Train.X, d.Train.Y, d.Test.X, d.Test.Y)
 	}
-	return &Site{name: site, store: st, files: dataset.NewSiteCache(dataDir, site, opt, prepare),
+	label := opt.LabelColumn
+	if label == "" {
+		label = dataset.DefaultLabelColumn
+	}
+	return &Site{name: site, store: st, label: label, files: dataset.NewSiteCache(dataDir, site, opt, prepare),
 		images: &imageCache{dir: dataDir, site: site}}
 }
 

@@ -20,10 +20,11 @@ import (
 // RecordSweep writes sweeps/<sweep>/spec.json and every campaign's
 // campaigns/<campaign>/spec.json (the same record `starter run` writes), so
 // the audit trail of a swept campaign starts like any other's. Canonical
-// JSON at fixed keys: a retry writes the same bytes. A campaign's spec.json
-// is written once: one already there for the same campaign (perhaps with
-// an older code version) is kept, and one for another campaign under the
-// same name is refused.
+// JSON at fixed keys: a retry writes the same bytes. The sweep's and a
+// campaign's spec.json are written once: one already there for the same
+// sweep or campaign (perhaps with an older code version) is kept, and one
+// for another under the same name is refused (a sweep's naming the
+// differing fields, pipeline.SweepSpecDiff).
 func (s *Server) RecordSweep(ctx context.Context, in pipeline.RecordSweepInput) (pipeline.RecordSweepOutput, error) {
 	if err := s.checkBucket(in.Spec.Bucket); err != nil {
 		return pipeline.RecordSweepOutput{}, err
@@ -35,7 +36,22 @@ func (s *Server) RecordSweep(ctx context.Context, in pipeline.RecordSweepInput) 
 	if err != nil {
 		return pipeline.RecordSweepOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), pipeline.ErrTypeInvalidSpec, err)
 	}
-	ref, err := s.store.PutJSON(ctx, artifact.SweepSpecKey(in.Spec.Sweep), in.Spec)
+	// A sweep name is bound to one spec: spec.json is written once, and a
+	// different one under the same name is refused (the starter refuses
+	// it first; this holds for any other route).
+	key := artifact.SweepSpecKey(in.Spec.Sweep)
+	ref, err := s.store.PutJSONIfAbsentOrSame(ctx, key, in.Spec)
+	if errors.Is(err, store.ErrConflict) {
+		var stored pipeline.SweepSpec
+		if ref, err = s.store.GetJSONKey(ctx, key, &stored); err != nil {
+			return pipeline.RecordSweepOutput{}, err
+		}
+		if diff := pipeline.SweepSpecDiff(stored, in.Spec); len(diff) > 0 {
+			return pipeline.RecordSweepOutput{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("sweep %s exists with a different spec (%s): %s; run it under another sweep name", in.Spec.Sweep, key, strings.Join(diff, ", ")),
+				pipeline.ErrTypeInvalidSpec, nil)
+		}
+	}
 	if err != nil {
 		return pipeline.RecordSweepOutput{}, err
 	}

@@ -356,6 +356,13 @@ func PausedStateKey(campaign string, round int) string {
 // (pipeline.SearchRecord).
 func SweepSearchKey(sweep string) string { return SweepPrefix(sweep) + "search.json" }
 
+// SweepReportKey is "sweeps/<sweep>/report/<file>": an adaptive sweep's
+// report (report.md, report.html, its figures), rewritten as the sweep
+// goes.
+func SweepReportKey(sweep, file string) string {
+	return SweepPrefix(sweep) + "report/" + mustName("report file", file)
+}
+
 // RoundFolder returns the round of a key under a round of campaign and the
 // folder it sits in within the round ("models" for ModelKey, "control" for
 // ControlKey, "" for a file directly in the round such as ManifestKey). A

@@ -192,6 +192,12 @@ type ReplaySeed struct {
 	// Gap is the grid's best test metric (selected on validation) minus
 	// the incumbent's test metric at the grid's rounds.
 	Gap float64 `json:"gap"`
+	// Ended says why the replay took no more action (budget, trials,
+	// space exhausted); Events are its actions in the order it took them,
+	// which a live sweep of the same space, strategy, seed and
+	// concurrency takes too.
+	Ended  string               `json:"ended"`
+	Events []search.ReplayEvent `json:"events"`
 }
 
 // ReplayReport is what `starter sweep replay --format json` prints: a
@@ -219,6 +225,13 @@ type ReplayGridOptions struct {
 	BudgetFraction float64
 	ASHA           search.ASHAOptions
 	Tolerance      float64
+	// Concurrency is the trials trained at once (0: 1), as a live sweep
+	// of one campaign per trial at that concurrency; Pruner the median
+	// pruner (random and tpe) with Optuna's defaults; Minimise ranks the
+	// lowest validation metric first (objective.mode min).
+	Concurrency int
+	Pruner      search.Pruner
+	Minimise    bool
 }
 
 // ReplayGrid replays o.Strategy against table (ReplayTable of grid sweep
@@ -235,14 +248,31 @@ func ReplayGrid(sweep, metric string, table search.Table, o ReplayGridOptions) (
 	if out.Budget == 0 {
 		out.Budget = int(math.Floor(o.BudgetFraction * float64(out.GridRounds)))
 	}
-	opts := search.ReplayOptions{ASHA: o.ASHA, Budget: out.Budget}
+	opts := search.ReplayOptions{ASHA: o.ASHA, Budget: out.Budget, Concurrency: o.Concurrency, Pruner: o.Pruner}
+	if o.Minimise {
+		// The strategies maximise: the negated metric, read back after.
+		neg := search.Table{Space: table.Space}
+		for _, row := range table.Rows {
+			r := search.TableRow{Config: row.Config, Test: row.Test, Val: make([]float64, len(row.Val))}
+			for i, v := range row.Val {
+				r.Val[i] = -v
+			}
+			neg.Rows = append(neg.Rows, r)
+		}
+		table = neg
+		out.GridBest = search.GridBest(table)
+		out.GridBest.Val = -out.GridBest.Val
+	}
 	for sd := 1; sd <= o.Seeds; sd++ {
 		res, err := search.Replay(table, o.Strategy, opts, uint64(sd))
 		if err != nil {
 			return ReplayReport{}, inputErrorf("replay %s: %v", o.Strategy, err)
 		}
+		if o.Minimise {
+			res.Incumbent.Val = -res.Incumbent.Val
+		}
 		rs := ReplaySeed{Seed: uint64(sd), Trials: len(res.Trials), Spent: res.Spent, Incumbent: res.Incumbent,
-			Gap: out.GridBest.TestAtMax - res.Incumbent.TestAtMax}
+			Gap: out.GridBest.TestAtMax - res.Incumbent.TestAtMax, Ended: res.Ended, Events: res.Events}
 		if rs.Gap <= o.Tolerance {
 			out.Within++
 		}

@@ -13,8 +13,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/ptopofl/ptopofl/activities"
 	"github.com/ptopofl/ptopofl/artifact"
+	"github.com/ptopofl/ptopofl/internal/trainerrun"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/privacy/ledger"
 	"github.com/ptopofl/ptopofl/store"
@@ -48,11 +48,12 @@ type Service struct {
 	// its ledger beside its secret in SecretDir and refuses a task beyond
 	// it.
 	SiteBudget *ledger.Budget
-	// Trainers are the site workers' own training programs by name
-	// (model "external", `starter run --local --trainer NAME=COMMAND`),
-	// given to every site worker started in this process; TrainerDir,
-	// when set, holds their task directories (one directory a site).
-	Trainers   activities.Trainers
+	// Trainers runs the site workers' own training programs by name
+	// (model "external", `starter run --local --trainer NAME=COMMAND` or
+	// `--trainer-serve NAME=COMMAND`), shared by every site worker started
+	// in this process; its owner closes it. TrainerDir, when set, holds
+	// their task directories (one directory a site).
+	Trainers   *trainerrun.Host
 	TrainerDir string
 	// Converter reads payloads from histories (Timings); nil is the SDK's
 	// default. A client sealing payloads (internal/payloadcodec) needs its

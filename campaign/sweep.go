@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,9 +18,10 @@ import (
 	"github.com/ptopofl/ptopofl/store"
 )
 
-// SweepFile is the YAML sweep file. Unknown keys are errors.
+// SweepFile is the YAML sweep file. Unknown keys are errors; every error
+// names the line, the field and the forms it accepts.
 //
-//	sweep: demo-sweep               # names the sweep; re-running the file re-attaches
+//	sweep: demo-sweep               # names the sweep; re-running the same file re-attaches, an edited one is refused
 //	preset: default                 # or paper
 //	rounds: 15
 //	seeds: [1, 2, 3]
@@ -37,42 +39,56 @@ import (
 // strategy and a budget (one method; validation_fraction set in
 // hyperparameters, since trials are ranked on validation):
 //
-//	search:                         # search.Dimension: uniform, log_uniform, int (log), choice
+//	search:                         # a list of search.Dimension: uniform, log_uniform, int (log), choice
 //	  - {name: lr, log_uniform: [0.003, 0.3]}
 //	  - {name: beta, uniform: [0, 1]}
 //	  - {name: clusters, choice: [1, 2, 3]}
+//	search:                         # or the same space as a mapping keyed by name (a bare list is a choice)
+//	  lr: {log_uniform: [0.003, 0.3]}
+//	  beta: {uniform: [0, 1]}
+//	  clusters: [1, 2, 3]
 //	strategy: tpe+asha              # grid | random | asha | tpe | tpe+asha (default) | hyperband
 //	budget: {campaign_rounds: 600, trials: 0}   # 0: no limit; one at least, except for grid
-//	objective: {metric: val_auc, mode: max}     # or val_acc; max only
+//	objective: {metric: val_auc, mode: max}     # or val_acc; mode min ranks the lowest first
 //	asha: {min_rounds: 1, eta: 3, grace: 0}     # asha, tpe+asha, hyperband (defaults: search.ASHAOptions)
 //	tpe: {startup_trials: 10, candidates: 24}   # tpe, tpe+asha (Optuna's defaults)
+//	pruner: median                  # random and tpe: Optuna's MedianPruner
+//	median: {startup_trials: 5, warmup_steps: 0, interval_steps: 1, min_trials: 1}   # its options (Optuna's defaults)
+//	warm_start: grid-sweep          # seed the search with a finished grid's configurations, not trained again
 //	seed: 1                         # the sweep's own seed: the sampler's draws
 //	privacy: {epsilon: 8, delta: 1e-5}   # dp record: every site within (ε, δ) over the whole sweep
 //	continue_as_new_every: 100
 //	round_deadline: 30m
 //	bucket: ptopofl
+//
+// A grid block with a strategy other than grid is the search space of
+// that strategy (a choice per hyper-parameter); `strategy: grid` beside
+// it is the grid sweep.
 type SweepFile struct {
-	Sweep              string                `yaml:"sweep"`                 // the sweep's name; re-running the file re-attaches
+	Sweep              string                `yaml:"sweep"`                 // the sweep's name; re-running the same file re-attaches, an edited one is refused (add budget with sweep extend)
 	Preset             string                `yaml:"preset"`                // the defaults of every campaign
 	Rounds             int                   `yaml:"rounds"`                // rounds per campaign
 	Seeds              []uint64              `yaml:"seeds"`                 // each campaign runs once per seed
 	Methods            []string              `yaml:"methods"`               // the methods compared (one per search sweep)
 	Federations        []SweepFileFederation `yaml:"federations"`           // the federations every method runs on
 	Hyperparameters    map[string]any        `yaml:"hyperparameters"`       // base values for every campaign
-	Grid               map[string][]any      `yaml:"grid"`                  // parameter → values: every combination is a setting
+	Grid               map[string][]any      `yaml:"grid"`                  // parameter → values: every combination is a setting (the space of an adaptive strategy)
 	Variants           []SweepFileVariant    `yaml:"variants"`              // labelled settings limited to some methods (ablations)
 	Concurrency        int                   `yaml:"concurrency"`           // campaigns at once
 	ContinueAsNewEvery int                   `yaml:"continue_as_new_every"` // as in a campaign file
 	RoundDeadline      string                `yaml:"round_deadline"`        // as in a campaign file
 	Bucket             string                `yaml:"bucket"`                // the S3 bucket
 
-	Search    []search.Dimension  `yaml:"search"`    // an adaptive sweep's space (instead of grid)
-	Strategy  string              `yaml:"strategy"`  // random, grid, tpe, asha, tpe+asha (default) or hyperband
-	Budget    *SweepFileBudget    `yaml:"budget"`    // when an adaptive sweep stops
-	Objective *SweepFileObjective `yaml:"objective"` // what it maximises
-	ASHA      *search.ASHAOptions `yaml:"asha"`      // the rungs of asha and tpe+asha
-	TPE       *search.TPEOptions  `yaml:"tpe"`       // TPE's settings
-	Seed      uint64              `yaml:"seed"`      // the search's own seed (its decisions, not the campaigns')
+	Search    SearchSpace           `yaml:"search"`     // an adaptive sweep's space (instead of grid): a list of dimensions or a mapping by name
+	Strategy  string                `yaml:"strategy"`   // grid, random, asha, tpe, tpe+asha (default) or hyperband
+	Budget    *SweepFileBudget      `yaml:"budget"`     // when an adaptive sweep stops
+	Objective *SweepFileObjective   `yaml:"objective"`  // what it ranks trials on, and in which direction
+	ASHA      *search.ASHAOptions   `yaml:"asha"`       // the rungs of asha and tpe+asha
+	TPE       *search.TPEOptions    `yaml:"tpe"`        // TPE's settings
+	Pruner    string                `yaml:"pruner"`     // median: Optuna's MedianPruner for random and tpe (none by default)
+	Median    *search.MedianOptions `yaml:"median"`     // the median pruner's settings
+	WarmStart string                `yaml:"warm_start"` // a finished grid sweep whose configurations seed the search, not trained again
+	Seed      uint64                `yaml:"seed"`       // the search's own seed (its decisions, not the campaigns')
 
 	Privacy *SweepFilePrivacy `yaml:"privacy"` // every site's budget over the whole sweep (dp record)
 }
@@ -84,31 +100,46 @@ type SweepFileBudget struct {
 	Trials         int `yaml:"trials"`
 }
 
-// SweepFileObjective is what an adaptive sweep maximises: a validation
-// metric (val_auc, the default, or val_acc), mode max.
+// SweepFileObjective is what an adaptive sweep ranks trials on: a
+// validation metric (val_auc, the default, or val_acc), and the
+// direction: mode max (the default) keeps the highest, min the lowest (a
+// loss-like metric, or the configurations that hurt a model most).
 type SweepFileObjective struct {
 	Metric string `yaml:"metric"`
 	Mode   string `yaml:"mode"`
 }
 
 // searchOf returns sf's search (nil when it has none), or an error naming
-// the field that is set without a search space or is wrong.
+// the field that is set without a search space or is wrong. A grid block
+// with a strategy other than grid is turned into a space of choices (its
+// names in sorted order, as GridSettings orders them).
 func searchOf(sf SweepFile) (*pipeline.SweepSearch, error) {
-	if len(sf.Search) == 0 {
+	dims := []search.Dimension(sf.Search)
+	if len(dims) == 0 && len(sf.Grid) > 0 && sf.Strategy != "" && sf.Strategy != string(search.StrategyGrid) {
+		if len(sf.Variants) > 0 {
+			return nil, inputErrorf("sweep file: variants: not with strategy %s (its space is the grid block's values)", sf.Strategy)
+		}
+		for _, name := range sortedKeys(sf.Grid) {
+			dims = append(dims, search.Dimension{Name: name, Choice: sf.Grid[name]})
+		}
+		sf.Grid = nil
+	}
+	if len(dims) == 0 {
 		for _, f := range []struct {
 			name string
 			set  bool
 		}{
-			{"strategy", sf.Strategy != ""}, {"budget", sf.Budget != nil}, {"objective", sf.Objective != nil},
-			{"asha", sf.ASHA != nil}, {"tpe", sf.TPE != nil}, {"seed", sf.Seed != 0},
+			{"strategy", sf.Strategy != "" && sf.Strategy != string(search.StrategyGrid)}, {"budget", sf.Budget != nil},
+			{"objective", sf.Objective != nil}, {"asha", sf.ASHA != nil}, {"tpe", sf.TPE != nil}, {"pruner", sf.Pruner != ""},
+			{"median", sf.Median != nil}, {"warm_start", sf.WarmStart != ""}, {"seed", sf.Seed != 0},
 		} {
 			if f.set {
-				return nil, inputErrorf("sweep file: %s: only with a search space (search:); a sweep without one is a grid", f.name)
+				return nil, inputErrorf("sweep file: %s: only with a search space (search:, or grid: with an adaptive strategy); a sweep without one is a grid", f.name)
 			}
 		}
 		return nil, nil
 	}
-	q := &pipeline.SweepSearch{Dims: sf.Search, Strategy: search.Strategy(sf.Strategy), Objective: pipeline.ObjectiveValAUC, Seed: sf.Seed}
+	q := &pipeline.SweepSearch{Dims: dims, Strategy: search.Strategy(sf.Strategy), Objective: pipeline.ObjectiveValAUC, Seed: sf.Seed, Pruner: search.Pruner(sf.Pruner)}
 	if q.Strategy == "" {
 		q.Strategy = search.StrategyTPEASHA
 	}
@@ -119,8 +150,12 @@ func searchOf(sf SweepFile) (*pipeline.SweepSearch, error) {
 		if o.Metric != "" {
 			q.Objective = o.Metric
 		}
-		if o.Mode != "" && o.Mode != "max" {
-			return nil, inputErrorf("sweep file: objective.mode = %q: want max (both validation metrics are maximised)", o.Mode)
+		switch o.Mode {
+		case "", pipeline.ModeMax:
+		case pipeline.ModeMin:
+			q.Mode = pipeline.ModeMin
+		default:
+			return nil, inputErrorf("sweep file: objective.mode = %q: want max or min", o.Mode)
 		}
 	}
 	if sf.ASHA != nil {
@@ -128,6 +163,9 @@ func searchOf(sf SweepFile) (*pipeline.SweepSearch, error) {
 	}
 	if sf.TPE != nil {
 		q.TPE = *sf.TPE
+	}
+	if sf.Median != nil {
+		q.Median = *sf.Median
 	}
 	if len(sf.Grid) > 0 || len(sf.Variants) > 0 {
 		return nil, inputErrorf("sweep file: grid/variants: not with search (strategy grid searches a space of choices)")
@@ -156,14 +194,22 @@ type SweepFileVariant struct {
 type SweepPlan struct {
 	Spec    pipeline.SweepSpec
 	FedDirs map[string]string // federation name → absolute directory
+	// WarmStart is the grid sweep the file's warm_start names: the
+	// service resolves it into Spec.Search.Warm from that grid's table
+	// (Service.ResolveWarmStart) before the sweep starts.
+	WarmStart string
 }
 
-// ReadSweepFile decodes the sweep file at path strictly; errors wrap
-// ErrInput and name the file, the line and the field.
+// ReadSweepFile decodes the sweep file at path strictly
+// (decodeSweepFile); errors wrap ErrInput and name the file, the line,
+// the field and the forms it accepts.
 func ReadSweepFile(path string) (SweepFile, error) {
 	var sf SweepFile
-	err := decodeStrict(path, "sweep file", &sf)
-	return sf, err
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return sf, inputErrorf("sweep file: %v", err)
+	}
+	return sf, decodeSweepFile(path, b, &sf)
 }
 
 // paramValues turns {name: value} into sorted ParamValues.
@@ -247,7 +293,7 @@ func BuildSweepPlan(sf SweepFile, file, bucket string, bucketGiven bool) (SweepP
 	if sf.RoundDeadline != "" {
 		d, err := time.ParseDuration(sf.RoundDeadline)
 		if err != nil {
-			return plan, inputErrorf("sweep file: round_deadline = %q: not a duration", sf.RoundDeadline)
+			return plan, inputErrorf("sweep file: round_deadline = %q: want a duration such as 30m or 1h", sf.RoundDeadline)
 		}
 		s.RoundDeadline = d
 	}
@@ -266,7 +312,11 @@ func BuildSweepPlan(sf SweepFile, file, bucket string, bucketGiven bool) (SweepP
 		h = method.DPDefaults(h, func(name string) bool { _, ok := sf.Hyperparameters[name]; return ok })
 		s.Methods = append(s.Methods, pipeline.SweepMethod{Method: learn.Method(m), Hyperparameters: h.ForMethod(learn.Method(m))})
 	}
-	if s.Settings, err = GridSettings(sf.Grid); err != nil {
+	grid := sf.Grid
+	if sf.Strategy != "" && sf.Strategy != string(search.StrategyGrid) && len(sf.Search) == 0 {
+		grid = nil // the space of the strategy (searchOf)
+	}
+	if s.Settings, err = GridSettings(grid); err != nil {
 		return plan, err
 	}
 	for i, v := range sf.Variants {
@@ -310,6 +360,7 @@ func BuildSweepPlan(sf SweepFile, file, bucket string, bucketGiven bool) (SweepP
 	if s.Search, err = searchOf(sf); err != nil {
 		return plan, err
 	}
+	plan.WarmStart = sf.WarmStart
 	s, err = PlanSweepPrivacyBudget(s.WithDefaults(), plan.FedDirs, sf.Privacy)
 	if err != nil {
 		return plan, err
@@ -382,11 +433,17 @@ type SweepBest struct {
 // campaigns' objective (validation AUC, or accuracy when the search says
 // so); Best is the incumbent as search.Replay defines it: among the trials
 // trained to the most rounds any trial reached (a score after 3 rounds is
-// not comparable with one after 15), the highest score.
+// not comparable with one after 15), the best score in the objective's
+// direction (objective.mode). A warm start's grid configurations compete
+// too (at the grid's rounds, with the grid's campaigns) when the objective
+// is val_auc, the metric Best reports; they are not among the rows and
+// cost no rounds here.
 func (o *SweepOutput) summarise(spec pipeline.SweepSpec) {
 	o.Strategy = "grid"
 	objective := pipeline.ObjectiveValAUC
-	if q := spec.Search; q != nil {
+	q := pipeline.SweepSearch{}
+	if spec.Search != nil {
+		q = *spec.Search
 		o.Strategy, objective = string(q.Strategy), q.Objective
 	}
 	type trial struct {
@@ -395,6 +452,7 @@ func (o *SweepOutput) summarise(spec pipeline.SweepSpec) {
 		val, obj, test  []float64
 		campaigns       []string
 		h               method.Hyperparameters
+		config          map[string]any // a warm trial's
 	}
 	var trials []*trial
 	index := map[[2]string]*trial{}
@@ -416,6 +474,26 @@ func (o *SweepOutput) summarise(spec pipeline.SweepSpec) {
 		t.campaigns = append(t.campaigns, r.Campaign)
 	}
 	o.Trials = len(trials)
+	if w := q.Warm; w != nil && objective == pipeline.ObjectiveValAUC {
+		for _, wt := range w.Trials {
+			n := len(wt.Val)
+			if n == 0 || len(wt.Test) < n {
+				continue
+			}
+			cfg := map[string]any{}
+			for _, pv := range wt.Config {
+				if pv.Text != "" {
+					cfg[pv.Name] = pv.Text
+				} else {
+					cfg[pv.Name] = pv.Value
+				}
+			}
+			trials = append(trials, &trial{
+				method: string(spec.Methods[0].Method), rounds: n, val: []float64{wt.Val[n-1]}, obj: []float64{wt.Val[n-1]},
+				test: []float64{wt.Test[n-1]}, campaigns: wt.Campaigns, config: cfg,
+			})
+		}
+	}
 	mean := func(x []float64) float64 {
 		s := 0.0
 		for _, v := range x {
@@ -429,14 +507,18 @@ func (o *SweepOutput) summarise(spec pipeline.SweepSpec) {
 			top = max(top, t.rounds)
 		}
 	}
-	bestScore := math.Inf(-1)
+	bestScore := math.NaN()
 	for _, t := range trials {
 		v := mean(t.obj)
-		if math.IsNaN(v) || t.rounds < top || (o.Best != nil && v <= bestScore) {
+		if math.IsNaN(v) || t.rounds < top || (o.Best != nil && !q.Better(v, bestScore)) {
 			continue // no validation (or a failed campaign), stopped early, or not better
 		}
 		bestScore = v
-		o.Best = &SweepBest{Method: t.method, Setting: trialSetting(spec, t.setting, t.h), ValAUC: mean(t.val), FinalAUC: mean(t.test), Campaigns: t.campaigns}
+		setting := t.config
+		if setting == nil {
+			setting = trialSetting(spec, t.setting, t.h)
+		}
+		o.Best = &SweepBest{Method: t.method, Setting: setting, ValAUC: mean(t.val), FinalAUC: mean(t.test), Campaigns: t.campaigns}
 	}
 }
 

@@ -16,8 +16,13 @@ import (
 )
 
 // StartSweep starts the sweep's workflow or attaches to the one already
-// running or finished under the same ID (re-running a sweep re-attaches).
+// running or finished under the same ID (re-running a sweep re-attaches),
+// after checking that the name is not bound to another sweep file
+// (CheckSweepSpec: an edited file is refused, naming what changed).
 func (s *Service) StartSweep(ctx context.Context, spec pipeline.SweepSpec) (client.WorkflowRun, error) {
+	if err := s.CheckSweepSpec(ctx, spec); err != nil {
+		return nil, err
+	}
 	return startOrAttach(ctx, s.Client, "sweep", spec.Sweep, pipeline.SweepWorkflowName, pipeline.SweepWorkflowInput{Spec: spec, ColocatedQueue: s.ColocatedQueue},
 		enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY)
 }

@@ -14,23 +14,43 @@ import (
 	"time"
 
 	"github.com/ptopofl/ptopofl/artifact"
+	"github.com/ptopofl/ptopofl/campaign"
+	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/searchview"
 )
 
-const crashSweep = `sweep: crash-search
+// crashGrid and crashSweep share a space of 4 × 3 choices (β, then the
+// clusters: the grid's names in sorted order, which is the order its
+// replay table gives them). The adaptive sweep trains three trials at
+// once and continues as new after every second campaign it starts, so
+// that each cut falls with trials in flight.
+const (
+	crashGrid = `sweep: crash-grid
 rounds: 9
 seeds: [1]
 methods: [ptopofl]
 federations: [{name: hc, path: %s}]
 hyperparameters: {validation_fraction: 0.2}
-concurrency: 2
-search:
-  - {name: beta, uniform: [0, 1]}
-  - {name: clusters, choice: [1, 2, 3]}
-strategy: tpe+asha
-tpe: {startup_trials: 4}
-budget: {campaign_rounds: 60}
-seed: 11
+grid: {beta: [0, 0.3, 0.6, 1], clusters: [1, 2, 3]}
+concurrency: 3
 `
+	crashSweep = `sweep: crash-search
+rounds: 9
+seeds: [1]
+methods: [ptopofl]
+federations: [{name: hc, path: %s}]
+hyperparameters: {validation_fraction: 0.2}
+concurrency: 3
+continue_as_new_every: 2
+search:
+  beta: [0, 0.3, 0.6, 1]
+  clusters: [1, 2, 3]
+strategy: asha
+budget: {campaign_rounds: 48}
+seed: 1
+`
+	crashBudget = 48
+)
 
 // sweepRow is the part of a results row the crash test compares.
 type sweepRow struct {
@@ -59,13 +79,17 @@ type sweepOut struct {
 	} `json:"best"`
 }
 
-// TestSweepSurvivesKills: an adaptive sweep (tpe+asha, two trials at
-// once, promotions resuming paused campaigns) whose process (the embedded
-// Temporal and S3, the server and every site worker: `starter sweep
-// --local`) is killed with SIGKILL three times at random moments and
-// started again each time ends with the same trials, rungs, statuses,
-// metrics and incumbent as an uninterrupted run with the same seed, and
-// no campaign has a round committed twice.
+// TestSweepSurvivesKills: an adaptive sweep (asha, three trials at once,
+// promotions resuming paused campaigns, continuing as new after every
+// second campaign) whose process (the embedded Temporal and S3, the
+// server and every site worker: `starter sweep --local`) is killed with
+// SIGKILL three times at random moments and started again each time
+// takes exactly the actions of the offline replay (`sweep replay
+// --concurrency 3`) over a grid sweep of the same space: the same starts
+// and promotions, in the same order, at the same virtual times, across at
+// least three continue-as-new; its complete trials score exactly what the
+// grid's campaigns of the same configuration score; and no campaign has a
+// round committed twice.
 func TestSweepSurvivesKills(t *testing.T) {
 	starterBin := bin(t, "starter")
 	fed, err := filepath.Abs("../testdata/paper/healthcare")
@@ -73,35 +97,52 @@ func TestSweepSurvivesKills(t *testing.T) {
 		t.Fatal(err)
 	}
 	tmp := t.TempDir()
-	file := filepath.Join(tmp, "sweep.yaml")
-	if err := os.WriteFile(file, []byte(fmt.Sprintf(crashSweep, fed)), 0o644); err != nil {
-		t.Fatal(err)
+	write := func(name, body string) string {
+		file := filepath.Join(tmp, name)
+		if err := os.WriteFile(file, []byte(fmt.Sprintf(body, fed)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return file
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	gridFile, file := write("grid.yaml", crashGrid), write("sweep.yaml", crashSweep)
+	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
 	defer cancel()
-	run := func(dataDir string) (sweepOut, error) {
-		cmd := exec.CommandContext(ctx, starterBin, "sweep", file, "--local", "--data-dir", dataDir, "--format", "json")
+	dataDir := filepath.Join(tmp, "stack")
+	starter := func(out any, args ...string) error {
+		cmd := exec.CommandContext(ctx, starterBin, append(args, "--local", "--data-dir", dataDir, "--format", "json")...)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		b, err := cmd.Output()
 		if err != nil {
-			return sweepOut{}, fmt.Errorf("%v\n%s", err, stderr.String())
+			return fmt.Errorf("%v: %v\n%s", args, err, stderr.String())
 		}
-		var out sweepOut
-		return out, json.Unmarshal(b, &out)
+		return json.Unmarshal(b, out)
 	}
+
+	// The reference: the grid, and the strategy replayed over it.
 	t0 := time.Now()
-	ref, err := run(filepath.Join(tmp, "ref"))
-	if err != nil {
-		t.Fatalf("uninterrupted sweep: %v", err)
+	var grid sweepOut
+	if err := starter(&grid, "sweep", gridFile); err != nil {
+		t.Fatalf("grid sweep: %v", err)
 	}
-	t.Logf("uninterrupted sweep: %d trials, %d campaign-rounds in %v", ref.Trials, ref.RoundsSpent, time.Since(t0).Round(time.Millisecond))
+	var rep campaign.ReplayReport
+	if err := starter(&rep, "sweep", "replay", "--from", "crash-grid", "--strategy", "asha", "--seeds", "1",
+		"--budget", fmt.Sprint(crashBudget), "--concurrency", "3"); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	if len(rep.Seeds) != 1 || len(rep.Seeds[0].Events) < 8 {
+		t.Fatalf("replay %+v: want one seed of at least 8 actions (4 runs at 2 campaigns each)", rep.Seeds)
+	}
+	t.Logf("grid (%d campaigns) and replay (%d actions, %d rounds, ended %q) in %v", len(grid.Rows), len(rep.Seeds[0].Events), rep.Seeds[0].Spent, rep.Seeds[0].Ended, time.Since(t0).Round(time.Millisecond))
 
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 1))
 	t.Logf("kill moments drawn with seed %d", seed)
-	dataDir := filepath.Join(tmp, "crash")
 	manifests := filepath.Join(dataDir, "s3", "ptopofl", "campaigns")
+	committed := func() int {
+		n, _ := filepath.Glob(filepath.Join(manifests, "crash-search-*", "*", "manifest.json"))
+		return len(n)
+	}
 	for k := 1; k <= 3; k++ {
 		cmd := exec.CommandContext(ctx, starterBin, "sweep", file, "--local", "--data-dir", dataDir, "--format", "json")
 		cmd.Stdout, cmd.Stderr = nil, nil
@@ -113,10 +154,6 @@ func TestSweepSurvivesKills(t *testing.T) {
 		// Each kill falls while the sweep makes progress: a random
 		// moment up to 1.5 s after this run has committed a round of its
 		// own (a restart first waits out the attempts the kill lost).
-		committed := func() int {
-			n, _ := filepath.Glob(filepath.Join(manifests, "*", "*", "manifest.json"))
-			return len(n)
-		}
 		before, t2 := committed(), time.Now()
 		for committed() == before {
 			select {
@@ -139,30 +176,55 @@ func TestSweepSurvivesKills(t *testing.T) {
 			k, wait, time.Since(t2).Round(time.Millisecond), committed())
 	}
 	t1 := time.Now()
-	got, err := run(dataDir)
-	if err != nil {
+	var got sweepOut
+	if err := starter(&got, "sweep", file); err != nil {
 		t.Fatalf("sweep after the kills: %v", err)
 	}
 	t.Logf("sweep after three kills finished in %v", time.Since(t1).Round(time.Millisecond))
 
-	if got.State != "done" || got.Strategy != ref.Strategy || got.Trials != ref.Trials || got.RoundsSpent != ref.RoundsSpent {
-		t.Errorf("after kills: %s %s, %d trials, %d rounds; uninterrupted: %s %s, %d trials, %d rounds",
-			got.State, got.Strategy, got.Trials, got.RoundsSpent, ref.State, ref.Strategy, ref.Trials, ref.RoundsSpent)
+	// Its actions are the replay's, in order.
+	var rec pipeline.SearchRecord
+	b, err := os.ReadFile(filepath.Join(dataDir, "s3", "ptopofl", artifact.SweepSearchKey("crash-search")))
+	if err != nil || json.Unmarshal(b, &rec) != nil {
+		t.Fatalf("search.json: %v", err)
 	}
-	if len(got.Rows) != len(ref.Rows) {
-		t.Fatalf("after kills %d campaigns; uninterrupted %d", len(got.Rows), len(ref.Rows))
+	var live, replayed []string
+	for _, ev := range rec.Events {
+		live = append(live, fmt.Sprintf("%s t%d %d→%d @%d", ev.Kind, ev.Trial, ev.From, ev.To, ev.Start))
 	}
-	for i := range ref.Rows {
-		if got.Rows[i] != ref.Rows[i] {
-			t.Errorf("campaign %d after kills\n  %+v\nuninterrupted\n  %+v", i, got.Rows[i], ref.Rows[i])
-		}
+	for _, ev := range rep.Seeds[0].Events {
+		a := ev.Action
+		replayed = append(replayed, fmt.Sprintf("%s t%d %d→%d @%d", a.Kind, a.Trial, a.FromRound, a.ToRound, ev.Start))
 	}
-	if got.Best == nil || ref.Best == nil || fmt.Sprint(got.Best) != fmt.Sprint(ref.Best) {
-		t.Errorf("incumbent after kills %+v; uninterrupted %+v", got.Best, ref.Best)
+	if strings.Join(live, "\n") != strings.Join(replayed, "\n") {
+		t.Errorf("the killed sweep's actions\n%s\nthe replay's\n%s", strings.Join(live, "\n"), strings.Join(replayed, "\n"))
 	}
-	// No round committed twice, no campaign started twice: one manifest
-	// per round a campaign trained, under its first attempt's keys.
+	if got.State != "done" || got.Strategy != "asha" || got.Trials != rep.Seeds[0].Trials || got.RoundsSpent != rep.Seeds[0].Spent || rec.Ended != rep.Seeds[0].Ended {
+		t.Errorf("after kills: %s %s, %d trials, %d rounds, ended %q; replay: %d trials, %d rounds, ended %q",
+			got.State, got.Strategy, got.Trials, got.RoundsSpent, rec.Ended, rep.Seeds[0].Trials, rep.Seeds[0].Spent, rep.Seeds[0].Ended)
+	}
+	inc := rep.Seeds[0].Incumbent
+	if got.Best == nil || fmt.Sprint(got.Best.Setting["beta"]) != fmt.Sprint(inc.Config[0].Value) || fmt.Sprint(got.Best.Setting["clusters"]) != fmt.Sprint(inc.Config[1].Value) {
+		t.Errorf("incumbent after kills %+v; replay's %s", got.Best, inc.Config)
+	}
+	var st searchview.Status
+	if err := starter(&st, "sweep", "status", "crash-search"); err != nil || st.ContinuedAsNew < 3 {
+		t.Errorf("status: %v; %d continue-as-new, want at least 3", err, st.ContinuedAsNew)
+	}
+	t.Logf("%d continue-as-new, %d actions", st.ContinuedAsNew, len(rec.Events))
+
+	// A complete trial scores what the grid's campaign of its
+	// configuration scores; no round committed twice, no campaign
+	// started twice: one manifest per round a campaign trained, under
+	// its first attempt's keys.
 	for _, r := range got.Rows {
+		if r.Status == "complete" {
+			for _, g := range grid.Rows {
+				if g.Beta == r.Beta && g.Clusters == r.Clusters && (g.FinalValAUC != r.FinalValAUC || g.FinalAUC != r.FinalAUC) {
+					t.Errorf("campaign %s: validation %v, test %v; the grid's %s: %v, %v", r.Campaign, r.FinalValAUC, r.FinalAUC, g.Campaign, g.FinalValAUC, g.FinalAUC)
+				}
+			}
+		}
 		keys, _ := filepath.Glob(filepath.Join(manifests, r.Campaign, "round-*", "manifest.json"))
 		all, _ := filepath.Glob(filepath.Join(manifests, r.Campaign, "*", "manifest.json"))
 		if len(keys) != r.RoundsDone || len(all) != r.RoundsDone {

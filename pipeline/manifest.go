@@ -38,10 +38,13 @@ const (
 	// cell (error names file, line, column and problem, never the value).
 	// The site's operator fixes the file; the site rejoins next round.
 	DropBadSiteData = "bad_site_data"
-	// DropError: any other failure, after the retry policy gave up (error
-	// has the text). Retries last until the round deadline, so this is a
-	// lasting problem at the site: its disk, its credentials, its trainer
-	// program (model external), a bug.
+	// DropError: any other failure, at once for an error no retry can mend
+	// (dropped[].kind names it: a site training program's output that
+	// breaks the trainer protocol, a diverged model, ...), else after the
+	// retry policy gave up (8 attempts over about two minutes, within the
+	// round deadline; error has the text). A lasting problem at the site:
+	// its disk, its credentials, its trainer program (model external), a
+	// bug.
 	DropError = "error"
 	// DropNoModel: the aggregation gave the site no model to evaluate, so
 	// it is left out of the round's evaluation.
@@ -59,7 +62,13 @@ type SiteDrop struct {
 	Site   string `json:"site"`
 	Phase  string `json:"phase"`
 	Reason string `json:"reason"`
-	Error  string `json:"error,omitempty"` // the activity's error text, if any
+	// Kind is the failure's kind when the site's activity failed with a
+	// named error (its error type: BadSiteData, Diverged, UnknownTrainer,
+	// a site training program's fault such as TrainerNoResult or
+	// UnsupportedDType, TrainerFailed once its retries gave up, …);
+	// absent for a timeout.
+	Kind  string `json:"kind,omitempty"`
+	Error string `json:"error,omitempty"` // the activity's error text, if any
 }
 
 // SiteCluster is what clustering and the drift check say about a site.

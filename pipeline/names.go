@@ -74,6 +74,12 @@ const (
 	SignalStop = "stop-signal"
 	// QueryRoundProgress is RoundWorkflow's query → RoundProgress.
 	QueryRoundProgress = "round_progress"
+	// SignalPause and SignalResume (ControlInput) pause and resume the
+	// campaign as UpdatePause and UpdateResume do, for a sweep being
+	// paused or resumed; ignored when they would be rejected (pause when
+	// already paused, stopping or done; resume when not paused).
+	SignalPause  = "pause-signal"
+	SignalResume = "resume-signal"
 )
 
 // Application error types. An activity that fails with ErrTypeBadSiteData

@@ -2,6 +2,9 @@ package pipeline
 
 import (
 	"fmt"
+	"math"
+	"slices"
+	"strings"
 
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/search"
@@ -24,6 +27,29 @@ const (
 	ObjectiveValAcc = "val_acc"
 )
 
+// Directions of an objective (objective.mode): the search keeps the
+// highest values (ModeMax, the default) or the lowest (ModeMin, for a
+// loss-like metric, or to find the configurations that hurt a model most).
+const (
+	ModeMax = "max"
+	ModeMin = "min"
+)
+
+// ActivityRecordSearch writes an adaptive sweep's record as it goes
+// (SearchRecordInput → ArtifactRef): sweeps/<sweep>/search.json after each
+// trial reports, so that `starter sweep report` and `sweep status` read
+// the trials of a running sweep.
+const ActivityRecordSearch = "RecordSearch"
+
+// SearchRecordInput asks the server to write Record as sweep's
+// search.json in bucket, and its report (campaigns of MaxRounds rounds).
+type SearchRecordInput struct {
+	Sweep     string       `json:"sweep"`
+	Bucket    string       `json:"bucket"`
+	MaxRounds int          `json:"max_rounds"`
+	Record    SearchRecord `json:"record"`
+}
+
 // SweepSearch is an adaptive sweep's search (the sweep file's `search:`,
 // `strategy:`, `budget:`, `objective:`, `asha:`, `tpe:` and `seed:`): a
 // trial is one configuration of Dims, run as one campaign per federation
@@ -36,12 +62,53 @@ type SweepSearch struct {
 	// trial trained from round a to b on k campaigns costs k·(b − a));
 	// Trials the most trials to start. 0: no limit; a strategy other than
 	// grid needs at least one of them.
-	Budget    int                `json:"budget,omitempty"`
-	Trials    int                `json:"trials,omitempty"`
-	Objective string             `json:"objective"`
-	ASHA      search.ASHAOptions `json:"asha,omitzero"`
-	TPE       search.TPEOptions  `json:"tpe,omitzero"`
-	Seed      uint64             `json:"seed"`
+	Budget    int    `json:"budget,omitempty"`
+	Trials    int    `json:"trials,omitempty"`
+	Objective string `json:"objective"`
+	// Mode is the objective's direction, ModeMax ("" reads as max) or
+	// ModeMin: a minimised objective's values are negated before every
+	// decision, so the strategies' rules (all maximising) become their
+	// minimising mirrors.
+	Mode string             `json:"mode,omitempty"`
+	ASHA search.ASHAOptions `json:"asha,omitzero"`
+	TPE  search.TPEOptions  `json:"tpe,omitzero"`
+	// Pruner stops random and TPE trials early (search.PrunerMedian,
+	// with Median's options); "" trains every trial to the end.
+	Pruner search.Pruner        `json:"pruner,omitempty"`
+	Median search.MedianOptions `json:"median,omitzero"`
+	Seed   uint64               `json:"seed"`
+	// Warm, when set, seeds the search with the configurations a finished
+	// grid sweep trained (warm_start: GRID_SWEEP), resolved by the starter
+	// from that grid's per-round table: they are the first trials,
+	// complete, never trained again, and count as tried.
+	Warm *SearchWarm `json:"warm,omitempty"`
+}
+
+// SearchWarm is a warm start: the grid sweep it came from and one trial
+// per configuration of that grid, in its order.
+type SearchWarm struct {
+	Sweep  string      `json:"sweep"`
+	Trials []WarmTrial `json:"trials"`
+}
+
+// WarmTrial is one configuration of the grid a warm start reads: its
+// values of the searched dimensions (in Dims' order), the grid's mean
+// objective (Val) and matching test metric (Test) after each round over
+// its campaigns, and those campaigns.
+type WarmTrial struct {
+	Config    []method.ParamValue `json:"config"`
+	Val       []float64           `json:"val"`
+	Test      []float64           `json:"test"`
+	Campaigns []string            `json:"campaigns"`
+}
+
+// Minimise reports whether the search keeps the lowest objective values.
+func (q SweepSearch) Minimise() bool { return q.Mode == ModeMin }
+
+// ScheduleOptions returns the search's strategy settings as package
+// search takes them.
+func (q SweepSearch) ScheduleOptions() search.ScheduleOptions {
+	return search.ScheduleOptions{ASHA: q.ASHA, Pruner: q.Pruner, Median: q.Median}
 }
 
 // validate checks the search against the sweep s it belongs to.
@@ -50,13 +117,15 @@ func (q SweepSearch) validate(s SweepSpec) error {
 	if err != nil {
 		return err
 	}
-	if _, err := search.NewSchedule(q.Strategy, q.ASHA, s.Rounds); err != nil {
+	if _, err := search.NewSchedule(q.Strategy, q.ScheduleOptions(), s.Rounds); err != nil {
 		return err
 	}
 	switch {
 	case q.Objective != ObjectiveValAUC && q.Objective != ObjectiveValAcc:
 		return fmt.Errorf("objective.metric = %q: want %s or %s (a sweep selects on the validation split, never on the test split it reports)",
 			q.Objective, ObjectiveValAUC, ObjectiveValAcc)
+	case q.Mode != "" && q.Mode != ModeMax && q.Mode != ModeMin:
+		return fmt.Errorf("objective.mode = %q: want max or min", q.Mode)
 	case q.Budget < 0 || q.Trials < 0:
 		return fmt.Errorf("budget: campaign_rounds = %d, trials = %d: must be ≥ 0", q.Budget, q.Trials)
 	case q.Strategy != search.StrategyGrid && q.Budget == 0 && q.Trials == 0:
@@ -85,6 +154,35 @@ func (q SweepSearch) validate(s SweepSpec) error {
 			return fmt.Errorf("search.%s: not searchable (it changes what the objective measures)", d.Name)
 		}
 	}
+	if q.Warm != nil {
+		return q.Warm.validate(q, space, s.Rounds)
+	}
+	return nil
+}
+
+// validate checks a warm start against the search q over space with
+// campaigns of rounds rounds.
+func (w SearchWarm) validate(q SweepSearch, space search.Space, rounds int) error {
+	switch q.Strategy {
+	case search.StrategyGrid, search.StrategyHyperband:
+		return fmt.Errorf("warm_start: with strategy %s: a grid would train its points anyway, and hyperband's brackets have fixed sizes; use random, tpe, asha or tpe+asha", q.Strategy)
+	}
+	if len(w.Trials) == 0 {
+		return fmt.Errorf("warm_start: grid sweep %s gave no configurations", w.Sweep)
+	}
+	seen := map[string]bool{}
+	for i, t := range w.Trials {
+		c := search.Config(t.Config)
+		switch {
+		case !space.Contains(c):
+			return fmt.Errorf("warm_start: grid sweep %s's configuration %s lies outside the search space", w.Sweep, c)
+		case len(t.Val) != rounds || len(t.Test) != rounds:
+			return fmt.Errorf("warm_start: grid sweep %s's configuration %s has %d rounds; the search's campaigns run %d", w.Sweep, c, len(t.Val), rounds)
+		case seen[c.String()]:
+			return fmt.Errorf("warm_start: grid sweep %s gives configuration %s twice (trial %d)", w.Sweep, c, i)
+		}
+		seen[c.String()] = true
+	}
 	return nil
 }
 
@@ -112,6 +210,12 @@ type SearchRecord struct {
 	Trials   []SearchTrial `json:"trials"`
 	Events   []SearchEvent `json:"events"`
 	Ended    string        `json:"ended,omitempty"` // SearchState.Ended
+	// State is the sweep's state when the record was written (running,
+	// paused, stopping while it goes; done or stopped at the end; empty in
+	// records written before records were written as the sweep goes), and
+	// Now its virtual time.
+	State string `json:"state,omitempty"`
+	Now   int    `json:"now,omitempty"`
 }
 
 // SearchTrialLabel is the setting label of trial i, "t0007": part of its
@@ -136,8 +240,14 @@ type SearchState struct {
 	// Events are the actions taken, in the order the sweep took them.
 	Events []SearchEvent `json:"events,omitempty"`
 	// Ended says why the search took no more action: search.WhyBudget,
-	// WhyTrials or WhyGrid ("" while running or when stopped).
+	// WhyTrials, WhyGrid or WhySpace ("" while running or when stopped).
 	Ended string `json:"ended,omitempty"`
+	// Waiting is why the last SearchNext took no action (search.WhyBudget,
+	// …) while a trial it waits for is in flight: no action is asked for
+	// until a trial reports or the budget grows. It travels across
+	// continue-as-new with the trials in flight, so a continued run asks
+	// exactly when one run would have.
+	Waiting string `json:"waiting,omitempty"`
 	// Budget and TrialCap are the sweep's limits (SweepSearch's Budget
 	// and Trials, 0: none) as extended since.
 	Budget   int `json:"budget,omitempty"`
@@ -149,6 +259,9 @@ type SearchTrial struct {
 	Index  int                 `json:"index"`
 	Config []method.ParamValue `json:"config"`
 	State  search.State        `json:"state"`
+	// Warm marks a trial seeded by a warm start (SweepSearch.Warm, trial
+	// Index of it): complete, without campaigns of this sweep.
+	Warm bool `json:"warm,omitempty"`
 	// Rung and Bracket are those of its last action; FromRound and
 	// Target the rounds that action trains (FromRound+1 … Target), and
 	// Start the sweep's virtual time when it began (SearchState.Now).
@@ -169,7 +282,11 @@ type SearchCampaign struct {
 	Campaign string          `json:"campaign"`
 	Outcome  CampaignOutcome `json:"outcome"`
 	Values   []float64       `json:"values,omitempty"`
-	Resume   *ArtifactRef    `json:"resume,omitempty"`
+	// Test is the campaign's test metric matching the objective (AUC for
+	// val_auc, accuracy for val_acc) after each round, for the report
+	// written as the sweep goes; empty in states begun before it.
+	Test   []float64    `json:"test,omitempty"`
+	Resume *ArtifactRef `json:"resume,omitempty"`
 	// Running says the campaign's child run for the trial's action is
 	// under way or its result not yet reported; Pending holds that result
 	// from the child's end until the trial reports (SearchTrial.End), when
@@ -182,6 +299,7 @@ type SearchCampaign struct {
 type SearchResult struct {
 	Outcome CampaignOutcome `json:"outcome"`
 	Values  []float64       `json:"values,omitempty"`
+	Test    []float64       `json:"test,omitempty"`
 	Resume  *ArtifactRef    `json:"resume,omitempty"`
 }
 
@@ -224,10 +342,14 @@ func (s SweepSpec) TrialCampaigns(i int, config []method.ParamValue) ([]SweepCam
 
 // SearchCampaigns returns every campaign of the sweep's trials, in trial
 // order, with Index their position in the list, which
-// BuildSweepResultsInput's outcomes of a search sweep refer to.
+// BuildSweepResultsInput's outcomes of a search sweep refer to. Warm
+// trials have none (their campaigns are the grid's).
 func (s SweepSpec) SearchCampaigns(trials []SearchTrial) ([]SweepCampaign, error) {
 	var out []SweepCampaign
 	for _, tr := range trials {
+		if tr.Warm {
+			continue
+		}
 		cs, err := s.TrialCampaigns(tr.Index, tr.Config)
 		if err != nil {
 			return nil, fmt.Errorf("trial %d: %w", tr.Index, err)
@@ -281,4 +403,62 @@ func (t SearchTrial) Finished() bool {
 		}
 	}
 	return true
+}
+
+// TrialCurves returns trial t's objective (val) and matching test metric
+// (test) after each round every one of its campaigns has trained: the
+// means over its campaigns, summed v/k in campaign-name order as `sweep
+// replay` sums a grid's curves (so a trial scores bit for bit what the
+// same configuration scores in a replay over a grid), NaN when any value
+// is NaN. test is nil when a campaign has no test values (a state begun
+// before they were kept). A warm trial's curves are its grid's
+// (q.Warm.Trials[t.Index]). The values are the metric's own: a minimised
+// objective is not negated here.
+func (q SweepSearch) TrialCurves(t SearchTrial) (val, test []float64) {
+	if t.Warm {
+		if q.Warm == nil || t.Index < 0 || t.Index >= len(q.Warm.Trials) {
+			return nil, nil
+		}
+		w := q.Warm.Trials[t.Index]
+		return w.Val, w.Test
+	}
+	if len(t.Campaigns) == 0 {
+		return nil, nil
+	}
+	n, nt := math.MaxInt, math.MaxInt
+	for _, c := range t.Campaigns {
+		n = min(n, len(c.Values))
+		nt = min(nt, len(c.Test))
+	}
+	cs := slices.SortedFunc(slices.Values(t.Campaigns), func(a, b SearchCampaign) int { return strings.Compare(a.Campaign, b.Campaign) })
+	k := float64(len(cs))
+	val = make([]float64, n)
+	for r := range n {
+		for _, c := range cs {
+			val[r] += c.Values[r] / k
+		}
+	}
+	if nt >= n && n > 0 {
+		test = make([]float64, n)
+		for r := range n {
+			for _, c := range cs {
+				test[r] += c.Test[r] / k
+			}
+		}
+	}
+	return val, test
+}
+
+// Better reports whether objective value a beats b in q's direction (a
+// NaN never beats anything, and anything beats a NaN).
+func (q SweepSearch) Better(a, b float64) bool {
+	switch {
+	case math.IsNaN(a):
+		return false
+	case math.IsNaN(b):
+		return true
+	case q.Minimise():
+		return a < b
+	}
+	return a > b
 }

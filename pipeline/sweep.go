@@ -23,6 +23,11 @@ const (
 	// ActivityBuildSweepResults reads every campaign's manifests and writes
 	// results.parquet and curves.parquet (BuildSweepResultsInput → BuildSweepResultsOutput).
 	ActivityBuildSweepResults = "BuildSweepResults"
+
+	// QuerySweepSpec returns the SweepSpec a sweep runs (with its
+	// defaults), for a starter to compare a file against before
+	// sweeps/<sweep>/spec.json is written.
+	QuerySweepSpec = "spec"
 )
 
 // MaxSweepNameLen is the longest sweep name: artifact.MaxNameLen less room
@@ -440,6 +445,8 @@ type SweepState struct {
 	StopReason  string            `json:"stop_reason,omitempty"`
 	// Search is an adaptive sweep's trials (Spec.Search); nil for a grid.
 	Search *SearchState `json:"search,omitempty"`
+	// ContinuedAsNew counts the runs that continued as new before this one.
+	ContinuedAsNew int `json:"continued_as_new,omitempty"`
 }
 
 // CampaignOutcome is how one campaign of a sweep ended: small, references only.
@@ -470,6 +477,14 @@ type SweepStatus struct {
 	Trials      int    `json:"trials,omitempty"`
 	PauseReason string `json:"pause_reason,omitempty"`
 	StopReason  string `json:"stop_reason,omitempty"`
+	// ContinuedAsNew counts the sweep's runs that continued as new
+	// (SweepState.ContinuedAsNew).
+	ContinuedAsNew int `json:"continued_as_new,omitempty"`
+	// Search is, for an adaptive sweep, its trials, actions and limits so
+	// far (without the campaigns' resume states and pending results), from
+	// which `starter sweep status` shows the rungs, the incumbent and the
+	// budget spent; nil for a grid, and from sweeps begun before it.
+	Search *SearchState `json:"search,omitempty"`
 }
 
 // SweepWorkflowOutput is a finished sweep.
@@ -486,6 +501,8 @@ type SweepWorkflowOutput struct {
 	// Search is an adaptive sweep's trials at the end (their resume
 	// states included): `starter sweep extend` continues from it.
 	Search *SearchState `json:"search,omitempty"`
+	// ContinuedAsNew counts the sweep's runs that continued as new.
+	ContinuedAsNew int `json:"continued_as_new,omitempty"`
 }
 
 // RecordSweepInput asks the server to write the sweep's spec and every

@@ -57,10 +57,10 @@ func TestASHAOptionErrors(t *testing.T) {
 	if _, err := NewHyperband(ASHAOptions{Grace: 1}, 27); err == nil || !strings.Contains(err.Error(), "remove grace") {
 		t.Errorf("hyperband with grace: %v", err)
 	}
-	if _, err := NewSchedule(StrategyRandom, ASHAOptions{Eta: 3}, 27); err == nil {
+	if _, err := NewSchedule(StrategyRandom, ScheduleOptions{ASHA: ASHAOptions{Eta: 3}}, 27); err == nil {
 		t.Error("random with asha options: no error")
 	}
-	if _, err := NewSchedule("bohb", ASHAOptions{}, 27); err == nil || !strings.Contains(err.Error(), `strategy "bohb": unknown`) {
+	if _, err := NewSchedule("bohb", ScheduleOptions{ASHA: ASHAOptions{}}, 27); err == nil || !strings.Contains(err.Error(), `strategy "bohb": unknown`) {
 		t.Errorf("unknown strategy: %v", err)
 	}
 }
@@ -177,7 +177,7 @@ func TestASHANextToPromote(t *testing.T) {
 // next index at the first rung; without a scheduler, straight to the max
 // rounds.
 func TestScheduleNext(t *testing.T) {
-	sc, err := NewSchedule(StrategyASHA, ASHAOptions{MinRounds: 1, Eta: 3}, 9)
+	sc, err := NewSchedule(StrategyASHA, ScheduleOptions{ASHA: ASHAOptions{MinRounds: 1, Eta: 3}}, 9)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestScheduleNext(t *testing.T) {
 	if got, want := sc.Next(trials), (Action{Kind: Promote, Trial: 4, Rung: 1, FromRound: 1, ToRound: 3}); got != want {
 		t.Errorf("three at rung 0: %+v, want %+v", got, want)
 	}
-	sc, _ = NewSchedule(StrategyTPE, ASHAOptions{}, 9)
+	sc, _ = NewSchedule(StrategyTPE, ScheduleOptions{ASHA: ASHAOptions{}}, 9)
 	if got, want := sc.Next(trials), (Action{Kind: Start, Trial: 5, ToRound: 9}); got != want || got.Cost() != 9 {
 		t.Errorf("tpe: %+v, want %+v", got, want)
 	}

@@ -61,7 +61,7 @@ func ExampleHyperband_Bracket() {
 // rung 0 (round 1) and pause; the best of the three is resumed from round
 // 1 to rung 1 (round 3) instead of starting a fourth trial.
 func ExampleSchedule_Next() {
-	sc, _ := search.NewSchedule(search.StrategyASHA, search.ASHAOptions{MinRounds: 1, Eta: 3}, 9)
+	sc, _ := search.NewSchedule(search.StrategyASHA, search.ScheduleOptions{ASHA: search.ASHAOptions{MinRounds: 1, Eta: 3}}, 9)
 	fmt.Println("rungs", sc.ASHA.Rungs())
 	var trials []search.Trial
 	for _, v := range []float64{0.61, 0.74, 0.68} {

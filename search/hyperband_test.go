@@ -103,7 +103,7 @@ func TestHyperbandNextToPromote(t *testing.T) {
 	}
 	// Schedule.Next promotes it, then starts trial 9 in bracket 1 (5 trials
 	// to round 3).
-	sc, err := NewSchedule(StrategyHyperband, ASHAOptions{MinRounds: 1}, 9)
+	sc, err := NewSchedule(StrategyHyperband, ScheduleOptions{ASHA: ASHAOptions{MinRounds: 1}}, 9)
 	if err != nil {
 		t.Fatal(err)
 	}

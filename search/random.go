@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"sort"
 )
 
 // rng is xoshiro256** (D. Blackman and S. Vigna, "Scrambled linear
@@ -116,11 +117,21 @@ func SuggestGrid(space Space, index int) (Config, error) {
 	return c, nil
 }
 
+// ErrSpaceExhausted reports that every configuration of a finite space
+// (Space.Size) has been tried: a sweep stops there instead of training a
+// configuration again (a campaign is deterministic, so a repeat would
+// only spend rounds).
+var ErrSpaceExhausted = errors.New("search: every configuration of the space has been tried")
+
 // Suggest returns the configuration of trial index under strategy s's
 // sampler (grid for grid; TPE with DefaultTPE for tpe and tpe+asha;
 // random for random, asha and hyperband), given the sweep's other trials
-// (finished, paused and running, in any order) and its seed. It is a pure
-// function of its arguments.
+// (finished, paused, failed and running, in any order) and its seed. It
+// is a pure function of its arguments. Apart from TPE with
+// TPEOptions.Revisit, it never returns a configuration another trial of
+// history has (whatever that trial's state), and it wraps
+// ErrSpaceExhausted (ErrGridExhausted for grid) when a finite space has
+// none left.
 func Suggest(space Space, s Strategy, history []Trial, seed uint64, index int) (Config, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -131,44 +142,84 @@ func Suggest(space Space, s Strategy, history []Trial, seed uint64, index int) (
 	case StrategyTPE:
 		return SuggestTPE(space, history, seed, index, DefaultTPE())
 	}
-	return suggestRandomFresh(space, history, seed, index), nil
+	return suggestUntried(space, history, seed, index)
 }
 
-// freshDraws bounds the draws suggestRandomFresh makes for a point no
-// trial has had.
+// freshDraws bounds the draws suggestUntried makes from the trial's
+// stream before it picks among the untried points directly.
 const freshDraws = 64
 
-// suggestRandomFresh is SuggestRandom in a space of choices only (a grid):
-// it draws from the same stream until it finds a configuration no trial
-// of history has had (failed ones aside), so that a random search over a
-// grid does not spend its budget on points it already knows; with every
-// point taken, or none found in freshDraws draws, it returns the first
-// draw. The first draw is SuggestRandom's, so a history without that
-// point gives the same suggestion; a continuous space ignores history.
-func suggestRandomFresh(space Space, history []Trial, seed uint64, index int) Config {
-	first := SuggestRandom(space, seed, index)
-	size, err := space.GridSize()
-	if err != nil || len(history) == 0 {
-		return first
-	}
-	seen := map[string]bool{}
+// maxDraws bounds the draws from an infinite space (a continuous
+// dimension, or more than 2^40 points), where a repeat is a coincidence of
+// 53-bit draws: suggestUntried gives up with an error after them.
+const maxDraws = 4096
+
+// triedKeys returns the configurations of history's trials other than
+// index (every state: a failed configuration is not tried again either,
+// since a campaign is deterministic), keyed canonically, and their
+// positions in a finite space (sorted).
+func triedKeys(space Space, history []Trial, index int) (map[string]bool, []int) {
+	tried := map[string]bool{} // membership only, never iterated
+	var pos []int
 	for _, t := range history {
-		if t.State != Failed && t.Config != nil {
-			seen[t.Config.key()] = true
+		if t.Index == index || t.Config == nil || !space.Contains(t.Config) {
+			continue
+		}
+		key := canonical(space, t.Config).key()
+		if tried[key] {
+			continue
+		}
+		tried[key] = true
+		if i, ok := space.pointIndex(t.Config); ok {
+			pos = append(pos, i)
 		}
 	}
-	if len(seen) >= size {
-		return first
+	sort.Ints(pos)
+	return tried, pos
+}
+
+// suggestUntried is SuggestRandom restricted to the configurations no
+// other trial of history has. Its first draw is SuggestRandom's, so a
+// history without that point gives the same suggestion; otherwise it
+// draws on from the same stream, up to freshDraws times, and then, in a
+// finite space (Space.Size), picks uniformly among the untried points by
+// their position (a draw u gives the ⌊u·m⌋-th of the m untried points in
+// SuggestGrid's order). A finite space whose points have all been tried
+// wraps ErrSpaceExhausted.
+func suggestUntried(space Space, history []Trial, seed uint64, index int) (Config, error) {
+	first := SuggestRandom(space, seed, index)
+	tried, pos := triedKeys(space, history, index)
+	if len(tried) == 0 || !tried[first.key()] {
+		return first, nil
+	}
+	size, finite := space.Size()
+	if finite && len(pos) >= size {
+		return nil, fmt.Errorf("trial %d: all %d configurations tried: %w", index, size, ErrSpaceExhausted)
 	}
 	r := newRNG(seed, index)
-	for range freshDraws {
+	draws := maxDraws
+	if finite {
+		draws = freshDraws
+	}
+	for range draws {
 		c := make(Config, len(space.Dims))
 		for i, d := range space.Dims {
 			c[i] = d.value(d.fromUnit(r.float64()))
 		}
-		if !seen[c.key()] {
-			return c
+		if !tried[c.key()] {
+			return c, nil
 		}
 	}
-	return first
+	if !finite {
+		return nil, fmt.Errorf("trial %d: %d random draws all repeat a tried configuration", index, maxDraws)
+	}
+	// The k-th untried point: step over every tried position at or
+	// below it (pos is sorted).
+	k := min(int(r.float64()*float64(size-len(pos))), size-len(pos)-1)
+	for _, p := range pos {
+		if p <= k {
+			k++
+		}
+	}
+	return space.point(k), nil
 }

@@ -73,8 +73,15 @@ func canonical(space Space, c Config) Config {
 
 // ReplayOptions are the settings of a replay.
 type ReplayOptions struct {
-	ASHA ASHAOptions // asha, tpe+asha and hyperband
-	TPE  TPEOptions  // tpe and tpe+asha
+	ASHA   ASHAOptions   // asha, tpe+asha and hyperband
+	TPE    TPEOptions    // tpe and tpe+asha
+	Pruner Pruner        // random and tpe
+	Median MedianOptions // under PrunerMedian
+	// Warm are trials the replay starts from, as a sweep warm-started
+	// from a finished grid does (warm_start): complete trials with every
+	// round's value, Warm[i].Index = i, each configuration a row of the
+	// table. They count as tried, cost no rounds and no trial of the cap.
+	Warm []Trial
 	// Budget is the most campaign-rounds to train (0: no limit): the
 	// replay starts no action whose cost would take the rounds trained
 	// and being trained past it.
@@ -130,6 +137,9 @@ type ReplayResult struct {
 	// Spent is the campaign-rounds trained in all.
 	Spent     int       `json:"spent"`
 	Incumbent Incumbent `json:"incumbent"`
+	// Ended is why the replay took no more action: WhyBudget, WhyTrials,
+	// WhyGrid or WhySpace.
+	Ended string `json:"ended"`
 }
 
 // Replay runs strategy s against table at no training cost: a trial
@@ -150,7 +160,7 @@ func Replay(table Table, s Strategy, opts ReplayOptions, seed uint64) (ReplayRes
 	if err != nil {
 		return ReplayResult{}, err
 	}
-	sc, err := NewSchedule(s, opts.ASHA, maxRounds)
+	sc, err := NewSchedule(s, ScheduleOptions{ASHA: opts.ASHA, Pruner: opts.Pruner, Median: opts.Median}, maxRounds)
 	if err != nil {
 		return ReplayResult{}, err
 	}
@@ -171,6 +181,17 @@ func Replay(table Table, s Strategy, opts ReplayOptions, seed uint64) (ReplayRes
 		committed int // rounds of the running jobs
 		now       int
 	)
+	for i, w := range opts.Warm {
+		row, ok := rowOf[canonical(table.Space, w.Config).key()]
+		switch {
+		case w.Index != i || !table.Space.Contains(w.Config) || !ok:
+			return ReplayResult{}, fmt.Errorf("replay %s: warm trial %d (index %d, %s): want index %d and a configuration of the table", s, i, w.Index, w.Config, i)
+		case w.State != Complete || len(w.Values) != maxRounds:
+			return ReplayResult{}, fmt.Errorf("replay %s: warm trial %d: %s with %d values; want complete with %d", s, i, w.State, len(w.Values), maxRounds)
+		}
+		trials = append(trials, Trial{Index: i, Config: w.Config, State: Complete, Values: append([]float64(nil), w.Values...)})
+		rows = append(rows, row)
+	}
 	for {
 		// Start actions while a worker is free and the next action fits.
 		// One that does not fit (the budget, the trial cap, the grid's
@@ -179,12 +200,23 @@ func Replay(table Table, s Strategy, opts ReplayOptions, seed uint64) (ReplayRes
 		// replay ends.
 		for len(running) < workers {
 			a, c, why, err := sc.Decide(table.Space, trials, seed, opts.TPE,
-				Limits{Budget: opts.Budget, Trials: opts.Trials, Spent: res.Spent, Committed: committed})
+				Limits{Budget: opts.Budget, Trials: opts.Trials, Spent: res.Spent, Committed: committed, Warm: len(opts.Warm)})
 			if err != nil {
 				return ReplayResult{}, fmt.Errorf("replay %s: trial %d: %w", s, a.Trial, err)
 			}
+			res.Ended = why
 			if why != "" {
 				break
+			}
+			if !a.Kind.Trains() {
+				// A pruner's decision on a paused trial: no worker.
+				t := &trials[a.Trial]
+				t.State = Pruned
+				if a.Kind == Finish {
+					t.State = Complete
+				}
+				res.Events = append(res.Events, ReplayEvent{Action: a, Config: t.Config, Start: now, End: now, Spent: res.Spent, Incumbent: incumbent(table, trials, rows)})
+				continue
 			}
 			if a.Kind == Start {
 				row, ok := rowOf[canonical(table.Space, c).key()]
@@ -217,7 +249,9 @@ func Replay(table Table, s Strategy, opts ReplayOptions, seed uint64) (ReplayRes
 		t := &trials[a.Trial]
 		t.Values = append(t.Values, table.Rows[j.row].Val[a.FromRound:a.ToRound]...)
 		t.State = Paused
-		if a.ToRound == maxRounds {
+		if a.ToRound == maxRounds && sc.Pruner != PrunerMedian {
+			// Under the median pruner a trial at the last round waits
+			// for its last check (a Finish or Prune action).
 			t.State = Complete
 		}
 		now = ev.End
@@ -245,25 +279,28 @@ func suggestWith(space Space, s Strategy, history []Trial, seed uint64, index in
 
 // Limits bound what Schedule.Decide may start: Budget campaign-rounds in
 // all (0: none), of which Spent are trained and Committed being trained,
-// and Trials trials (0: none). A trial runs PerTrial campaigns (0: 1), so
-// an action costs PerTrial·Action.Cost() campaign-rounds.
+// and Trials trials (0: none) besides the Warm trials a warm start seeded
+// (the first Warm indices). A trial runs PerTrial campaigns (0: 1), so an
+// action costs PerTrial·Action.Cost() campaign-rounds.
 type Limits struct {
-	Budget, Trials, Spent, Committed, PerTrial int
+	Budget, Trials, Spent, Committed, PerTrial, Warm int
 }
 
 // Why Schedule.Decide takes no action.
 const (
-	WhyBudget = "budget"         // the next action does not fit the budget
-	WhyTrials = "trials"         // the trial cap is reached
-	WhyGrid   = "grid exhausted" // every grid point has been started
+	WhyBudget = "budget"          // the next action does not fit the budget
+	WhyTrials = "trials"          // the trial cap is reached
+	WhyGrid   = "grid exhausted"  // every grid point has been started
+	WhySpace  = "space exhausted" // every configuration of a finite space has been tried
 )
 
 // Decide returns the action to take next given trials (Next), with the
 // new trial's configuration for a start (Suggest, TPE with tpe, over
 // space from the sweep's seed), or a reason (WhyBudget, WhyTrials,
-// WhyGrid) to take none now: a running trial's report may make a
-// promotion fit later. It is a pure function of its arguments: a sweep
-// runs it as an activity, and a replay in a loop.
+// WhyGrid, WhySpace) to take none now: a running trial's report may make
+// a promotion fit later. A start never repeats the configuration of
+// another trial (TPEOptions.Revisit aside). It is a pure function of its
+// arguments: a sweep runs it as an activity, and a replay in a loop.
 func (sc Schedule) Decide(space Space, trials []Trial, seed uint64, tpe TPEOptions, lim Limits) (Action, Config, string, error) {
 	a := sc.Next(trials)
 	if lim.Budget > 0 && lim.Spent+lim.Committed+max(lim.PerTrial, 1)*a.Cost() > lim.Budget {
@@ -272,12 +309,15 @@ func (sc Schedule) Decide(space Space, trials []Trial, seed uint64, tpe TPEOptio
 	if a.Kind != Start {
 		return a, nil, "", nil
 	}
-	if lim.Trials > 0 && len(trials) >= lim.Trials {
+	if lim.Trials > 0 && len(trials)-lim.Warm >= lim.Trials {
 		return a, nil, WhyTrials, nil
 	}
 	c, err := suggestWith(space, sc.Strategy, trials, seed, a.Trial, tpe)
-	if errors.Is(err, ErrGridExhausted) {
+	switch {
+	case errors.Is(err, ErrGridExhausted):
 		return a, nil, WhyGrid, nil
+	case errors.Is(err, ErrSpaceExhausted):
+		return a, nil, WhySpace, nil
 	}
 	return a, c, "", err
 }

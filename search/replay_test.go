@@ -1,6 +1,7 @@
 package search
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -111,7 +112,8 @@ func TestReplayFindsBest(t *testing.T) {
 // sum of its actions' costs and within the budget; a promoted trial
 // resumes from its last round (its values are the table's, in order,
 // without a restart); a trial ends complete exactly when it trained the
-// max rounds, and none is left paused or running.
+// max rounds, and none is left paused or running. A replay that stops
+// with rounds to spare has tried every point of the space.
 func TestReplayAccounting(t *testing.T) {
 	tb := syntheticTable(t)
 	for _, s := range Strategies[1:] {
@@ -138,8 +140,11 @@ func TestReplayAccounting(t *testing.T) {
 			if sum != res.Spent || res.Spent > opts.Budget {
 				t.Errorf("%s: spent %d, actions cost %d, budget %d", where, res.Spent, sum, opts.Budget)
 			}
-			if opts.Budget-res.Spent >= 27 {
-				t.Errorf("%s: stopped with %d of %d rounds left, enough for any action", where, opts.Budget-res.Spent, opts.Budget)
+			switch {
+			case res.Ended == WhySpace && len(res.Trials) != len(tb.Rows):
+				t.Errorf("%s: ended %q after %d trials of a %d-point space", where, res.Ended, len(res.Trials), len(tb.Rows))
+			case res.Ended != WhySpace && opts.Budget-res.Spent >= 27:
+				t.Errorf("%s: stopped (%q) with %d of %d rounds left, enough for any action", where, res.Ended, opts.Budget-res.Spent, opts.Budget)
 			}
 			for _, tr := range res.Trials {
 				row := tb.Rows[rowIndex(t, tb, tr.Config)]
@@ -289,5 +294,104 @@ func BenchmarkReplay(b *testing.B) {
 		if _, err := Replay(tb, StrategyTPEASHA, ReplayOptions{Budget: gridRounds / 3}, 1); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// On the 48-point synthetic space with budget to spare, no strategy
+// starts a configuration twice (so none twice at the same rung: a
+// trial's rungs after its start are promotions of that one trial), every
+// point is started once, and the sweep ends because the space is
+// exhausted, with rounds unspent; over search seeds 1–5 and one or three
+// workers, under every sampler and scheduler and the median pruner.
+func TestFiniteSpaceEnds(t *testing.T) {
+	tb := syntheticTable(t)
+	const budget = 100000
+	type variant struct {
+		s    Strategy
+		opts ReplayOptions
+	}
+	var variants []variant
+	for _, s := range Strategies[1:] {
+		variants = append(variants, variant{s, ReplayOptions{Budget: budget}})
+	}
+	variants = append(variants,
+		variant{StrategyRandom, ReplayOptions{Budget: budget, Pruner: PrunerMedian}},
+		variant{StrategyTPE, ReplayOptions{Budget: budget, Pruner: PrunerMedian}})
+	for _, v := range variants {
+		for _, conc := range []int{1, 3} {
+			for seed := uint64(1); seed <= 5; seed++ {
+				opts := v.opts
+				opts.Concurrency = conc
+				where := fmt.Sprintf("%s pruner %q ×%d seed %d", v.s, opts.Pruner, conc, seed)
+				res, err := Replay(tb, v.s, opts, seed)
+				if err != nil {
+					t.Fatalf("%s: %v", where, err)
+				}
+				started := map[string]int{}
+				for _, ev := range res.Events {
+					if ev.Action.Kind == Start {
+						started[ev.Config.key()]++
+						if n := started[ev.Config.key()]; n > 1 {
+							t.Errorf("%s: %s started %d times", where, ev.Config, n)
+						}
+					}
+				}
+				if len(started) != 48 || len(res.Trials) != 48 || res.Ended != WhySpace || res.Spent >= budget {
+					t.Errorf("%s: %d configurations in %d trials, ended %q after %d of %d rounds; want 48, 48, %q, rounds unspent",
+						where, len(started), len(res.Trials), res.Ended, res.Spent, budget, WhySpace)
+				}
+			}
+		}
+	}
+}
+
+// suggestUntried picks among the untried points uniformly once its draws
+// keep repeating: with every point but one of a 6 × 8 space tried, it
+// returns that one; with all tried it reports the space exhausted; over
+// an integer range too.
+func TestSuggestUntried(t *testing.T) {
+	tb := syntheticTable(t)
+	for missing := range 48 {
+		var h []Trial
+		for g := range 48 {
+			if g != missing {
+				c, _ := SuggestGrid(tb.Space, g)
+				h = append(h, Trial{Index: len(h), Config: c, State: Failed})
+			}
+		}
+		c, err := suggestUntried(tb.Space, h, 9, len(h))
+		want, _ := SuggestGrid(tb.Space, missing)
+		if err != nil || c.String() != want.String() {
+			t.Errorf("missing %d: got %s, %v; want %s", missing, c, err, want)
+		}
+		h = append(h, Trial{Index: len(h), Config: want, State: Running})
+		if _, err := suggestUntried(tb.Space, h, 9, len(h)); !errors.Is(err, ErrSpaceExhausted) {
+			t.Errorf("missing %d, then tried: %v, want ErrSpaceExhausted", missing, err)
+		}
+	}
+	ints, err := NewSpace([]Dimension{{Name: "clusters", Int: []float64{1, 4}}, {Name: "n_sub", Int: []float64{20, 22}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := ints.Size(); !ok || n != 12 {
+		t.Fatalf("size %d %v, want 12", n, ok)
+	}
+	var h []Trial
+	for i := range 12 {
+		c, err := suggestUntried(ints, h, 4, i)
+		if err != nil {
+			t.Fatalf("trial %d: %v", i, err)
+		}
+		h = append(h, Trial{Index: i, Config: c, State: Complete})
+	}
+	seen := map[string]bool{}
+	for _, tr := range h {
+		seen[tr.Config.key()] = true
+	}
+	if len(seen) != 12 {
+		t.Errorf("12 suggestions over 12 points gave %d distinct", len(seen))
+	}
+	if _, err := suggestUntried(ints, h, 4, 12); !errors.Is(err, ErrSpaceExhausted) {
+		t.Errorf("13th suggestion: %v, want ErrSpaceExhausted", err)
 	}
 }

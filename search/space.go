@@ -225,8 +225,14 @@ func choiceValue(p method.Param, r any) (method.Value, error) {
 		x = float64(v)
 	case float64:
 		x = v
+	case bool:
+		return method.Value{}, fmt.Errorf("want a number or a name, got %t", v)
+	case []any:
+		return method.Value{}, fmt.Errorf("want a number or a name, got a list")
+	case map[string]any:
+		return method.Value{}, fmt.Errorf("want a number or a name, got a mapping")
 	default:
-		return method.Value{}, fmt.Errorf("want a number or a name, got %T", r)
+		return method.Value{}, fmt.Errorf("want a number or a name")
 	}
 	switch {
 	case p.Kind == method.Text:
@@ -339,3 +345,72 @@ func (s Space) GridSize() (int, error) {
 
 // key identifies a config for lookups; it never orders anything.
 func (c Config) key() string { return c.String() }
+
+// maxEnumerable bounds the size of a space that Size calls finite: a
+// space of discrete dimensions larger than this is searched as if it
+// were infinite (a random draw almost never repeats a tried point), and
+// its points are never enumerated.
+const maxEnumerable = 1 << 40
+
+// count returns the number of values of a discrete dimension (Choice or
+// IntRange) and false for a continuous one.
+func (d Dim) count() (int, bool) {
+	switch d.Kind {
+	case Choice:
+		return len(d.Choices), true
+	case IntRange:
+		return int(d.Hi-d.Lo) + 1, true
+	}
+	return 0, false
+}
+
+// Size returns the number of configurations of s and true when every
+// dimension is discrete (a choice or an integer range) and there are at
+// most 2^40 of them; false otherwise (the space is searched as an
+// infinite one).
+func (s Space) Size() (int, bool) {
+	n := 1
+	for _, d := range s.Dims {
+		k, ok := d.count()
+		if !ok || n > maxEnumerable/k {
+			return 0, false
+		}
+		n *= k
+	}
+	return n, true
+}
+
+// pointIndex returns the position of c among the points of a finite
+// space (Size), in the order of SuggestGrid: the last dimension varies
+// fastest; false when c is not a point of s.
+func (s Space) pointIndex(c Config) (int, bool) {
+	i := 0
+	for _, d := range s.Dims {
+		k, ok := d.count()
+		x, in := d.internal(c)
+		if !ok || !in {
+			return 0, false
+		}
+		if d.Kind == IntRange {
+			x -= d.Lo
+		}
+		i = i*k + int(x)
+	}
+	return i, true
+}
+
+// point returns the i-th point of a finite space (pointIndex's order).
+func (s Space) point(i int) Config {
+	c := make(Config, len(s.Dims))
+	for j := len(s.Dims) - 1; j >= 0; j-- {
+		d := s.Dims[j]
+		k, _ := d.count()
+		x := float64(i % k)
+		if d.Kind == IntRange {
+			x += d.Lo
+		}
+		c[j] = d.value(x)
+		i /= k
+	}
+	return c
+}

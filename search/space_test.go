@@ -145,7 +145,7 @@ func TestNewSpaceErrors(t *testing.T) {
 		},
 		{ // 23
 			dims: []Dimension{{Name: "beta", Choice: []any{true}}},
-			want: "search.beta: choice[0] true: want a number or a name, got bool",
+			want: "search.beta: choice[0] true: want a number or a name, got true",
 		},
 		{ // 24
 			dims: []Dimension{{Name: "beta", Choice: []any{"high"}}},

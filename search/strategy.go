@@ -110,19 +110,33 @@ func orWorst(x float64) float64 {
 	return x
 }
 
-// ActionKind says whether an Action starts a new trial or resumes one.
+// ActionKind says whether an Action starts a new trial, resumes one, or
+// (under a pruner) settles a paused one without training.
 type ActionKind string
 
 // The kinds of action.
 const (
 	Start   ActionKind = "start"
 	Promote ActionKind = "promote"
+	// Prune stops a paused trial for good at its last round (the median
+	// pruner's decision); it trains nothing.
+	Prune ActionKind = "prune"
+	// Finish marks a paused trial that has trained every round complete
+	// once the median pruner has let it pass its last check; it trains
+	// nothing.
+	Finish ActionKind = "finish"
 )
 
-// Action is what a sweep trains next: start trial Trial (the next unused
+// Trains reports whether the action trains rounds (a start or a
+// promotion), as against settling a trial (prune, finish).
+func (k ActionKind) Trains() bool { return k == Start || k == Promote }
+
+// Action is what a sweep does next: start trial Trial (the next unused
 // index; its configuration comes from Suggest) or promote the paused trial
 // Trial, resuming it from round FromRound; either way it trains rounds
-// FromRound+1 … ToRound, costing ToRound − FromRound campaign-rounds.
+// FromRound+1 … ToRound, costing ToRound − FromRound campaign-rounds. A
+// Prune or Finish action settles the paused trial Trial at its round
+// (FromRound = ToRound) and costs nothing.
 type Action struct {
 	Kind  ActionKind `json:"kind"`
 	Trial int        `json:"trial"`
@@ -147,28 +161,49 @@ type Schedule struct {
 	MaxRounds int
 	ASHA      ASHA      // asha and tpe+asha
 	Hyperband Hyperband // hyperband
+	Pruner    Pruner    // random and tpe: PrunerNone or PrunerMedian
+	Median    Median    // under PrunerMedian
+}
+
+// ScheduleOptions are a strategy's settings as a sweep file gives them:
+// `asha:` for asha, tpe+asha and hyperband, `pruner:` and `median:` for
+// random and tpe.
+type ScheduleOptions struct {
+	ASHA   ASHAOptions
+	Pruner Pruner
+	Median MedianOptions
 }
 
 // NewSchedule resolves strategy s with options o (zero fields take their
-// defaults, see ASHAOptions) for campaigns of maxRounds rounds.
-func NewSchedule(s Strategy, o ASHAOptions, maxRounds int) (Schedule, error) {
+// defaults, see ASHAOptions and MedianOptions) for campaigns of maxRounds
+// rounds.
+func NewSchedule(s Strategy, o ScheduleOptions, maxRounds int) (Schedule, error) {
 	if err := s.Validate(); err != nil {
 		return Schedule{}, err
 	}
 	if maxRounds < 1 {
 		return Schedule{}, fmt.Errorf("search: max rounds %d: must be ≥ 1", maxRounds)
 	}
-	sc := Schedule{Strategy: s, MaxRounds: maxRounds}
+	if err := o.Pruner.Validate(s); err != nil {
+		return Schedule{}, err
+	}
+	if o.Pruner != PrunerMedian && o.Median != (MedianOptions{}) {
+		return Schedule{}, fmt.Errorf("median: options given without pruner: median; remove them or set the pruner")
+	}
+	sc := Schedule{Strategy: s, MaxRounds: maxRounds, Pruner: o.Pruner}
 	var err error
 	switch s {
 	case StrategyASHA, StrategyTPEASHA:
-		sc.ASHA, err = NewASHA(o, maxRounds)
+		sc.ASHA, err = NewASHA(o.ASHA, maxRounds)
 	case StrategyHyperband:
-		sc.Hyperband, err = NewHyperband(o, maxRounds)
+		sc.Hyperband, err = NewHyperband(o.ASHA, maxRounds)
 	default:
-		if o != (ASHAOptions{}) {
+		if o.ASHA != (ASHAOptions{}) {
 			err = fmt.Errorf("asha: options given, but strategy %s has no rungs; remove them or use asha, tpe+asha or hyperband", s)
 		}
+	}
+	if err == nil && o.Pruner == PrunerMedian {
+		sc.Median, err = NewMedian(o.Median, maxRounds)
 	}
 	if err != nil {
 		return Schedule{}, err
@@ -178,11 +213,15 @@ func NewSchedule(s Strategy, o ASHAOptions, maxRounds int) (Schedule, error) {
 
 // Next returns the action to take given trials (any order): under asha
 // and tpe+asha, ASHA.NextToPromote's promotion if there is one; under
-// hyperband, Hyperband.NextToPromote's; otherwise a new trial with the
+// hyperband, Hyperband.NextToPromote's; under the median pruner, its
+// decision on a paused trial (nextMedian); otherwise a new trial with the
 // next unused index, trained to the first rung (the max rounds without a
-// scheduler). It never waits: a new trial can always start; the caller
+// scheduler, the first check round under the median pruner). It never waits: a new trial can always start; the caller
 // stops on its budget.
 func (sc Schedule) Next(trials []Trial) Action {
+	if sc.Pruner == PrunerMedian {
+		return sc.nextMedian(trials)
+	}
 	switch sc.Strategy {
 	case StrategyASHA, StrategyTPEASHA:
 		if a, ok := sc.ASHA.NextToPromote(trials); ok {

@@ -22,16 +22,17 @@ type TPEOptions struct {
 	// 5.0, Optuna's multivariate TPE used one bandwidth
 	// 0.2·n^(−1/(d+4))·(high − low) for every kernel instead.)
 	Multivariate bool `json:"multivariate,omitempty" yaml:"multivariate,omitempty"`
-	// Revisit lets TPE propose a configuration that another trial (not
-	// failed) already has, as Optuna does. By default such a candidate
-	// is passed over for the best one that no trial has (or, when every
-	// candidate is had, the best one that no running trial has): in a
+	// Revisit lets TPE propose a configuration that another trial already
+	// has, as Optuna does. By default such a candidate is passed over for
+	// the best one that no trial has (failed ones included), and when
+	// every candidate is had, for an untried point drawn at random: in a
 	// discrete or integer space the constant liar alone does not stop
 	// parallel suggestions from coinciding (it only lowers l(x)/g(x)
 	// there), and a ptopofl campaign is deterministic, so training a
 	// configuration twice wastes its rounds. In a continuous space
-	// candidates never coincide and the rule changes nothing.
-	Revisit bool `json:"revisit,omitempty" yaml:"revisit,omitempty"`
+	// candidates never coincide and the rule changes nothing. A sweep
+	// file cannot set it: a sweep never starts a configuration twice.
+	Revisit bool `json:"revisit,omitempty" yaml:"-"`
 }
 
 // DefaultTPE returns Optuna's defaults: 10 startup trials, 24 candidates,
@@ -63,8 +64,8 @@ func tpeGamma(n int) int { return min(int(math.Ceil(0.1*float64(n))), 25) }
 // trials without a final value (or a NaN one, which Optuna records as
 // FAIL) are ignored. Paused and pruned trials are Optuna's PRUNED: their
 // value is their last one. While fewer than StartupTrials complete,
-// paused or pruned trials exist, it returns a random point (over a grid, one
-// no trial has had: suggestRandomFresh). Otherwise
+// paused or pruned trials exist, it returns a random point that no trial
+// has had (suggestUntried). Otherwise
 // (_sample, _split_trials) the n finished trials split into a good group
 // of tpeGamma(n): the best complete trials by final value, then if
 // needed the pruned ones that trained furthest, best last value first;
@@ -74,10 +75,11 @@ func tpeGamma(n int) int { return min(int(math.Ceil(0.1*float64(n))), 25) }
 // a parzen mixture, l(x) and g(x); Candidates points drawn from l are
 // scored by log l(x) − log g(x) and the first best returned. Univariate
 // (the default) does this for each dimension on its own, in the space's
-// order, from one random stream. Unless opts.Revisit, a point that a
-// non-failed trial already has is passed over for the best that none has,
-// or failing that for the best that no running trial has (see
-// TPEOptions.Revisit); this is the one departure from Optuna.
+// order, from one random stream. Unless opts.Revisit, a point that
+// another trial already has is passed over for the best that none has,
+// or failing that for a random untried point (see TPEOptions.Revisit);
+// this is the one departure from Optuna. A finite space whose points
+// have all been tried wraps ErrSpaceExhausted (unless opts.Revisit).
 //
 // The maximised objective is the trials' Values. The random stream
 // depends on (seed, index) only.
@@ -85,19 +87,18 @@ func SuggestTPE(space Space, history []Trial, seed uint64, index int, opts TPEOp
 	opts = opts.withDefaults()
 	below, above, n := splitTrials(space, history, index)
 	if n < opts.StartupTrials {
-		return suggestRandomFresh(space, history, seed, index), nil
+		if opts.Revisit {
+			return SuggestRandom(space, seed, index), nil
+		}
+		return suggestUntried(space, history, seed, index)
 	}
-	// taken holds the configurations of the other trials that are not
-	// failed, busy those of the running ones (membership only, never
-	// iterated).
-	taken, busy := map[string]bool{}, map[string]bool{}
+	// taken holds the configurations of the other trials (membership
+	// only, never iterated).
+	taken := map[string]bool{}
 	if !opts.Revisit {
-		for _, t := range history {
-			if t.Index != index && t.State != Failed && space.Contains(t.Config) {
-				key := canonical(space, t.Config).key()
-				taken[key] = true
-				busy[key] = busy[key] || t.State == Running
-			}
+		taken, _ = triedKeys(space, history, index)
+		if size, finite := space.Size(); finite && len(taken) >= size {
+			return nil, fmt.Errorf("trial %d: all %d configurations tried: %w", index, size, ErrSpaceExhausted)
 		}
 	}
 	r := newRNG(seed, index)
@@ -113,8 +114,9 @@ func SuggestTPE(space Space, history []Trial, seed uint64, index int, opts TPEOp
 		pick = func(avoid map[string]bool) ([]float64, bool) { return pickProduct(space, per, avoid) }
 	}
 	x, ok := pick(taken)
-	if !ok {
-		x, _ = pick(busy)
+	if !ok && !opts.Revisit {
+		// Every candidate is had: an untried point at random.
+		return suggestUntried(space, history, seed, index)
 	}
 	return configOf(space, x), nil
 }

@@ -170,14 +170,14 @@ func TestTPEConstantLiar(t *testing.T) {
 	}
 }
 
-// Parallel suggestions in a 3 × 3 grid: k = 3 suggestions made in turn,
+// Parallel suggestions in a 4 × 4 grid: k = 3 suggestions made in turn,
 // each seeing the earlier ones as running, never coincide (over 200
 // sweep seeds), whereas without the running trials in the history they
 // coincide often. With Revisit (Optuna exactly) the liar alone makes
-// duplicates rarer but does not rule them out: 222 against 400 when this
-// test was written.
+// duplicates rarer but does not rule them out: 146 against 384 when this
+// test was last changed.
 func TestTPEParallelNoDuplicates(t *testing.T) {
-	s, err := NewSpace([]Dimension{{Name: "clusters", Choice: []any{1, 2, 3}}, {Name: "beta", Choice: []any{0.1, 0.3, 0.5}}})
+	s, err := NewSpace([]Dimension{{Name: "clusters", Choice: []any{1, 2, 3, 4}}, {Name: "beta", Choice: []any{0.1, 0.3, 0.5, 0.7}}})
 	if err != nil {
 		t.Fatal(err)
 	}

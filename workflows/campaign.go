@@ -391,6 +391,28 @@ func (c *campaign) registerHandlers(ctx workflow.Context) error {
 			}
 		}
 	})
+	// A sweep pauses and resumes its running campaigns the same way, with
+	// the updates' rules: a signal the update would reject is ignored.
+	pauses, resumes := workflow.GetSignalChannel(ctx, pipeline.SignalPause), workflow.GetSignalChannel(ctx, pipeline.SignalResume)
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		for {
+			var in pipeline.ControlInput
+			sel := workflow.NewSelector(gctx)
+			sel.AddReceive(pauses, func(ch workflow.ReceiveChannel, _ bool) {
+				ch.Receive(gctx, &in)
+				if c.finished == "" && !c.st.Stopping && !c.st.Paused {
+					c.st.Paused, c.st.PauseReason = true, in.Reason
+				}
+			})
+			sel.AddReceive(resumes, func(ch workflow.ReceiveChannel, _ bool) {
+				ch.Receive(gctx, &in)
+				if c.st.Paused {
+					c.st.Paused, c.st.PauseReason = false, ""
+				}
+			})
+			sel.Select(gctx)
+		}
+	})
 	return nil
 }
 

@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"regexp"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
@@ -140,6 +141,12 @@ func timeoutDrop(spec pipeline.CampaignSpec, phase, site string) pipeline.SiteDr
 	}
 }
 
+// dropKind is what an error type must look like to be a drop's kind: the
+// application error types the activities name (BadSiteData,
+// TrainerNoResult, …), not the Go type names the SDK gives other errors
+// (wrapError, errorString), which start with a lower-case letter.
+var dropKind = regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,63}$`)
+
 // errorDrop classifies a failed site activity. The activity error wraps the
 // cause; the cause's type decides the reason, its text is kept verbatim. A
 // ScheduleToClose timeout is the round deadline passing and reads as it does
@@ -156,6 +163,9 @@ func errorDrop(spec pipeline.CampaignSpec, phase, site string, err error) pipeli
 			d.Reason = pipeline.DropBadSiteData
 		case pipeline.ErrTypePrivacyBudget:
 			d.Reason = pipeline.DropPrivacyBudget
+		}
+		if dropKind.MatchString(appErr.Type()) {
+			d.Kind = appErr.Type()
 		}
 	case errors.As(err, &toErr):
 		d.Reason = pipeline.DropTimeout

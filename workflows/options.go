@@ -15,16 +15,30 @@ import (
 const serverActivityTimeout = 10 * time.Minute
 
 // siteRetryPolicy retries a site activity on transient failures (a worker
-// restarted, S3 briefly unreachable) with capped backoff, for as long as the
-// round deadline allows: the deadline, not an attempt count, decides when a
-// site is given up. Bad site data is not retried, because no retry can fix
-// it; the site is recorded as dropped with the error's text at once.
+// restarted, S3 briefly unreachable, a site's training program that
+// crashed) with capped backoff, at most siteMaxAttempts attempts in all,
+// and never past the round deadline. The waits between the attempts are
+// 1, 2, 4, 8, 16, 32 and 60 s: 123 s in all, so an outage of S3 or of a
+// site's worker shorter than two minutes is ridden out (e2e's 60-second
+// outages and a killed worker's heartbeat timeout included), while a
+// failure that is not transient (a broken training program that exits 1
+// at every attempt) costs the site that round after about two minutes
+// plus eight attempts' run time, instead of the whole round deadline (30
+// minutes by default). Failures that no retry can mend are not retried at
+// all: bad site data, and the non-retryable errors the activities raise
+// (a bad model, a program's output that breaks the trainer protocol, a
+// diverged model); the site is recorded as dropped with the error's text
+// and kind at once.
 var siteRetryPolicy = &temporal.RetryPolicy{
 	InitialInterval:        time.Second,
 	BackoffCoefficient:     2,
 	MaximumInterval:        time.Minute,
+	MaximumAttempts:        siteMaxAttempts,
 	NonRetryableErrorTypes: []string{pipeline.ErrTypeBadSiteData},
 }
+
+// siteMaxAttempts bounds the attempts of a site activity (siteRetryPolicy).
+const siteMaxAttempts = 8
 
 // siteActivityOptions puts a site activity on the site's own queue, so only
 // that site's worker (and data) ever runs it. ScheduleToClose is the round
@@ -148,3 +162,23 @@ const versionRetention = "retention"
 // without its shared part) first has them reissued (round.reissue). At
 // workflow.DefaultVersion the round runs as it always did.
 const versionOwnReads = "site-reads-own"
+
+// versionSearchVirtualCut is the workflow.GetVersion change ID of an
+// adaptive sweep's loop that keeps its decisions equal to the offline
+// replay's wherever its history is cut (version 1): at its run limit it
+// stops asking and reporting, lets this run's campaigns end with their
+// results pending, and continues as new carrying the trials in flight,
+// the virtual clock and why it was waiting; a paused sweep takes no
+// decision until resumed; a record of the trials is written after each
+// report (pipeline.ActivityRecordSearch); the median pruner's Prune and
+// Finish actions and warm-started trials exist. At
+// workflow.DefaultVersion a sweep drained by reporting its running trials
+// before continuing as new, which, with more than one trial in flight,
+// took decisions in another order than the replay's.
+const versionSearchVirtualCut = "sweep-virtual-cut"
+
+// versionPauseChildren is the workflow.GetVersion change ID of a sweep's
+// pause and resume updates signalling its running campaigns to pause and
+// resume (version 1), as a campaign's pause acts at its next round; at
+// workflow.DefaultVersion they ran on and only new campaigns waited.
+const versionPauseChildren = "sweep-pause-children"

@@ -15,8 +15,10 @@ package workflows
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +29,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/ptopofl/ptopofl/activities"
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/internal/devstack"
 	"github.com/ptopofl/ptopofl/pipeline"
@@ -288,4 +291,123 @@ func TestGenerateGoldenOwnReadsHistory(t *testing.T) {
 
 	writeGoldenHistory(t, ctx, c, pipeline.RoundWorkflowID(spec.Campaign, 2), "", roundOwnReadsReissueFile)
 	writeGoldenHistory(t, ctx, c, pipeline.RoundWorkflowID(spec.Campaign, 3), "", roundOwnReadsFile)
+}
+
+// TestGenerateGoldenSearchSweepHistory records the golden histories of an
+// adaptive sweep (replaySearchSweepSpec: asha over a grid of β × clusters,
+// two trials at once, continuing as new after every 3 campaigns), with its
+// child campaigns and rounds on the same server and the fake federation
+// as activities (validation AUC from fakeSearchScore, so that rungs rank
+// trials): the first run's history, which ends in continue-as-new, and
+// the last run's, which builds the results (searchSweepHistoryFiles). The
+// first run is paused while campaigns run (they get the pause signal) and
+// resumed.
+func TestGenerateGoldenSearchSweepHistory(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c := goldenServer(t, ctx)
+
+	spec := replaySearchSweepSpec()
+	fed := newFakeFederation()
+	var mu sync.Mutex
+	saved := map[string]pipeline.CampaignState{}
+	startSearchFederation(t, c, fed, []string{"c0", "c1", "c2"}, func(w worker.Worker) {
+		RegisterSweep(w)
+		w.RegisterActivityWithOptions(func(context.Context, pipeline.RecordSweepInput) (pipeline.RecordSweepOutput, error) {
+			return pipeline.RecordSweepOutput{Spec: fakeRef(spec.Bucket, artifact.SweepSpecKey(spec.Sweep))}, nil
+		}, activity.RegisterOptions{Name: pipeline.ActivityRecordSweep})
+		w.RegisterActivityWithOptions(func(_ context.Context, in pipeline.BuildSweepResultsInput) (pipeline.BuildSweepResultsOutput, error) {
+			return pipeline.BuildSweepResultsOutput{
+				Results: fakeRef(spec.Bucket, artifact.SweepResultsKey(spec.Sweep)),
+				Curves:  fakeRef(spec.Bucket, artifact.SweepCurvesKey(spec.Sweep)),
+				Rows:    len(in.Outcomes), Rounds: len(in.Outcomes),
+			}, nil
+		}, activity.RegisterOptions{Name: pipeline.ActivityBuildSweepResults})
+		w.RegisterActivityWithOptions(func(_ context.Context, in pipeline.SearchNextInput) (pipeline.SearchNextOutput, error) {
+			return activities.SearchNext(in)
+		}, activity.RegisterOptions{Name: pipeline.ActivitySearchNext})
+		w.RegisterActivityWithOptions(func(_ context.Context, in pipeline.SearchRecordInput) (pipeline.ArtifactRef, error) {
+			return fakeRef(spec.Bucket, artifact.SweepSearchKey(spec.Sweep)), nil
+		}, activity.RegisterOptions{Name: pipeline.ActivityRecordSearch})
+		w.RegisterActivityWithOptions(func(_ context.Context, in pipeline.SaveStateInput) (pipeline.ArtifactRef, error) {
+			key := artifact.PausedStateKey(in.Campaign, in.Round)
+			mu.Lock()
+			saved[key] = in.State
+			mu.Unlock()
+			return fakeRef(in.Bucket, key), nil
+		}, activity.RegisterOptions{Name: pipeline.ActivitySaveState})
+		w.RegisterActivityWithOptions(func(_ context.Context, ref pipeline.ArtifactRef) (pipeline.CampaignState, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			st, ok := saved[ref.Key]
+			if !ok {
+				return st, fmt.Errorf("no paused state at %s", ref.Key)
+			}
+			return st, nil
+		}, activity.RegisterOptions{Name: pipeline.ActivityLoadState})
+	})
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: spec.Sweep, TaskQueue: pipeline.ServerTaskQueue},
+		pipeline.SweepWorkflowName, pipeline.SweepWorkflowInput{Spec: spec})
+	require.NoError(t, err)
+	firstRun := run.GetRunID() // Get moves the run's ID along the chain
+	// Pause while campaigns run, then resume.
+	require.Eventually(t, func() bool {
+		v, err := c.QueryWorkflow(ctx, spec.Sweep, firstRun, pipeline.QueryStatus)
+		var st pipeline.SweepStatus
+		return err == nil && v.Get(&st) == nil && len(st.Running) > 0
+	}, time.Minute, 10*time.Millisecond)
+	for _, name := range []string{pipeline.UpdatePause, pipeline.UpdateResume} {
+		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+			WorkflowID: spec.Sweep, RunID: firstRun, UpdateName: name,
+			Args: []any{pipeline.ControlInput{Reason: "golden"}}, WaitForStage: client.WorkflowUpdateStageCompleted,
+		})
+		require.NoError(t, err)
+		require.NoError(t, h.Get(ctx, nil))
+		time.Sleep(300 * time.Millisecond)
+	}
+	var out pipeline.SweepWorkflowOutput
+	// Get follows the continue-as-new chain to the last run.
+	require.NoError(t, run.Get(ctx, &out))
+	require.Equal(t, pipeline.SweepDone, out.State)
+	require.NotNil(t, out.Search)
+	last, err := c.DescribeWorkflowExecution(ctx, spec.Sweep, "")
+	require.NoError(t, err)
+	lastRun := last.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	require.NotEqual(t, firstRun, lastRun, "the sweep never continued as new")
+	files := searchSweepHistoryFiles()
+	writeGoldenHistory(t, ctx, c, spec.Sweep, firstRun, files[0])
+	writeGoldenHistory(t, ctx, c, spec.Sweep, lastRun, files[1])
+}
+
+// startSearchFederation is startFakeFederation with evaluations that
+// carry a validation AUC (fakeSearchScore).
+func startSearchFederation(t *testing.T, c client.Client, fed *fakeFederation, sites []string, extra func(worker.Worker)) {
+	t.Helper()
+	startFakeFederation(t, c, fed, nil, extra)
+	for _, site := range sites {
+		w := worker.New(c, pipeline.SiteTaskQueue(site), worker.Options{})
+		w.RegisterActivityWithOptions(fed.ComputeDescriptor, activity.RegisterOptions{Name: pipeline.ActivityComputeDescriptor})
+		w.RegisterActivityWithOptions(func(ctx context.Context, in pipeline.TrainLocalInput) (pipeline.TrainLocalOutput, error) {
+			out, err := fed.TrainLocal(ctx, in)
+			if out.Evaluation != nil {
+				ev := fakeSearchScore(in.SiteCall)
+				out.Evaluation = &ev
+			}
+			return out, err
+		}, activity.RegisterOptions{Name: pipeline.ActivityTrainLocal})
+		w.RegisterActivityWithOptions(func(_ context.Context, in pipeline.EvaluateInput) (pipeline.EvaluateOutput, error) {
+			return fakeSearchScore(in.SiteCall), nil
+		}, activity.RegisterOptions{Name: pipeline.ActivityEvaluate})
+		require.NoError(t, w.Start())
+		t.Cleanup(w.Stop)
+	}
+}
+
+// fakeSearchScore is fakeScore with a validation AUC that follows fakeVal
+// for the call's β and clusters.
+func fakeSearchScore(call pipeline.SiteCall) pipeline.EvaluateOutput {
+	ev := fakeScore(call)
+	v := fakeVal(trialConfig(pipeline.CampaignSpec{Hyperparameters: call.Hyperparameters}), call.CampaignSeed, call.Round, 3)
+	ev.ValAUC, ev.ValAccuracy, ev.NumVal = &v, &v, 10
+	return ev
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/pipeline"
+	"github.com/ptopofl/ptopofl/search"
 )
 
 // Golden histories, recorded from a real run on the embedded Temporal server
@@ -53,6 +54,13 @@ const (
 	// sweepHistoryV0File was recorded before a sweep's stop also stopped
 	// its running campaigns (GetVersion "sweep-stop-children").
 	sweepHistoryV0File = "sweep_history_v0.json"
+	// searchSweepFirstV0File and searchSweepLastV0File are the first and
+	// last runs of replaySearchSweepSpec recorded before a sweep carried
+	// its trials in flight across continue-as-new (GetVersion
+	// "sweep-virtual-cut"): the first run drained by reporting its
+	// trials before continuing as new.
+	searchSweepFirstV0File = "sweep_search_history_first_v0.json"
+	searchSweepLastV0File  = "sweep_search_history_last_v0.json"
 )
 
 // replaySpec is the campaign of the golden histories. Changing it changes
@@ -102,6 +110,31 @@ func replaySweepSpec() pipeline.SweepSpec {
 	}
 }
 
+// replaySearchSweepSpec is the adaptive sweep of the golden search-sweep
+// histories: asha over searchDims (rungs at rounds 1 and 3), two trials
+// of one campaign each at once, a budget of 12 campaign-rounds, continuing
+// as new after every 3 campaigns.
+func replaySearchSweepSpec() pipeline.SweepSpec {
+	h := method.Defaults(method.Default)
+	h.ValidationFraction = 0.2
+	return pipeline.SweepSpec{
+		Sweep: "golden-search", Rounds: 3, Seeds: []uint64{1},
+		Methods:     []pipeline.SweepMethod{{Method: learn.PTopoFL, Hyperparameters: h}},
+		Federations: []pipeline.SweepFederation{{Name: "fed", Sites: []pipeline.Site{{Name: "c0"}, {Name: "c1"}, {Name: "c2"}}}},
+		Concurrency: 2, ContinueAsNewEvery: 3, Bucket: "ptopofl", CodeVersion: "golden",
+		Search: &pipeline.SweepSearch{Dims: searchDims, Strategy: search.StrategyASHA, Budget: 12, Objective: pipeline.ObjectiveValAUC, Seed: 7,
+			ASHA: search.ASHAOptions{MinRounds: 1}},
+	}
+}
+
+// searchSweepHistoryFiles are the golden histories of replaySearchSweepSpec:
+// its first run (paused and resumed while campaigns run, ending in
+// continue-as-new with trials in flight) and its last (building the
+// results).
+func searchSweepHistoryFiles() [2]string {
+	return [2]string{"sweep_search_history_first.json", "sweep_search_history_last.json"}
+}
+
 type historyEvents []*historypb.HistoryEvent
 
 func (e historyEvents) history() *historypb.History { return &historypb.History{Events: e} }
@@ -121,6 +154,10 @@ func TestReplayGoldenHistories(t *testing.T) {
 		{roundHistoryV0File, pipeline.RoundWorkflowID(replaySpec().Campaign, 1)},
 		{sweepHistoryFile, replaySweepSpec().Sweep},
 		{sweepHistoryV0File, replaySweepSpec().Sweep},
+		{searchSweepHistoryFiles()[0], replaySearchSweepSpec().Sweep},
+		{searchSweepHistoryFiles()[1], replaySearchSweepSpec().Sweep},
+		{searchSweepFirstV0File, replaySearchSweepSpec().Sweep},
+		{searchSweepLastV0File, replaySearchSweepSpec().Sweep},
 		{campaignAttemptHistoryFile, replayAttemptSpec().Campaign},
 		{roundAttemptHistoryFile, pipeline.AttemptRoundWorkflowID(replayAttemptSpec().Campaign, 2, 2)},
 		{roundRetentionHistoryFile, pipeline.RoundWorkflowID(replayRetentionSpec().Campaign, 2)},

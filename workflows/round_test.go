@@ -34,7 +34,7 @@ func (s *CampaignSuite) Test_SiteWithoutDescriptorIsAskedAgainNextRound() {
 	ms := s.fed.committed()
 	s.Require().Len(ms, 3)
 	s.Equal([]pipeline.SiteDrop{{Site: "c2", Phase: pipeline.PhaseDescriptor, Reason: pipeline.DropBadSiteData,
-		Error: "site c2: c2_train.csv: empty file"}}, ms[0].Dropped)
+		Kind: pipeline.ErrTypeBadSiteData, Error: "site c2: c2_train.csv: empty file"}}, ms[0].Dropped)
 	s.Equal([]string{"c0", "c1"}, ms[0].Participants)
 	// Round 2 computes only c2's descriptor and re-clusters with all three.
 	s.Equal(4, s.fed.callCount(pipeline.ActivityComputeDescriptor))

@@ -26,12 +26,16 @@ const sweepResultsTimeout = 30 * time.Minute
 // sweep finds its children again by their deterministic IDs.
 //
 // Control. The "status" query returns a pipeline.SweepStatus (campaigns
-// done out of total). "pause" stops the sweep from starting new campaigns
-// (running ones go on; pause a campaign itself to halt it between rounds),
-// "resume" lets it start them again, and "stop" starts no new campaign,
-// stops the running ones after their running round (pipeline.SignalStop,
-// with reason "sweep <name> stopped: <reason>") and then builds the tables
-// from the campaigns that ran (state "stopped").
+// done out of total; an adaptive sweep's trials so far). The updates act
+// as a campaign's do, on every running campaign: "pause" starts no new
+// campaign and pauses the running ones after their running round
+// (pipeline.SignalPause), "resume" resumes them (pipeline.SignalResume)
+// and lets the sweep go on, and "stop" starts no new campaign, stops the
+// running ones after their running round (at once when paused;
+// pipeline.SignalStop, with reason "sweep <name> stopped: <reason>") and
+// then builds the tables from the campaigns that ran (state "stopped").
+// Sweeps paused before versionPauseChildren let their running campaigns
+// go on, and replay so.
 //
 // Failures. A campaign that fails (below quorum, say) is recorded as failed
 // with its error and does not fail the sweep: the other grid points are
@@ -113,6 +117,7 @@ func SweepWorkflow(ctx workflow.Context, in pipeline.SweepWorkflowInput) (pipeli
 		if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 			return pipeline.SweepWorkflowOutput{}, err
 		}
+		s.st.ContinuedAsNew++
 		return pipeline.SweepWorkflowOutput{}, workflow.NewContinueAsNewError(ctx, SweepWorkflow,
 			pipeline.SweepWorkflowInput{Spec: in.Spec, State: &s.st, ColocatedQueue: in.ColocatedQueue})
 	}
@@ -146,7 +151,7 @@ func (s *sweep) finish(ctx workflow.Context, in pipeline.BuildSweepResultsInput,
 		Sweep: s.spec.Sweep, State: s.finished,
 		CampaignsDone: st.CampaignsDone, CampaignsTotal: st.CampaignsTotal, Failed: st.Failed,
 		Results: res.Results, Curves: res.Curves, Outcomes: in.Outcomes, StopReason: s.st.StopReason,
-		Search: s.st.Search,
+		Search: s.st.Search, ContinuedAsNew: s.st.ContinuedAsNew,
 	}, nil
 }
 
@@ -240,6 +245,26 @@ func (s *sweep) stopChildren(ctx workflow.Context, reason string) {
 	}
 }
 
+// signalChildren sends signal (pipeline.SignalPause or SignalResume) to
+// every running campaign, in campaign index order, for a sweep's pause or
+// resume; sweeps paused or resumed before versionPauseChildren signalled
+// none, and replay so.
+func (s *sweep) signalChildren(ctx workflow.Context, signal, reason string) {
+	if workflow.GetVersion(ctx, versionPauseChildren, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return
+	}
+	for _, i := range s.runningIndices() {
+		fut, name := s.children[i], s.campaigns[i].Spec.Campaign
+		workflow.Go(ctx, func(gctx workflow.Context) {
+			// As for a stop: a child that ended meanwhile cannot be
+			// signalled, and its outcome is recorded as it ended.
+			if err := fut.SignalChildWorkflow(gctx, signal, pipeline.ControlInput{Reason: reason}).Get(gctx, nil); err != nil {
+				workflow.GetLogger(gctx).Info("signal not delivered", "signal", signal, "campaign", name, "error", err)
+			}
+		})
+	}
+}
+
 // runningIndices are the indices of the running campaigns, sorted: ranging
 // over the map would visit them in a different order on replay.
 func (s *sweep) runningIndices() []int {
@@ -262,7 +287,7 @@ func (s *sweep) status() pipeline.SweepStatus {
 	st := pipeline.SweepStatus{
 		Sweep: s.spec.Sweep, State: controlState(s.finished, s.st.Stopping, s.st.Paused),
 		CampaignsDone: len(s.st.Outcomes), CampaignsTotal: len(s.campaigns),
-		PauseReason: s.st.PauseReason, StopReason: s.st.StopReason,
+		PauseReason: s.st.PauseReason, StopReason: s.st.StopReason, ContinuedAsNew: s.st.ContinuedAsNew,
 	}
 	for _, o := range s.st.Outcomes {
 		if o.State == pipeline.StateFailed {
@@ -287,14 +312,25 @@ func (s *sweep) status() pipeline.SweepStatus {
 	for _, i := range s.runningIndices() {
 		st.Running = append(st.Running, s.campaigns[i].Spec.Campaign)
 	}
+	if ss := s.st.Search; ss != nil {
+		c := *ss
+		c.Trials = historyOf(ss.Trials)
+		st.Search = &c
+	}
 	return st
 }
 
-// registerHandlers installs the status query and the control updates.
+// registerHandlers installs the status and spec queries and the control
+// updates.
 // Validators only read state (a rejected update is not in the history).
 func (s *sweep) registerHandlers(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, pipeline.QueryStatus, func() (pipeline.SweepStatus, error) {
 		return s.status(), nil
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, pipeline.QuerySweepSpec, func() (pipeline.SweepSpec, error) {
+		return s.spec, nil
 	}); err != nil {
 		return err
 	}
@@ -331,12 +367,17 @@ func (s *sweep) registerHandlers(ctx workflow.Context) error {
 		err := workflow.SetUpdateHandlerWithOptions(ctx, h.name,
 			func(ctx workflow.Context, in pipeline.ControlInput) (pipeline.SweepStatus, error) {
 				h.apply(in)
-				if h.name == pipeline.UpdateStop {
-					reason := "sweep " + name + " stopped"
-					if in.Reason != "" {
-						reason += ": " + in.Reason
-					}
+				reason := "sweep " + name + " " + map[string]string{pipeline.UpdatePause: "paused", pipeline.UpdateResume: "resumed", pipeline.UpdateStop: "stopped"}[h.name]
+				if in.Reason != "" {
+					reason += ": " + in.Reason
+				}
+				switch h.name {
+				case pipeline.UpdateStop:
 					s.stopChildren(ctx, reason)
+				case pipeline.UpdatePause:
+					s.signalChildren(ctx, pipeline.SignalPause, reason)
+				case pipeline.UpdateResume:
+					s.signalChildren(ctx, pipeline.SignalResume, reason)
 				}
 				return s.status(), nil
 			},

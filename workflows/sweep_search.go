@@ -15,6 +15,13 @@ type searchSweep struct {
 	perTrial int    // campaigns per trial: federations × seeds
 	idle     bool   // the last SearchNext took no action; ask again once a trial reports or the budget grows
 	why      string // its reason (search.WhyBudget, …), recorded as SearchState.Ended
+	// cut marks a run under versionSearchVirtualCut: its state carries
+	// Waiting and the campaigns' test curves, and it writes its record as
+	// it goes.
+	cut bool
+	// warm is the number of warm trials (the first ones), which have no
+	// campaigns of this sweep.
+	warm int
 }
 
 // runSearch is SweepWorkflow for a sweep with a search (pipeline.SweepSearch):
@@ -30,7 +37,29 @@ type searchSweep struct {
 // budget, the sweep waits for a running trial to report and asks again,
 // and ends when nothing runs. A trial left paused at the end is reported
 // pruned at its last round; `starter sweep extend` may still promote it.
+//
+// Cuts. The sweep's decisions equal search.Replay's at the same
+// concurrency however its history is cut: at its run limit (after
+// ContinueAsNewEvery campaigns, or when Temporal suggests continuing as
+// new) it neither asks nor reports any more, lets the campaigns this run
+// started end (their results stay pending: in virtual time those trials
+// are still running), and continues as new carrying every trial, in
+// flight or not, the virtual clock and why it was waiting; the next run
+// goes on exactly where this one stopped. A paused sweep pauses its
+// running campaigns and takes no decision until resumed, so a pause
+// changes no decision either. A stop reports every trial as its
+// campaigns end and builds the results.
 func (s *sweep) runSearch(ctx workflow.Context, in pipeline.SweepWorkflowInput) (pipeline.SweepWorkflowOutput, error) {
+	if workflow.GetVersion(ctx, versionSearchVirtualCut, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return s.runSearchLegacy(ctx, in)
+	}
+	return s.runSearchCut(ctx, in)
+}
+
+// runSearchLegacy is runSearch as it ran before versionSearchVirtualCut,
+// kept so that histories begun then replay: at its run limit it reported
+// its running trials before continuing as new.
+func (s *sweep) runSearchLegacy(ctx workflow.Context, in pipeline.SweepWorkflowInput) (pipeline.SweepWorkflowOutput, error) {
 	spec, q := s.spec, *s.spec.Search
 	ss := s.st.Search
 	s.campaigns = nil
@@ -110,6 +139,135 @@ func (s *sweep) runSearch(ctx workflow.Context, in pipeline.SweepWorkflowInput) 
 	}}, s.st.Stopping)
 }
 
+// runSearchCut is runSearch under versionSearchVirtualCut (see runSearch).
+func (s *sweep) runSearchCut(ctx workflow.Context, in pipeline.SweepWorkflowInput) (pipeline.SweepWorkflowOutput, error) {
+	spec, q := s.spec, *s.spec.Search
+	ss := s.st.Search
+	s.search.cut = true
+	if q.Warm != nil && len(ss.Trials) == 0 && len(ss.Events) == 0 {
+		// A warm start: the grid's configurations are the first trials,
+		// complete, with no campaign of this sweep.
+		for i, w := range q.Warm.Trials {
+			ss.Trials = append(ss.Trials, pipeline.SearchTrial{Index: i, Config: w.Config, State: search.Complete, Warm: true, Target: spec.Rounds, FromRound: spec.Rounds})
+		}
+	}
+	s.campaigns = nil
+	for _, t := range ss.Trials {
+		if t.Warm {
+			s.search.warm++
+			continue
+		}
+		if _, err := s.addTrialCampaigns(t); err != nil {
+			return pipeline.SweepWorkflowOutput{}, err
+		}
+	}
+	probe, err := spec.TrialCampaigns(0, nil)
+	if err != nil {
+		return pipeline.SweepWorkflowOutput{}, err
+	}
+	s.search.perTrial = len(probe)
+	s.search.idle, s.search.why = ss.Waiting != "", ss.Waiting
+	// Trials at once: the campaigns Concurrency allows, one trial at least.
+	slots := max(1, spec.Concurrency/s.search.perTrial)
+	actx := workflow.WithActivityOptions(ctx, serverActivityOptions())
+
+	startedThisRun := 0
+	runLimitReached := func() bool {
+		return startedThisRun >= spec.ContinueAsNewEvery || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+	}
+	for {
+		var canAsk, canReport bool
+		var due int
+		err := workflow.Await(ctx, func() bool {
+			running := 0
+			due, running = nextDue(ss.Trials)
+			frozen := s.st.Paused && !s.st.Stopping
+			cut := !s.st.Stopping && runLimitReached()
+			canAsk = !frozen && !cut && !s.st.Stopping && !s.search.idle && running < slots
+			canReport = !frozen && !cut && due >= 0 && ss.Trials[due].Finished()
+			ended := running == 0 && (s.st.Stopping || s.search.idle)
+			// At the cut, this run's campaigns must end before it closes
+			// (a child does not outlive the run that started it).
+			return canAsk || canReport || ended || cut && len(s.running) == 0
+		})
+		if err != nil {
+			return pipeline.SweepWorkflowOutput{}, err
+		}
+		switch {
+		case canAsk:
+			var next pipeline.SearchNextOutput
+			err = workflow.ExecuteActivity(actx, pipeline.ActivitySearchNext, pipeline.SearchNextInput{
+				Search: q, MaxRounds: spec.Rounds, PerTrial: s.search.perTrial,
+				Budget: ss.Budget, Trials: ss.TrialCap, History: historyOf(ss.Trials),
+			}).Get(ctx, &next)
+			if err != nil {
+				return pipeline.SweepWorkflowOutput{}, fmt.Errorf("sweep %s: search: %w", spec.Sweep, err)
+			}
+			if next.Action == nil {
+				s.search.idle, s.search.why = true, next.Reason
+				ss.Waiting = next.Reason
+				continue
+			}
+			n, err := s.act(ctx, *next.Action, next.Config)
+			if err != nil {
+				return pipeline.SweepWorkflowOutput{}, err
+			}
+			startedThisRun += n
+			continue
+		case canReport:
+			s.report(due)
+			ss.Waiting = ""
+			if err := s.recordSearch(actx); err != nil {
+				return pipeline.SweepWorkflowOutput{}, err
+			}
+			continue
+		}
+		break
+	}
+
+	if _, running := nextDue(ss.Trials); !s.st.Stopping && !(running == 0 && s.search.idle) {
+		// The cut: every child of this run has ended; the trials still
+		// running in virtual time carry their pending results over.
+		if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+			return pipeline.SweepWorkflowOutput{}, err
+		}
+		s.st.ContinuedAsNew++
+		return pipeline.SweepWorkflowOutput{}, workflow.NewContinueAsNewError(ctx, SweepWorkflow,
+			pipeline.SweepWorkflowInput{Spec: in.Spec, State: &s.st, ColocatedQueue: in.ColocatedQueue})
+	}
+	ss.Waiting = ""
+	if !s.st.Stopping {
+		ss.Ended = s.search.why
+	}
+	return s.finish(ctx, pipeline.BuildSweepResultsInput{Spec: spec, Outcomes: searchOutcomes(ss.Trials), Search: s.searchRecord()}, s.st.Stopping)
+}
+
+// searchRecord is the sweep's search.json as it stands.
+func (s *sweep) searchRecord() *pipeline.SearchRecord {
+	ss := s.st.Search
+	rec := &pipeline.SearchRecord{
+		Search: *s.spec.Search, PerTrial: s.search.perTrial, Budget: ss.Budget, TrialCap: ss.TrialCap,
+		Trials: historyOf(ss.Trials), Events: ss.Events, Ended: ss.Ended,
+	}
+	if s.search.cut {
+		rec.State, rec.Now = controlState(s.finished, s.st.Stopping, s.st.Paused), ss.Now
+	}
+	return rec
+}
+
+// recordSearch writes the sweep's search.json as it stands, after a
+// trial's report, for `sweep report` and `sweep status` to read while the
+// sweep runs.
+func (s *sweep) recordSearch(actx workflow.Context) error {
+	err := workflow.ExecuteActivity(actx, pipeline.ActivityRecordSearch, pipeline.SearchRecordInput{
+		Sweep: s.spec.Sweep, Bucket: s.spec.Bucket, MaxRounds: s.spec.Rounds, Record: *s.searchRecord(),
+	}).Get(actx, nil)
+	if err != nil {
+		return fmt.Errorf("sweep %s: record its trials: %w", s.spec.Sweep, err)
+	}
+	return nil
+}
+
 // addTrialCampaigns appends trial t's campaigns to s.campaigns, indexed by
 // their position there, and returns their indices.
 func (s *sweep) addTrialCampaigns(t pipeline.SearchTrial) ([]int, error) {
@@ -162,6 +320,18 @@ func (s *sweep) act(ctx workflow.Context, a search.Action, config []method.Param
 			return 0, fmt.Errorf("sweep %s: search promoted trial %d, which is not paused", s.spec.Sweep, a.Trial)
 		}
 		ti = a.Trial
+	case search.Prune, search.Finish:
+		// The median pruner's decision on a paused trial: nothing trains.
+		if a.Trial < 0 || a.Trial >= len(ss.Trials) || ss.Trials[a.Trial].State != search.Paused {
+			return 0, fmt.Errorf("sweep %s: search settled trial %d (%s), which is not paused", s.spec.Sweep, a.Trial, a.Kind)
+		}
+		t := &ss.Trials[a.Trial]
+		t.State = search.Pruned
+		if a.Kind == search.Finish {
+			t.State = search.Complete
+		}
+		ss.Events = append(ss.Events, pipeline.SearchEvent{Kind: a.Kind, Trial: a.Trial, Rung: t.Rung, From: a.FromRound, To: a.ToRound, Start: ss.Now})
+		return 0, nil
 	default:
 		return 0, fmt.Errorf("sweep %s: search action %q: unknown", s.spec.Sweep, a.Kind)
 	}
@@ -172,7 +342,7 @@ func (s *sweep) act(ctx workflow.Context, a search.Action, config []method.Param
 	if stopAfter >= s.spec.Rounds {
 		stopAfter = 0
 	}
-	first := ti * s.search.perTrial // trials' campaigns sit in trial order
+	first := (ti - s.search.warm) * s.search.perTrial // trials' campaigns sit in trial order, warm trials have none
 	for j := range t.Campaigns {
 		c := s.campaigns[first+j]
 		sc := &t.Campaigns[j]
@@ -199,6 +369,12 @@ func (s *sweep) campaignDone(ti, j int, o pipeline.CampaignOutcome, out pipeline
 		r.Values = out.ValAUCCurve
 		if s.spec.Search.Objective == pipeline.ObjectiveValAcc {
 			r.Values = out.ValAccCurve
+		}
+		if s.search.cut {
+			r.Test = out.AUCCurve
+			if s.spec.Search.Objective == pipeline.ObjectiveValAcc {
+				r.Test = out.AccCurve
+			}
 		}
 	}
 	c.Pending = r
@@ -235,6 +411,9 @@ func (s *sweep) report(ti int) {
 			c.Outcome, c.Resume, c.Pending, c.Running = r.Outcome, r.Resume, nil, false
 			if r.Outcome.State != pipeline.StateFailed {
 				c.Values = r.Values
+				if s.search.cut {
+					c.Test = r.Test
+				}
 			}
 		}
 		switch {
@@ -252,6 +431,10 @@ func (s *sweep) report(ti int) {
 	case stopped:
 		t.State = search.Pruned
 	case paused:
+		t.State = search.Paused
+	case s.spec.Search.Pruner == search.PrunerMedian:
+		// Trained to the last round: the median pruner still checks it
+		// there (a Finish or Prune action).
 		t.State = search.Paused
 	default:
 		t.State = search.Complete

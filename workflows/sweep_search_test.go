@@ -33,6 +33,13 @@ var searchDims = []search.Dimension{
 	{Name: "clusters", Choice: []any{1, 2, 3}},
 }
 
+// bigDims is a grid of 8 × 6 = 48 configurations of β and the number of
+// clusters (the size of the benchmark's space).
+var bigDims = []search.Dimension{
+	{Name: "beta", Choice: []any{0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 1.0}},
+	{Name: "clusters", Choice: []any{1, 2, 3, 4, 5, 6}},
+}
+
 // fakeVal is the fake campaigns' validation AUC after round r of R: it
 // grows with β over the rounds and with the clusters at once, so the
 // early rounds and the last rank configurations differently, and it moves
@@ -50,6 +57,12 @@ func fakeVal(config []method.ParamValue, seed uint64, r, rounds int) float64 {
 	return 0.6 + 0.02*clusters*float64(rounds-r)/float64(rounds) + 0.2*beta*float64(r)/float64(rounds) + float64(seed%3)/1000
 }
 
+// fakeTest is the fake campaigns' test AUC after a round whose validation
+// AUC is val: it falls as val rises, so ranking trials on the test metric
+// reverses their validation ranking and takes other decisions than the
+// replay (which ranks on validation) at every rung.
+func fakeTest(val float64) float64 { return 1.4 - val }
+
 // searchHarness runs SweepWorkflow on a test environment whose campaign
 // children train fakeVal curves, honour StopAfterRound and resume from
 // State, and record every round they train.
@@ -60,8 +73,10 @@ type searchHarness struct {
 	trained      map[string][]int // campaign → rounds trained, in order
 	starts       []string         // "campaign from→to" per child run, in start order
 	results      *pipeline.BuildSweepResultsInput
+	records      []pipeline.SearchRecord           // every RecordSearch, in order
 	failClusters float64                           // campaigns of trials with this many clusters fail in round 1 (−1: none)
 	saved        map[string]pipeline.CampaignState // paused states by key
+	signals      map[string][]string               // campaign → pause and resume signals received
 }
 
 func newSearchHarness(t *testing.T) *searchHarness {
@@ -81,6 +96,12 @@ func newSearchHarness(t *testing.T) *searchHarness {
 	h.env.RegisterActivityWithOptions(func(_ context.Context, in pipeline.SearchNextInput) (pipeline.SearchNextOutput, error) {
 		return activities.SearchNext(in)
 	}, activity.RegisterOptions{Name: pipeline.ActivitySearchNext})
+	h.env.RegisterActivityWithOptions(func(_ context.Context, in pipeline.SearchRecordInput) (pipeline.ArtifactRef, error) {
+		h.mu.Lock()
+		h.records = append(h.records, in.Record)
+		h.mu.Unlock()
+		return pipeline.ArtifactRef{Key: artifact.SweepSearchKey(in.Sweep)}, nil
+	}, activity.RegisterOptions{Name: pipeline.ActivityRecordSearch})
 	h.env.OnWorkflow(pipeline.CampaignWorkflowName, mock.Anything, mock.Anything).Return(
 		func(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (pipeline.CampaignWorkflowOutput, error) {
 			st := pipeline.CampaignState{NextRound: 1}
@@ -119,7 +140,7 @@ func newSearchHarness(t *testing.T) *searchHarness {
 				h.mu.Unlock()
 				v := fakeVal(config, in.Spec.Seed, st.NextRound, in.Spec.Rounds)
 				st.ValAUCCurve = append(st.ValAUCCurve, v)
-				st.AUCCurve = append(st.AUCCurve, v-0.01)
+				st.AUCCurve = append(st.AUCCurve, fakeTest(v))
 			}
 			out := pipeline.CampaignWorkflowOutput{
 				Campaign: in.Spec.Campaign, State: pipeline.StateDone, RoundsDone: st.NextRound - 1,
@@ -138,13 +159,13 @@ func newSearchHarness(t *testing.T) *searchHarness {
 	return h
 }
 
-// trialConfig reads back the searched values from a campaign's
-// hyper-parameters.
+// trialConfig reads back the searched values (β and the clusters) from a
+// campaign's hyper-parameters.
 func trialConfig(spec pipeline.CampaignSpec) []method.ParamValue {
 	var out []method.ParamValue
-	for _, d := range searchDims {
-		p, _ := method.Lookup(d.Name)
-		out = append(out, method.ParamValue{Name: d.Name, Value: p.Get(spec.Hyperparameters).Num})
+	for _, name := range []string{"beta", "clusters"} {
+		p, _ := method.Lookup(name)
+		out = append(out, method.ParamValue{Name: name, Value: p.Get(spec.Hyperparameters).Num})
 	}
 	return out
 }
@@ -175,158 +196,364 @@ func (h *searchHarness) run(t *testing.T, in pipeline.SweepWorkflowInput) (pipel
 	return out, err
 }
 
-// TestSearchSweepMatchesReplay: one campaign per trial, one at a time,
-// the live sweep takes exactly the actions of search.Replay over a table
-// of the same curves (the same starts, promotions and rounds), trains no
-// campaign's round twice (a promotion resumes from the paused round),
-// spends what it reports and keeps within the budget.
-func TestSearchSweepMatchesReplay(t *testing.T) {
-	for i, c := range []struct {
-		strategy    search.Strategy
-		concurrency int
-	}{
-		{search.StrategyASHA, 1}, {search.StrategyTPEASHA, 1}, {search.StrategyHyperband, 1}, {search.StrategyRandom, 1},
-		{search.StrategyASHA, 3}, {search.StrategyTPEASHA, 2}, {search.StrategyHyperband, 4}, {search.StrategyTPE, 3},
-	} {
-		strategy := c.strategy
-		t.Run(fmt.Sprintf("%s-%d", strategy, c.concurrency), func(t *testing.T) {
-			const budget = 40
-			h := newSearchHarness(t)
-			spec := searchSpec(strategy, []uint64{1}, budget, c.concurrency)
-			out, err := h.run(t, pipeline.SweepWorkflowInput{Spec: spec})
-			if err != nil {
-				t.Fatalf("case %d: %v", i, err)
-			}
-			space, err := search.NewSpace(searchDims)
-			if err != nil {
-				t.Fatal(err)
-			}
-			table := search.Table{Space: space}
-			size, _ := space.GridSize()
-			for g := range size {
-				c, _ := search.SuggestGrid(space, g)
-				row := search.TableRow{Config: c}
-				for r := 1; r <= spec.Rounds; r++ {
-					v := fakeVal(c, 1, r, spec.Rounds)
-					row.Val, row.Test = append(row.Val, v), append(row.Test, v-0.01)
-				}
-				table.Rows = append(table.Rows, row)
-			}
-			rep, err := search.Replay(table, strategy, search.ReplayOptions{Budget: budget, Concurrency: c.concurrency}, 7)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var want []string
-			for _, ev := range rep.Events {
-				want = append(want, fmt.Sprintf("ss-fed-ptopofl-%s-s1 %d→%d", pipeline.SearchTrialLabel(ev.Action.Trial), ev.Action.FromRound, ev.Action.ToRound))
-			}
-			// Children started in one workflow task record their start in
-			// no defined order: compare the actions as sets (each is
-			// distinct: a trial trains each stretch of rounds once).
-			slices.Sort(want)
-			slices.Sort(h.starts)
-			if strings.Join(h.starts, "\n") != strings.Join(want, "\n") {
-				t.Errorf("case %d: child runs\n%s\nreplay's actions\n%s", i, strings.Join(h.starts, "\n"), strings.Join(want, "\n"))
-			}
-			spent := 0
-			for c, rounds := range h.trained {
-				for k, r := range rounds {
-					if r != k+1 {
-						t.Errorf("case %d: campaign %s trained rounds %v; want 1, 2, … once each", i, c, rounds)
-						break
-					}
-				}
-				spent += len(rounds)
-			}
-			if spent != rep.Spent || spent > budget {
-				t.Errorf("case %d: trained %d campaign-rounds; replay %d, budget %d", i, spent, rep.Spent, budget)
-			}
-			if out.Search == nil || out.Search.Ended != search.WhyBudget && out.Search.Ended != search.WhyGrid {
-				t.Errorf("case %d: search ended %+v; want the budget's or the grid's end", i, out.Search)
-			}
-			if h.results == nil || len(h.results.Outcomes) != len(rep.Trials) || out.Search == nil || len(out.Search.Trials) != len(rep.Trials) {
-				t.Fatalf("case %d: results %v, output trials %v; want %d trials", i, h.results, out.Search, len(rep.Trials))
-			}
-			for k, o := range h.results.Outcomes {
-				tr := rep.Trials[k]
-				if o.Search == nil || o.Search.Trial != tr.Index || o.Search.Status != string(tr.State) || o.RoundsDone != tr.Rounds() {
-					t.Errorf("case %d: outcome %d %+v (search %+v); replay's trial %d %s after %d rounds", i, k, o, o.Search, tr.Index, tr.State, tr.Rounds())
-				}
-				if tr.State == search.Pruned && o.Search.PrunedAtRound != tr.Rounds() {
-					t.Errorf("case %d: trial %d pruned at %d; want %d", i, tr.Index, o.Search.PrunedAtRound, tr.Rounds())
-				}
-			}
-		})
-	}
+// chainRun is what a sweep did over all its runs (runChain).
+type chainRun struct {
+	out     pipeline.SweepWorkflowOutput
+	runs    int
+	starts  []string         // child runs, "campaign from→to", sorted
+	trained map[string][]int // campaign → rounds trained, in order, across runs
+	records int              // RecordSearch calls
+	results *pipeline.BuildSweepResultsInput
 }
 
-// TestSearchSweepContinuesAsNew: a sweep that continues as new after every
-// few campaigns carries its trials and paused campaigns' states across
-// runs and ends with the same trials as one run.
-func TestSearchSweepContinuesAsNew(t *testing.T) {
-	one := newSearchHarness(t)
-	spec := searchSpec(search.StrategyASHA, []uint64{1, 2}, 60, 4)
-	whole, err := one.run(t, pipeline.SweepWorkflowInput{Spec: spec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec.ContinueAsNewEvery = 3
+// runChain runs spec to its end, following continue-as-new through fresh
+// test environments (S3's paused states outlive every run); setup, when
+// given, prepares run k's harness (delayed updates, say) for its input.
+func runChain(t *testing.T, spec pipeline.SweepSpec, setup func(k int, in pipeline.SweepWorkflowInput, h *searchHarness)) chainRun {
+	t.Helper()
 	in := pipeline.SweepWorkflowInput{Spec: spec}
-	var starts []string
-	trained := map[string][]int{}
+	c := chainRun{trained: map[string][]int{}}
 	saved := map[string]pipeline.CampaignState{}
-	var out pipeline.SweepWorkflowOutput
-	for runs := 1; ; runs++ {
-		if runs > 100 {
-			t.Fatal("no end after 100 runs")
+	for {
+		c.runs++
+		if c.runs > 200 {
+			t.Fatal("no end after 200 runs")
 		}
 		h := newSearchHarness(t)
-		h.saved = saved // S3 outlives every run
-		out, err = h.run(t, in)
-		starts = append(starts, h.starts...)
-		for c, r := range h.trained {
-			trained[c] = append(trained[c], r...)
+		h.saved = saved
+		if setup != nil {
+			setup(c.runs, in, h)
 		}
-		var can *workflow.ContinueAsNewError
+		out, err := h.run(t, in)
+		c.starts = append(c.starts, h.starts...)
+		for camp, r := range h.trained {
+			c.trained[camp] = append(c.trained[camp], r...)
+		}
+		c.records += len(h.records)
 		if err == nil {
+			c.out, c.results = out, h.results
 			break
 		}
+		var can *workflow.ContinueAsNewError
 		if !errors.As(err, &can) {
-			t.Fatal(err)
+			t.Fatalf("run %d: %v", c.runs, err)
 		}
 		in = pipeline.SweepWorkflowInput{}
 		if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// The mocks of one wave record their starts in no defined order.
-	slices.Sort(starts)
-	slices.Sort(one.starts)
-	if !slices.Equal(starts, one.starts) {
-		t.Errorf("continued runs' child runs\n%s\none run's\n%s", strings.Join(starts, "\n"), strings.Join(one.starts, "\n"))
+	slices.Sort(c.starts)
+	return c
+}
+
+// replayTable is the fake campaigns' table over dims: for each point, the
+// mean over seeds (in campaign-name order, as the sweep sums them) of
+// fakeVal and fakeTest after each round; negated when minimising (the
+// replay maximises).
+func replayTable(t *testing.T, dims []search.Dimension, seeds []uint64, rounds int, minimise bool) search.Table {
+	t.Helper()
+	space, err := search.NewSpace(dims)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for c, rounds := range trained {
-		for k, r := range rounds {
-			if r != k+1 {
-				t.Errorf("campaign %s trained rounds %v across runs; want each once, in order", c, rounds)
-				break
+	names := slices.Clone(seeds)
+	slices.SortFunc(names, func(a, b uint64) int { return strings.Compare(fmt.Sprintf("s%d", a), fmt.Sprintf("s%d", b)) })
+	table := search.Table{Space: space}
+	size, _ := space.GridSize()
+	for g := range size {
+		c, _ := search.SuggestGrid(space, g)
+		row := search.TableRow{Config: c}
+		for r := 1; r <= rounds; r++ {
+			var v, ts float64
+			for _, seed := range names {
+				x := fakeVal(c, seed, r, rounds)
+				v += x / float64(len(names))
+				ts += fakeTest(x) / float64(len(names))
+			}
+			if minimise {
+				v = -v
+			}
+			row.Val, row.Test = append(row.Val, v), append(row.Test, ts)
+		}
+		table.Rows = append(table.Rows, row)
+	}
+	return table
+}
+
+// searchCase is one sweep of TestSearchSweepMatchesReplay.
+type searchCase struct {
+	strategy    search.Strategy
+	concurrency int // campaigns at once
+	seeds       []uint64
+	budget      int // campaign-rounds
+	pruner      search.Pruner
+	minimise    bool
+	warm        int // grid points (the first ones) a warm start seeds
+	every       int // continue_as_new_every (0: the default, never here)
+	dims        []search.Dimension
+}
+
+func (c searchCase) String() string {
+	return fmt.Sprintf("%s-c%d-s%d-b%d-p%s-min%v-w%d-e%d", c.strategy, c.concurrency, len(c.seeds), c.budget, c.pruner, c.minimise, c.warm, c.every)
+}
+
+// spec returns the case's sweep, with its warm start drawn from table.
+func (c searchCase) spec(table search.Table) pipeline.SweepSpec {
+	spec := searchSpec(c.strategy, c.seeds, c.budget, c.concurrency)
+	spec.ContinueAsNewEvery = c.every
+	q := spec.Search
+	q.Pruner = c.pruner
+	if c.dims != nil {
+		q.Dims = c.dims
+	}
+	if c.minimise {
+		q.Mode = pipeline.ModeMin
+	}
+	if c.warm > 0 {
+		q.Warm = &pipeline.SearchWarm{Sweep: "grid"}
+		for _, row := range table.Rows[:c.warm] {
+			w := pipeline.WarmTrial{Config: row.Config, Val: slices.Clone(row.Val), Test: row.Test, Campaigns: []string{"grid-" + row.Config.String()}}
+			if c.minimise {
+				for r := range w.Val {
+					w.Val[r] = -w.Val[r]
+				}
+			}
+			q.Warm.Trials = append(q.Warm.Trials, w)
+		}
+	}
+	return spec
+}
+
+// checkAgainstReplay runs the case and checks that the live sweep takes
+// exactly the actions of search.Replay over the same curves at the same
+// concurrency (the same actions in the same order at the same virtual
+// times, the same child runs), trains no campaign's round twice (a
+// promotion resumes from the paused round), spends what the replay spends
+// within the budget, and ends with the replay's trials. It returns the
+// chain for further checks.
+func checkAgainstReplay(t *testing.T, c searchCase, setup func(int, pipeline.SweepWorkflowInput, *searchHarness)) (chainRun, search.ReplayResult) {
+	t.Helper()
+	dims := c.dims
+	if dims == nil {
+		dims = searchDims
+	}
+	table := replayTable(t, dims, c.seeds, 9, c.minimise)
+	spec := c.spec(table)
+	perTrial := len(c.seeds)
+	ch := runChain(t, spec, setup)
+	opts := search.ReplayOptions{Budget: c.budget / perTrial, Concurrency: max(1, c.concurrency/perTrial), Pruner: c.pruner}
+	for i, row := range table.Rows[:c.warm] {
+		opts.Warm = append(opts.Warm, search.Trial{Index: i, Config: row.Config, State: search.Complete, Values: row.Val})
+	}
+	rep, err := search.Replay(table, c.strategy, opts, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, ev := range rep.Events {
+		if ev.Action.Kind.Trains() {
+			for _, seed := range c.seeds {
+				want = append(want, fmt.Sprintf("ss-fed-ptopofl-%s-s%d %d→%d", pipeline.SearchTrialLabel(ev.Action.Trial), seed, ev.Action.FromRound, ev.Action.ToRound))
 			}
 		}
 	}
-	if fmt.Sprint(trialsSummary(out.Search)) != fmt.Sprint(trialsSummary(whole.Search)) {
-		t.Errorf("continued runs' trials\n%v\none run's\n%v", trialsSummary(out.Search), trialsSummary(whole.Search))
+	// Children started in one workflow task record their start in no
+	// defined order: compare the child runs as sets (each is distinct: a
+	// trial trains each stretch of rounds once); the actions themselves
+	// in order.
+	slices.Sort(want)
+	if strings.Join(ch.starts, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%s: child runs\n%s\nreplay's actions\n%s", c, strings.Join(ch.starts, "\n"), strings.Join(want, "\n"))
+	}
+	if ch.out.Search == nil {
+		t.Fatalf("%s: no search state in the output", c)
+	}
+	var got, replayed []string
+	for _, ev := range ch.out.Search.Events {
+		got = append(got, fmt.Sprintf("%s t%d %d→%d @%d", ev.Kind, ev.Trial, ev.From, ev.To, ev.Start))
+	}
+	for _, ev := range rep.Events {
+		a := ev.Action
+		replayed = append(replayed, fmt.Sprintf("%s t%d %d→%d @%d", a.Kind, a.Trial, a.FromRound, a.ToRound, ev.Start))
+	}
+	if !slices.Equal(got, replayed) {
+		t.Errorf("%s: actions\n%s\nreplay's\n%s", c, strings.Join(got, "\n"), strings.Join(replayed, "\n"))
+	}
+	spent := 0
+	for camp, rounds := range ch.trained {
+		for k, r := range rounds {
+			if r != k+1 {
+				t.Errorf("%s: campaign %s trained rounds %v; want 1, 2, … once each", c, camp, rounds)
+				break
+			}
+		}
+		spent += len(rounds)
+	}
+	if spent != rep.Spent*perTrial || spent > c.budget {
+		t.Errorf("%s: trained %d campaign-rounds; replay %d × %d, budget %d", c, spent, rep.Spent, perTrial, c.budget)
+	}
+	if ch.out.Search.Ended != rep.Ended {
+		t.Errorf("%s: search ended %q; replay %q", c, ch.out.Search.Ended, rep.Ended)
+	}
+	if len(ch.out.Search.Trials) != len(rep.Trials) || ch.results == nil || len(ch.results.Outcomes) != (len(rep.Trials)-c.warm)*perTrial {
+		t.Fatalf("%s: %d trials, results %v; replay %d trials", c, len(ch.out.Search.Trials), ch.results, len(rep.Trials))
+	}
+	for k, o := range ch.results.Outcomes {
+		tr := rep.Trials[c.warm+k/perTrial]
+		if o.Search == nil || o.Search.Trial != tr.Index || o.Search.Status != string(tr.State) || o.RoundsDone != tr.Rounds() {
+			t.Errorf("%s: outcome %d %+v (search %+v); replay's trial %d %s after %d rounds", c, k, o, o.Search, tr.Index, tr.State, tr.Rounds())
+		}
+		if tr.State == search.Pruned && o.Search.PrunedAtRound != tr.Rounds() {
+			t.Errorf("%s: trial %d pruned at %d; want %d", c, tr.Index, o.Search.PrunedAtRound, tr.Rounds())
+		}
+	}
+	return ch, rep
+}
+
+// TestSearchSweepMatchesReplay: the live sweep takes exactly the actions
+// of search.Replay over a table of the same curves, at one trial at a
+// time and at several, under every strategy, the median pruner, a
+// minimised objective, a warm start and several campaigns per trial. The
+// fakes' test metric ranks trials in the reverse order of their
+// validation metric, so a sweep that ranked on test would not match.
+func TestSearchSweepMatchesReplay(t *testing.T) {
+	one := []uint64{1}
+	for i, c := range []searchCase{
+		{strategy: search.StrategyASHA, concurrency: 1, seeds: one, budget: 40},
+		{strategy: search.StrategyTPEASHA, concurrency: 1, seeds: one, budget: 40},
+		{strategy: search.StrategyHyperband, concurrency: 1, seeds: one, budget: 40},
+		{strategy: search.StrategyRandom, concurrency: 1, seeds: one, budget: 40},
+		{strategy: search.StrategyASHA, concurrency: 3, seeds: one, budget: 40},
+		{strategy: search.StrategyTPEASHA, concurrency: 2, seeds: one, budget: 40},
+		{strategy: search.StrategyHyperband, concurrency: 4, seeds: one, budget: 40},
+		{strategy: search.StrategyTPE, concurrency: 3, seeds: one, budget: 40},
+		{strategy: search.StrategyRandom, concurrency: 1, seeds: one, budget: 70, pruner: search.PrunerMedian},
+		{strategy: search.StrategyTPE, concurrency: 3, seeds: one, budget: 70, pruner: search.PrunerMedian},
+		{strategy: search.StrategyASHA, concurrency: 3, seeds: one, budget: 40, minimise: true},
+		{strategy: search.StrategyTPEASHA, concurrency: 2, seeds: one, budget: 40, warm: 6},
+		{strategy: search.StrategyRandom, concurrency: 4, seeds: []uint64{1, 2}, budget: 72, pruner: search.PrunerMedian, minimise: true, warm: 5},
+	} {
+		t.Run(fmt.Sprintf("%d-%s", i, c), func(t *testing.T) {
+			ch, _ := checkAgainstReplay(t, c, nil)
+			if ch.runs != 1 || ch.records == 0 {
+				t.Errorf("%d runs, %d records; want one run writing its record as it goes", ch.runs, ch.records)
+			}
+			for _, w := range ch.out.Search.Trials[:c.warm] {
+				if !w.Warm || w.State != search.Complete || len(w.Campaigns) != 0 {
+					t.Errorf("warm trial %d: %+v; want complete, without campaigns", w.Index, w)
+				}
+			}
+			for _, s := range ch.starts {
+				for _, w := range ch.out.Search.Trials[:c.warm] {
+					if strings.Contains(s, pipeline.SearchTrialLabel(w.Index)) {
+						t.Errorf("warm trial %d trained again: %s", w.Index, s)
+					}
+				}
+			}
+		})
 	}
 }
 
-func trialsSummary(st *pipeline.SearchState) []string {
-	if st == nil {
-		return nil
+// TestSearchSweepCutsMatchReplay: at three trials at once, a sweep that
+// continues as new after every second or third campaign it starts — so
+// that every cut falls with trials in flight — and is paused for hours in
+// its second run (a run whose campaigns all end while it is paused hands
+// the pause on, and the next run is resumed) takes exactly the replay's
+// actions, as one run does, across every continue-as-new. (The test
+// environment cannot signal mocked children; the campaigns' pause and
+// resume signals are tested on a real stack, cmd/starter's
+// TestSweepSteering.)
+func TestSearchSweepCutsMatchReplay(t *testing.T) {
+	for i, c := range []searchCase{
+		{strategy: search.StrategyASHA, concurrency: 3, seeds: []uint64{1}, budget: 60, every: 2},
+		{strategy: search.StrategyTPEASHA, concurrency: 3, seeds: []uint64{1}, budget: 60, every: 2},
+		{strategy: search.StrategyHyperband, concurrency: 3, seeds: []uint64{1}, budget: 60, every: 3},
+		{strategy: search.StrategyTPE, concurrency: 3, seeds: []uint64{1}, budget: 70, every: 2, pruner: search.PrunerMedian},
+	} {
+		t.Run(fmt.Sprintf("%d-%s", i, c), func(t *testing.T) {
+			pauses, resumes := 0, 0
+			ch, _ := checkAgainstReplay(t, c, func(k int, in pipeline.SweepWorkflowInput, h *searchHarness) {
+				update := func(name string, at time.Duration) {
+					h.env.RegisterDelayedCallback(func() {
+						h.env.UpdateWorkflow(name, name+"-1", &testsuite.TestUpdateCallback{
+							OnAccept: func() {}, OnReject: func(err error) { t.Errorf("%s rejected: %v", name, err) }, OnComplete: func(any, error) {},
+						}, pipeline.ControlInput{Reason: "maintenance"})
+					}, at)
+				}
+				switch {
+				case k == 2:
+					pauses++
+					update(pipeline.UpdatePause, 2*time.Minute)
+					update(pipeline.UpdateResume, 5*time.Hour) // if the run is still there
+				case in.State != nil && in.State.Paused:
+					resumes++
+					update(pipeline.UpdateResume, 3*time.Hour)
+				}
+			})
+			if ch.runs < 4 || pauses != 1 || ch.out.ContinuedAsNew != ch.runs-1 {
+				t.Errorf("%d runs (output: %d continued as new), %d paused; want at least 3 continue-as-new, one run paused", ch.runs, ch.out.ContinuedAsNew, pauses)
+			}
+			t.Logf("%d runs, paused across continue-as-new: %v", ch.runs, resumes > 0)
+		})
 	}
-	var out []string
-	for _, t := range st.Trials {
-		out = append(out, fmt.Sprintf("%d %v %s rung %d → %d", t.Index, search.Config(t.Config), t.State, t.Rung, t.Target))
+}
+
+// TestSearchSweepSuggestedCut: when Temporal suggests continuing as new
+// (history size), mid-run with three trials in flight, the sweep cuts
+// there as at its own run limit, and still takes exactly the replay's
+// actions.
+func TestSearchSweepSuggestedCut(t *testing.T) {
+	for i, c := range []searchCase{
+		{strategy: search.StrategyASHA, concurrency: 3, seeds: []uint64{1}, budget: 60},
+		{strategy: search.StrategyTPEASHA, concurrency: 3, seeds: []uint64{1, 2}, budget: 72},
+	} {
+		t.Run(fmt.Sprintf("%d-%s", i, c), func(t *testing.T) {
+			ch, _ := checkAgainstReplay(t, c, func(k int, _ pipeline.SweepWorkflowInput, h *searchHarness) {
+				if k <= 2 {
+					// Runs 1 and 2 are told to continue as new after
+					// 20 minutes; the next runs are not.
+					h.env.RegisterDelayedCallback(func() { h.env.SetContinueAsNewSuggested(true) }, 20*time.Minute)
+				}
+			})
+			if ch.runs != 3 || ch.out.ContinuedAsNew != 2 {
+				t.Errorf("%d runs, %d continued as new; want 3 and 2 (the suggestions)", ch.runs, ch.out.ContinuedAsNew)
+			}
+		})
 	}
-	return out
+}
+
+// TestSearchSweepExhaustsSpace: on the 48-point space, with budget to
+// spare, asha and tpe+asha at two trials at once start every
+// configuration exactly once (so none twice at the same rung: its later
+// rungs are promotions of that one trial) and end because the space is
+// exhausted, with rounds unspent, as the replay does.
+func TestSearchSweepExhaustsSpace(t *testing.T) {
+	for i, c := range []searchCase{
+		{strategy: search.StrategyASHA, concurrency: 2, seeds: []uint64{1}, budget: 2000, dims: bigDims},
+		{strategy: search.StrategyTPEASHA, concurrency: 2, seeds: []uint64{1}, budget: 2000, dims: bigDims},
+	} {
+		t.Run(fmt.Sprintf("%d-%s", i, c), func(t *testing.T) {
+			ch, rep := checkAgainstReplay(t, c, nil)
+			seen := map[string]int{}
+			for _, tr := range ch.out.Search.Trials {
+				seen[search.Config(tr.Config).String()]++
+			}
+			spent := 0
+			for _, r := range ch.trained {
+				spent += len(r)
+			}
+			for cfg, n := range seen {
+				if n > 1 {
+					t.Errorf("%s started %d times", cfg, n)
+				}
+			}
+			if len(seen) != 48 || ch.out.Search.Ended != search.WhySpace || spent >= c.budget {
+				t.Errorf("%d configurations, ended %q, %d of %d campaign-rounds; want 48, %q, rounds unspent", len(seen), ch.out.Search.Ended, spent, c.budget, search.WhySpace)
+			}
+			t.Logf("%d trials, %d campaign-rounds (replay %d), ended %q", len(ch.out.Search.Trials), spent, rep.Spent, ch.out.Search.Ended)
+		})
+	}
 }
 
 // TestValidateExtend pins the extension rules (amounts hand-picked).

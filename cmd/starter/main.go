@@ -62,7 +62,8 @@ commands:
   verify   re-hash every artifact of a campaign and check the manifest chain (exit 1 on any problem)
   export   write a campaign's manifests as parquet, one row per round and site
   ls       list campaigns
-  sweep    run a grid of campaigns (methods × hyper-parameters × seeds × federations) and print the results table
+  sweep    run a grid of campaigns (methods × hyper-parameters × seeds × federations) or an adaptive search and print the results table;
+           sweep status|pause|resume|stop SWEEP follow and steer one, sweep extend|report|replay budget and read them
   experiment  run one of the paper's experiments (table1|adversarial|stability|privacy|ablation|deep) as a sweep; write its report
   privacy  compute ε for a DP-SGD/DP-GD plan, or the noise for a target ε (epsilon|noise)
   console  serve a read-only web console of the campaigns and sweeps (prints "console URL")

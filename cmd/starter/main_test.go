@@ -108,6 +108,13 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"run", "--local", "--federation", fed, "--method", "scaffold", "--set", "model=external", "--set", "trainer=go", "--trainer", "go=/bin/true"}, "method scaffold: needs state"},
 		{[]string{"run", "--local", "--federation", fed, "--method", "fedavg", "--set", "model=external"}, "hyperparameters.trainer"},
 		{[]string{"run", "--local", "--federation", fed, "--method", "fedavg", "--set", "model=external", "--set", "trainer=go", "--initial-model", fed + "/federation.json"}, "initial_model"},
+		// Serve mode, the sealed environment's additions and the slots
+		// (17-20): a name given in both modes, a PTOPOFL_ variable, no
+		// slot, and --trainer-env without a program.
+		{[]string{"run", "--local", "--federation", fed, "--method", "fedavg", "--trainer", "go=/bin/true", "--trainer-serve", "go=/bin/cat"}, "given twice"},
+		{[]string{"run", "--local", "--federation", fed, "--method", "fedavg", "--trainer-serve", "go=/bin/cat", "--trainer-env", "PTOPOFL_S3_SECRET_KEY"}, "PTOPOFL_ variables"},
+		{[]string{"run", "--local", "--federation", fed, "--method", "fedavg", "--trainer-serve", "go=/bin/cat", "--trainer-slots", "0"}, "--trainer-slots 0"},
+		{[]string{"run", "--local", "--federation", fed, "--method", "fedavg", "--trainer-env", "CUDA_VISIBLE_DEVICES"}, "no --trainer or --trainer-serve"},
 	}
 	for i, c := range cases {
 		code, _, stderr := runCLI(c.args...)

@@ -8,13 +8,11 @@ import (
 	"io"
 	"strings"
 
-	"github.com/ptopofl/ptopofl/activities"
 	"github.com/ptopofl/ptopofl/campaign"
 	"github.com/ptopofl/ptopofl/internal/stackconn"
 	"github.com/ptopofl/ptopofl/internal/textout"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
-	"github.com/ptopofl/ptopofl/pipeline"
 )
 
 // stringList is a repeatable string flag.
@@ -81,8 +79,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var f campaignFlags
 	f.register(fs)
 	detach := fs.Bool("detach", false, "start the campaign and return at once (not with --local)")
-	var trainerFlags stringList
-	fs.Var(&trainerFlags, "trainer", `with --local: a training program NAME=COMMAND the in-process site workers run for model "external" (--set model=external --set trainer=NAME); COMMAND is split at spaces, no shell (repeatable)`)
+	var tf trainerFlags
+	tf.register(fs, "")
 	stackconn.RegisterSiteBudget(fs, &f.conn.SiteBudget)
 	newCampaign := fs.Bool("new-campaign", false, "if the campaign name is taken by a campaign with another spec, run as <name>-2, <name>-3, … (the first free or same-spec name)")
 	rest, err := stackconn.ParseFlags(fs, args)
@@ -96,10 +94,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *detach && f.conn.Local {
 		return inputErrorf("--detach: the in-process workers of --local end with the command")
 	}
-	trainers, err := parseTrainers(trainerFlags, f.conn.Local)
+	trainers, err := tf.host(f.conn.Local)
 	if err != nil {
 		return err
 	}
+	defer trainers.Close() // after the workers stop (deferred later)
 	spec, err := campaign.BuildSpec(cf, f.spec, fed)
 	if err != nil {
 		return err
@@ -180,34 +179,4 @@ func methodNames() string {
 		names[i] = string(m)
 	}
 	return strings.Join(names, ", ")
-}
-
-// parseTrainers reads the --trainer flags, which only the site workers
-// this process starts (--local) can use: a remote site maps names to its
-// own programs itself.
-func parseTrainers(flags []string, local bool) (activities.Trainers, error) {
-	if len(flags) == 0 {
-		return nil, nil
-	}
-	if !local {
-		return nil, inputErrorf("--trainer: only the site workers of --local are started here; a site's own worker maps its programs (worker --role site --trainer NAME=COMMAND)")
-	}
-	out, err := activities.ParseTrainers(flags)
-	if err != nil {
-		return nil, inputErrorf("%v", err)
-	}
-	return out, nil
-}
-
-// checkTrainer refuses, before anything starts, a campaign of model
-// "external" whose trainer the in-process sites (--local) do not have.
-func checkTrainer(spec pipeline.CampaignSpec, trainers activities.Trainers, local bool) error {
-	h := spec.Hyperparameters
-	if !local || !h.IsExternal() {
-		return nil
-	}
-	if _, ok := trainers[h.Trainer]; !ok {
-		return inputErrorf("trainer %q: the in-process sites of --local have no such program; give --trainer %s=COMMAND", h.Trainer, h.Trainer)
-	}
-	return nil
 }

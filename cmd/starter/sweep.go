@@ -7,16 +7,18 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/ptopofl/ptopofl/activities"
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/campaign"
 	"github.com/ptopofl/ptopofl/internal/stackconn"
 	"github.com/ptopofl/ptopofl/internal/textout"
+	"github.com/ptopofl/ptopofl/internal/trainerrun"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/privacy/ledger"
 )
 
-// runSweep runs a sweep file: `starter sweep FILE.yaml`.
+// runSweep runs a sweep file: `starter sweep FILE.yaml`; its
+// sub-commands replay, report, extend, status, pause, resume and stop
+// follow and steer a sweep.
 func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "replay" {
 		return runSweepReplay(ctx, args[1:], stdout, stderr)
@@ -27,10 +29,16 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(args) > 0 && args[0] == "extend" {
 		return runSweepExtend(ctx, args[1:], stdout, stderr)
 	}
-	var trainerFlags stringList
+	if len(args) > 0 && args[0] == "status" {
+		return runSweepStatus(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && sweepControls[args[0]] != "" {
+		return runSweepControl(ctx, sweepControls[args[0]], args[1:], stdout, stderr)
+	}
+	var tf trainerFlags
 	var budget *ledger.Budget
 	conn, rest, err := stackconn.ParseCommand("sweep", args, stderr, func(fs *flag.FlagSet) func() error {
-		fs.Var(&trainerFlags, "trainer", `with --local: a training program NAME=COMMAND the in-process site workers run for campaigns of model "external" that name trainer NAME (repeatable)`)
+		tf.register(fs, "")
 		stackconn.RegisterSiteBudget(fs, &budget)
 		return nil
 	}, func(rest []string) error {
@@ -51,10 +59,11 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	trainers, err := parseTrainers(trainerFlags, conn.Local)
+	trainers, err := tf.host(conn.Local)
 	if err != nil {
 		return err
 	}
+	defer trainers.Close()
 	out, err := executeSweep(ctx, conn, plan, stderr, nil, trainers)
 	if err != nil {
 		return err
@@ -68,12 +77,12 @@ func runSweep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // the in-process sites); against a deployed stack its name is enough.
 func runSweepExtend(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var in pipeline.ExtendInput
-	var trainerFlags stringList
+	var tf trainerFlags
 	var budget *ledger.Budget
 	conn, rest, err := stackconn.ParseCommand("sweep extend", args, stderr, func(fs *flag.FlagSet) func() error {
 		fs.IntVar(&in.Budget, "campaign-rounds", 0, "campaign-rounds to add to the sweep's budget")
 		fs.IntVar(&in.Trials, "trials", 0, "trials to add to the sweep's trial cap")
-		fs.Var(&trainerFlags, "trainer", `with --local: as for starter sweep`)
+		tf.register(fs, "as for starter sweep")
 		stackconn.RegisterSiteBudget(fs, &budget)
 		return func() error {
 			if in.Budget < 0 || in.Trials < 0 || in.Budget == 0 && in.Trials == 0 {
@@ -108,10 +117,11 @@ func runSweepExtend(ctx context.Context, args []string, stdout, stderr io.Writer
 	} else if err := artifact.ValidateName(name); err != nil {
 		return inputErrorf("sweep %v", err)
 	}
-	trainers, err := parseTrainers(trainerFlags, conn.Local)
+	trainers, err := tf.host(conn.Local)
 	if err != nil {
 		return err
 	}
+	defer trainers.Close()
 	e, err := conn.Connect(ctx, stderr)
 	if err != nil {
 		return err
@@ -129,6 +139,16 @@ func runSweepExtend(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		defer stop()
 	}
+	if plan.Spec.Sweep != "" {
+		// The file must be the one the sweep runs: extend adds budget,
+		// nothing else.
+		if err := e.Svc.ResolveWarmStart(ctx, &plan); err != nil {
+			return err
+		}
+		if err := e.Svc.CheckSweepSpec(ctx, plan.Spec); err != nil {
+			return err
+		}
+	}
 	spec, err := e.Svc.ExtendSweep(ctx, name, in)
 	if err != nil {
 		return err
@@ -143,7 +163,7 @@ func runSweepExtend(ctx context.Context, args []string, stdout, stderr io.Writer
 // executeSweep connects, starts the local workers if asked, runs (or
 // re-attaches to) the sweep and reads its results table back from S3;
 // then, if after is not nil, calls it while the connection is still open.
-func executeSweep(ctx context.Context, conn *stackconn.Flags, plan campaign.SweepPlan, stderr io.Writer, after func(*stackconn.Env, campaign.SweepOutput) error, trainers activities.Trainers) (campaign.SweepOutput, error) {
+func executeSweep(ctx context.Context, conn *stackconn.Flags, plan campaign.SweepPlan, stderr io.Writer, after func(*stackconn.Env, campaign.SweepOutput) error, trainers *trainerrun.Host) (campaign.SweepOutput, error) {
 	start := time.Now()
 	var progress io.Writer
 	if conn.Format != "json" {
@@ -155,6 +175,9 @@ func executeSweep(ctx context.Context, conn *stackconn.Flags, plan campaign.Swee
 	}
 	defer e.Close()
 	e.Svc.Trainers = trainers
+	if err := e.Svc.ResolveWarmStart(ctx, &plan); err != nil {
+		return campaign.SweepOutput{}, err
+	}
 	if conn.Local {
 		stop, err := e.Svc.StartSweepWorkers(plan, progress)
 		if err != nil {

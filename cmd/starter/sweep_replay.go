@@ -18,9 +18,9 @@ import (
 // S --seeds N`.
 func runSweepReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var (
-		from, strategy, metric, meth, feds string
-		seeds, budget, minRounds, eta      int
-		fraction, tol                      float64
+		from, strategy, metric, meth, feds, pruner, mode string
+		seeds, budget, minRounds, eta, concurrency       int
+		fraction, tol                                    float64
 	)
 	conn, _, err := stackconn.ParseCommand("sweep replay", args, stderr, func(fs *flag.FlagSet) func() error {
 		fs.StringVar(&from, "from", "", "the finished grid sweep to replay against (run with validation_fraction > 0)")
@@ -34,6 +34,9 @@ func runSweepReplay(ctx context.Context, args []string, stdout, stderr io.Writer
 		fs.IntVar(&minRounds, "min-rounds", 0, "ASHA's first rung (0: the default, max(1, R/η³))")
 		fs.IntVar(&eta, "eta", 0, "ASHA's reduction factor η (0: the default, 3)")
 		fs.Float64Var(&tol, "tolerance", 0.005, "a replay succeeds when its incumbent's test metric is within this of the grid's best")
+		fs.IntVar(&concurrency, "concurrency", 1, "trials trained at once, as a live sweep of one campaign per trial at that concurrency")
+		fs.StringVar(&pruner, "pruner", "", "median: Optuna's median pruner (random and tpe), with its defaults")
+		fs.StringVar(&mode, "mode", "max", "max or min: rank the highest or the lowest validation metric first")
 		return func() error {
 			if from == "" {
 				return inputErrorf("--from: name the finished grid sweep to replay against")
@@ -43,6 +46,15 @@ func runSweepReplay(ctx context.Context, args []string, stdout, stderr io.Writer
 			}
 			if !(fraction > 0 && fraction <= 1) {
 				return inputErrorf("--budget-fraction %v: want (0, 1]", fraction)
+			}
+			if concurrency < 1 {
+				return inputErrorf("--concurrency %d: want >= 1", concurrency)
+			}
+			if mode != "max" && mode != "min" {
+				return inputErrorf("--mode %q: want max or min", mode)
+			}
+			if err := search.Pruner(pruner).Validate(search.Strategy(strategy)); err != nil {
+				return inputErrorf("--pruner: %v", err)
 			}
 			return nil
 		}
@@ -69,7 +81,8 @@ func runSweepReplay(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	out, err := campaign.ReplayGrid(from, metric, table, campaign.ReplayGridOptions{Strategy: search.Strategy(strategy), Seeds: seeds,
-		Budget: budget, BudgetFraction: fraction, ASHA: search.ASHAOptions{MinRounds: minRounds, Eta: eta}, Tolerance: tol})
+		Budget: budget, BudgetFraction: fraction, ASHA: search.ASHAOptions{MinRounds: minRounds, Eta: eta}, Tolerance: tol,
+		Concurrency: concurrency, Pruner: search.Pruner(pruner), Minimise: mode == "min"})
 	if err != nil {
 		return err
 	}

@@ -16,14 +16,17 @@ import (
 	"github.com/ptopofl/ptopofl/internal/stackconn"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/report"
+	"github.com/ptopofl/ptopofl/searchview"
 )
 
 // TestSearchSweepLocal runs an ASHA sweep over β and the clusters of
 // pTopoFL on the authors' healthcare federation on the embedded stack and
 // checks the sweep's contract (strategy, rounds_spent, trials, best), the
 // results' search columns, that a promoted campaign trained each of its
-// rounds once and verifies, that re-running the file re-attaches, and
-// that `sweep extend` continues the finished sweep within the new budget.
+// rounds once and verifies, `sweep status` of the finished sweep, that
+// an edited file under its name is refused naming the fields, that
+// re-running the file re-attaches, and that `sweep extend` continues the
+// finished sweep within the new budget.
 func TestSearchSweepLocal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the embedded stack")
@@ -154,6 +157,32 @@ seed: 3
 	}
 	if code, _, stderr := runCLI("sweep", "report", "no-such-sweep", "--local", "--data-dir", dataDir); code != exitInput || !strings.Contains(stderr, "no search record") {
 		t.Errorf("report of a missing sweep: exit %d: %s", code, stderr)
+	}
+
+	// sweep status of the finished sweep: read from its result, the
+	// incumbent the output's best.
+	code, stdout, stderr = runCLI("sweep", "status", "live-search", "--local", "--data-dir", dataDir, "--format", "json")
+	var st searchview.Status
+	if code != exitOK || json.Unmarshal([]byte(stdout), &st) != nil {
+		t.Fatalf("sweep status: exit %d: %s%s", code, stdout, stderr)
+	}
+	if st.State != pipeline.SweepDone || st.Source != "result" || st.TrialsStarted != out.Trials || st.RoundsSpent != out.RoundsSpent || st.Budget != 30 ||
+		st.Incumbent == nil || st.Incumbent.Config["beta"] != out.Best.Setting["beta"] || st.Incumbent.Value != out.Best.ValAUC || len(st.Rungs) == 0 {
+		t.Errorf("sweep status %+v; sweep output %d trials, %d rounds, best %+v", st, out.Trials, out.RoundsSpent, out.Best)
+	}
+	if code, stdout, _ := runCLI("sweep", "status", "live-search", "--local", "--data-dir", dataDir); code != exitOK || !strings.Contains(stdout, "incumbent  trial") {
+		t.Errorf("sweep status (text): exit %d\n%s", code, stdout)
+	}
+
+	// The same name with an edited file is refused, naming the fields.
+	edited := filepath.Join(tmp, "edited.yaml")
+	b, _ := os.ReadFile(file)
+	os.WriteFile(edited, []byte(strings.ReplaceAll(strings.ReplaceAll(string(b), "strategy: asha", "strategy: random"), "campaign_rounds: 30", "campaign_rounds: 40")), 0o644)
+	for _, args := range [][]string{{"sweep", edited}, {"sweep", "extend", edited, "--campaign-rounds", "5"}} {
+		code, _, stderr := runCLI(append(args, "--local", "--data-dir", dataDir)...)
+		if code != exitInput || !strings.Contains(stderr, "sweep live-search exists with a different file: strategy asha → random, budget.campaign_rounds 30 → 40") {
+			t.Errorf("%v: exit %d, %s; want the edit refused naming strategy and budget", args, code, stderr)
+		}
 	}
 
 	// Re-running the file re-attaches to the finished sweep.

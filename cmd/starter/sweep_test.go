@@ -182,13 +182,13 @@ func TestSweepFileErrors(t *testing.T) {
 	tinyFederation(t, tmp, "fed", 3)
 	dataDir := filepath.Join(tmp, "never-created")
 	for i, c := range []struct{ file, want string }{
-		{"sweep: s\nmethods: [fedavg]\nseeds: [1]\nfederations: [{path: fed}]\nbogus: 1\n", "field bogus not found"}, // 0
-		{"sweep: s\nmethods: [nope]\nseeds: [1]\nfederations: [{path: fed}]\n", `"nope"`},                            // 1
-		{"sweep: s\nmethods: [fedavg]\nfederations: [{path: fed}]\n", "seeds"},                                       // 2
-		{"sweep: s\nmethods: [fedavg]\nseeds: [1]\nfederations: [{path: nowhere}]\n", "nowhere"},                     // 3
-		{"sweep: s\nmethods: [ptopofl]\nseeds: [1]\nfederations: [{path: fed}]\ngrid: {betta: [1]}\n", "betta"},      // 4
-		{"sweep: s\nmethods: [ptopofl]\nseeds: [1]\nfederations: [{path: fed}]\ngrid: {beta: [2]}\n", "beta"},        // 5
-		{"sweep: \"a/b\"\nmethods: [fedavg]\nseeds: [1]\nfederations: [{path: fed}]\n", "sweep"},                     // 6
+		{"sweep: s\nmethods: [fedavg]\nseeds: [1]\nfederations: [{path: fed}]\nbogus: 1\n", "line 5: bogus: unknown field"}, // 0
+		{"sweep: s\nmethods: [nope]\nseeds: [1]\nfederations: [{path: fed}]\n", `"nope"`},                                   // 1
+		{"sweep: s\nmethods: [fedavg]\nfederations: [{path: fed}]\n", "seeds"},                                              // 2
+		{"sweep: s\nmethods: [fedavg]\nseeds: [1]\nfederations: [{path: nowhere}]\n", "nowhere"},                            // 3
+		{"sweep: s\nmethods: [ptopofl]\nseeds: [1]\nfederations: [{path: fed}]\ngrid: {betta: [1]}\n", "betta"},             // 4
+		{"sweep: s\nmethods: [ptopofl]\nseeds: [1]\nfederations: [{path: fed}]\ngrid: {beta: [2]}\n", "beta"},               // 5
+		{"sweep: \"a/b\"\nmethods: [fedavg]\nseeds: [1]\nfederations: [{path: fed}]\n", "sweep"},                            // 6
 	} {
 		path := filepath.Join(tmp, fmt.Sprintf("s%d.yaml", i))
 		os.WriteFile(path, []byte(c.file), 0o644)

@@ -31,6 +31,15 @@
 //	--fault-rate 0.05 --fault-seed 7     fail 5 % of attempts (retryable, before any side effect)
 //	--fault-delay 30s --fault-rounds 3   hold every activity of round 3 for 30 s (a straggler)
 //
+// A site's own training programs (campaigns of model "external"; the
+// trainer protocol ptopofl.trainer/v1, docs/how-to/own-trainer.md) are
+// mapped by name with --trainer NAME=COMMAND (one process per task) or
+// --trainer-serve NAME=COMMAND (one long-lived process per site); they run
+// in a sealed environment (PATH, HOME, LANG, LC_*, TMPDIR, the protocol's
+// variables, and only what --trainer-env names: never the worker's S3
+// credentials, payload keys or secret directory), at most --trainer-slots
+// tasks at once (default 1).
+//
 // Every connection flag can come from the environment instead
 // (PTOPOFL_TEMPORAL, PTOPOFL_NAMESPACE, PTOPOFL_S3, PTOPOFL_BUCKET); S3
 // credentials come from the file --s3-credentials-file names (mode 0600)
@@ -64,10 +73,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/ptopofl/ptopofl/activities"
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/internal/connect"
 	"github.com/ptopofl/ptopofl/internal/payloadcodec"
+	"github.com/ptopofl/ptopofl/internal/trainerrun"
 	"github.com/ptopofl/ptopofl/internal/workers"
 	"github.com/ptopofl/ptopofl/privacy/ledger"
 	"github.com/ptopofl/ptopofl/siteledger"
@@ -82,7 +91,9 @@ type config struct {
 	s3Insecure              bool
 	faults                  workers.Faults
 	faultRounds             string
-	trainers                []string
+	trainers, trainersServe []string
+	trainerEnv              []string
+	trainerSlots            int
 	trainerDir              string
 }
 
@@ -120,6 +131,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.newSecret, "new-secret", false, "start although the site's ledger records releases made with another secret than the one in --secret-dir, or with one now missing (drawn anew): only when the original is lost for good; releases with the new secret are charged afresh (role site)")
 	c.conn.Register(fs, "127.0.0.1:7233")
 	fs.Var(trainerList{&c.trainers}, "trainer", `the site's own training program NAME=COMMAND for campaigns of model "external" that name trainer NAME (COMMAND is split at spaces, no shell; the program runs once per task under the trainer protocol ptopofl.trainer/v1) (role site; repeatable)`)
+	fs.Var(trainerList{&c.trainersServe}, "trainer-serve", `as --trainer, but the program serves every task of the site from one long-lived process, started at the first task (serve mode of ptopofl.trainer/v1) (role site; repeatable)`)
+	fs.Var(trainerList{&c.trainerEnv}, "trainer-env", `a variable the training programs get besides their sealed environment (PATH, HOME, LANG, LC_*, TMPDIR and the protocol's): NAME passes the worker's own, NAME=VALUE sets it, e.g. CUDA_VISIBLE_DEVICES; never a PTOPOFL_ variable (role site; repeatable)`)
+	fs.IntVar(&c.trainerSlots, "trainer-slots", 1, "how many tasks of the training programs run at once in this worker, across its sites, in either mode (role site)")
 	fs.StringVar(&c.trainerDir, "trainer-dir", "", "directory of the training programs' task directories (default <tmp>/ptopofl-trainer/<site>) (role site)")
 	fs.BoolVar(&c.s3Insecure, "s3-tls-insecure", false, "do not verify the S3 endpoint's certificate (testing only)")
 	fs.Float64Var(&c.faults.Rate, "fault-rate", 0, "fault tests only: fail this fraction of site activity attempts with a retryable error")
@@ -252,19 +266,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "worker: FAULT INJECTION on: rate %v seed %d, delay %v in rounds %v\n", c.faults.Rate, c.faults.Seed, c.faults.Delay, c.faults.Rounds)
 	}
 	opts.Faults = c.faults
-	if c.role == "site" && len(c.trainers) > 0 {
-		trainers, err := activities.ParseTrainers(c.trainers)
+	if c.role == "site" {
+		trainers, err := trainerrun.NewHost(c.trainers, c.trainersServe, c.trainerEnv, c.trainerSlots)
 		if err != nil {
 			return err
 		}
-		opts.Trainers = trainers
-		for _, name := range slices.Sorted(maps.Keys(trainers)) {
-			fmt.Fprintf(stderr, "worker: trainer %s: %s\n", name, strings.Join(trainers[name], " "))
+		// Closed after the workers stop (deferred before their Stop).
+		defer trainers.Close()
+		if trainers != nil {
+			opts.Trainers = trainers
+			for _, name := range slices.Sorted(maps.Keys(trainers.Programs)) {
+				mode := "one process per task"
+				if trainers.Programs[name].Serve {
+					mode = "serve mode"
+				}
+				fmt.Fprintf(stderr, "worker: trainer %s (%s): %s\n", name, mode, strings.Join(trainers.Programs[name].Argv, " "))
+			}
+			fmt.Fprintf(stderr, "worker: trainers: %d slot(s); environment: the sealed one%s\n", trainers.Slots, envNote(trainers.Env))
+			if c.trainerDir != "" && len(c.sites()) > 1 {
+				return errors.New("--trainer-dir: one directory serves one site; give one --site, or leave --trainer-dir out")
+			}
+			opts.TrainerDir = c.trainerDir
 		}
-		if c.trainerDir != "" && len(c.sites()) > 1 {
-			return errors.New("--trainer-dir: one directory serves one site; give one --site, or leave --trainer-dir out")
-		}
-		opts.TrainerDir = c.trainerDir
 	}
 	opts.Worker.OnFatalError = report
 	var ws []worker.Worker
@@ -312,6 +335,19 @@ func refusedError(certFile, queue string, err error) error {
 		}
 	}
 	return fmt.Errorf("Temporal refused to let %s poll task queue %s: %s", who, queue, connect.Refusal(err))
+}
+
+// envNote names the variables the site adds to its programs' sealed
+// environment, never their values.
+func envNote(env []string) string {
+	if len(env) == 0 {
+		return ""
+	}
+	names := make([]string, len(env))
+	for i, e := range env {
+		names[i], _, _ = strings.Cut(e, "=")
+	}
+	return " plus " + strings.Join(names, ", ")
 }
 
 // defaultSecretDir is PTOPOFL_SECRET_DIR, else ptopofl/site-secrets in the

@@ -132,3 +132,26 @@ func TestLedgerCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainerFlags: the site's programs in either mode, the variables they
+// get and the slots reach the config as given; envNote names variables,
+// never values.
+func TestTrainerFlags(t *testing.T) {
+	args := []string{"--role", "site", "--site", "a", "--data", "d", "--s3", "http://127.0.0.1:9000",
+		"--trainer", "go=/bin/true", "--trainer-serve", "torch=/usr/bin/python3 serve.py", "--trainer-serve", "np=/bin/cat",
+		"--trainer-env", "CUDA_VISIBLE_DEVICES", "--trainer-env", "OMP_NUM_THREADS=2", "--trainer-slots", "2"}
+	c, err := parseFlags(args, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c.trainers, []string{"go=/bin/true"}) || !reflect.DeepEqual(c.trainersServe, []string{"torch=/usr/bin/python3 serve.py", "np=/bin/cat"}) ||
+		!reflect.DeepEqual(c.trainerEnv, []string{"CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS=2"}) || c.trainerSlots != 2 {
+		t.Errorf("config %+v", c)
+	}
+	if d, err := parseFlags(args[:8], io.Discard); err != nil || d.trainerSlots != 1 {
+		t.Errorf("default slots %d, %v", d.trainerSlots, err)
+	}
+	if got := envNote([]string{"CUDA_VISIBLE_DEVICES", "TOKEN=s3cr3t"}); got != " plus CUDA_VISIBLE_DEVICES, TOKEN" {
+		t.Errorf("envNote %q", got)
+	}
+}

@@ -48,7 +48,7 @@ func Formats(root string) (string, error) {
 		return "", err
 	}
 	b.WriteString("\nThe search space and the strategies' options (package `search`):\n\n")
-	if err := pkgs["search"].structs(&b, "yaml", "Dimension", "ASHAOptions", "TPEOptions"); err != nil {
+	if err := pkgs["search"].structs(&b, "yaml", "Dimension", "ASHAOptions", "TPEOptions", "MedianOptions"); err != nil {
 		return "", err
 	}
 	b.WriteString("\n## Round manifest (`campaigns/<campaign>/round-NNNN/manifest.json`)\n\n")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ptopofl/ptopofl/activities"
 	"github.com/ptopofl/ptopofl/dataset"
+	"github.com/ptopofl/ptopofl/internal/trainerrun"
 	"github.com/ptopofl/ptopofl/pipeline"
 	"github.com/ptopofl/ptopofl/privacy/ledger"
 	"github.com/ptopofl/ptopofl/siteledger"
@@ -63,12 +64,15 @@ type Options struct {
 	// activities, data and store identity serve both. Refused with Faults,
 	// which wrap the site's own worker. Ignored by the server worker.
 	ColocateOn worker.ActivityRegistry
-	// Trainers are the site's own training programs by name (model
-	// "external": `worker --trainer NAME=COMMAND`); nil refuses such
-	// campaigns. Their task directories go under TrainerDir (default
+	// Trainers runs the site's own training programs by name (model
+	// "external": `worker --trainer NAME=COMMAND`, `--trainer-serve
+	// NAME=COMMAND`), one Host shared by every site of the process (its
+	// slots bound their tasks together); nil refuses such campaigns. Their
+	// task directories go under TrainerDir (default
 	// <tmp>/ptopofl-trainer/<site>), their output to TrainerLog (default
-	// standard error). Ignored by the server worker.
-	Trainers   activities.Trainers
+	// standard error). The Host's owner closes it after the workers stop.
+	// Ignored by the server worker.
+	Trainers   *trainerrun.Host
 	TrainerDir string
 	TrainerLog io.Writer
 }
@@ -169,7 +173,7 @@ func siteActivities(st *store.Store, site, dataDir string, opts Options) (*activ
 	if opts.Faults.Hold != "" {
 		a.WithHold(newFaultInterceptor(site, opts.Faults).holdRelease)
 	}
-	if len(opts.Trainers) > 0 {
+	if opts.Trainers != nil {
 		dir := opts.TrainerDir
 		if dir == "" {
 			dir = filepath.Join(os.TempDir(), "ptopofl-trainer", site)

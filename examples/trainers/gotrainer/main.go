@@ -1,11 +1,15 @@
 // Command trainer is an example of a site's own training program under the
 // trainer protocol ptopofl.trainer/v1, written in Go on our packages learn
-// and nn: one process per task, files in and files out
-// (docs/how-to/own-trainer.md). A site worker runs it with
+// and nn and the protocol's public package trainer (files in and files
+// out, docs/how-to/own-trainer.md). A site worker runs it one process per
+// task with
 //
 //	worker --role site --trainer go=/path/to/trainer ...
 //
-// and a campaign selects it with --set model=external --set trainer=go.
+// or, one long-lived process per site that keeps the site's data loaded
+// between tasks, with --trainer-serve go=/path/to/trainer; a campaign
+// selects it with --set model=external --set trainer=go. trainer.Main
+// serves both modes.
 //
 // On a tabular site it trains logistic regression exactly as our
 // in-process model does (method.PrepareSite's standardisation,
@@ -28,96 +32,43 @@ package main
 import (
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 
 	"github.com/ptopofl/ptopofl/dataset"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
 	"github.com/ptopofl/ptopofl/nn"
 	"github.com/ptopofl/ptopofl/safetensors"
+	"github.com/ptopofl/ptopofl/trainer"
 )
 
-// task is task.json, as the protocol defines it.
-type task struct {
-	Protocol        string          `json:"protocol"`
-	Task            string          `json:"task"`
-	Site            string          `json:"site"`
-	Round           int             `json:"round"`
-	Seed            uint64          `json:"seed"`
-	Method          string          `json:"method"`
-	Hyperparameters json.RawMessage `json:"hyperparameters"`
-	TrainData       []string        `json:"train_data"`
-	TestData        []string        `json:"test_data"`
-	ModelIn         string          `json:"model_in"`
-	ModelOut        string          `json:"model_out"`
-	Rows            []int           `json:"rows"`
-	EmbedOut        string          `json:"embed_out"`
-	Result          string          `json:"result"`
-}
-
-// exitError is a failure with the protocol's exit status and error.json's
-// kind.
-type exitError struct {
-	code int
-	kind string
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-
 func fail(code int, kind string, format string, args ...any) error {
-	return &exitError{code, kind, fmt.Errorf(format, args...)}
+	return trainer.Fail(code, kind, format, args...)
 }
 
-func main() {
-	path := os.Getenv("PTOPOFL_TASK")
-	if path == "" {
-		fmt.Fprintln(os.Stderr, "trainer: PTOPOFL_TASK is not set; a site worker runs this program")
-		os.Exit(2)
-	}
-	if err := run(path); err != nil {
-		code, kind := 1, "failed"
-		var ee *exitError
-		if errors.As(err, &ee) {
-			code, kind = ee.code, ee.kind
-		}
-		fmt.Fprintln(os.Stderr, "trainer:", err)
-		b, _ := json.Marshal(map[string]string{"kind": kind, "message": err.Error()})
-		_ = os.WriteFile(filepath.Join(filepath.Dir(path), "error.json"), b, 0o600)
-		os.Exit(code)
-	}
-}
+func main() { trainer.Main(run) }
 
-func run(path string) error {
-	b, err := os.ReadFile(path)
+// run does one task.
+func run(t trainer.Task) (trainer.Result, error) {
+	hb, err := json.Marshal(t.Hyperparameters)
 	if err != nil {
-		return err
-	}
-	var t task
-	if err := json.Unmarshal(b, &t); err != nil {
-		return fmt.Errorf("task.json: %w", err)
-	}
-	if t.Protocol != "ptopofl.trainer/v1" {
-		return fail(2, "protocol", "protocol %q, want ptopofl.trainer/v1", t.Protocol)
+		return trainer.Result{}, err
 	}
 	var extra struct {
 		Preset  string `json:"preset"`
 		Network string `json:"network"`
-		Label   string `json:"label"`
 	}
-	if err := json.Unmarshal(t.Hyperparameters, &extra); err != nil {
-		return fmt.Errorf("hyperparameters: %w", err)
+	if err := json.Unmarshal(hb, &extra); err != nil {
+		return trainer.Result{}, fmt.Errorf("hyperparameters: %w", err)
 	}
 	var h method.Hyperparameters
-	if err := json.Unmarshal(t.Hyperparameters, &h); err != nil {
-		return fmt.Errorf("hyperparameters: %w", err)
+	if err := json.Unmarshal(hb, &h); err != nil {
+		return trainer.Result{}, fmt.Errorf("hyperparameters: %w", err)
 	}
 	m := learn.Method(t.Method)
-	var res result
+	var res trainer.Result
 	switch len(t.TrainData) {
 	case 1:
 		h.Model = method.ModelLogistic
@@ -126,11 +77,11 @@ func run(path string) error {
 		}
 		cfg, err := method.Resolve(m, extra.Preset, h)
 		if err != nil {
-			return fmt.Errorf("configuration: %w", err)
+			return trainer.Result{}, fmt.Errorf("configuration: %w", err)
 		}
-		res, err = tabular(t, cfg, extra.Label)
+		res, err = tabular(t, cfg)
 		if err != nil {
-			return err
+			return trainer.Result{}, err
 		}
 	case 2:
 		h.Model = extra.Network
@@ -139,61 +90,91 @@ func run(path string) error {
 		}
 		cfg, err := method.Resolve(m, extra.Preset, h)
 		if err != nil {
-			return fmt.Errorf("configuration: %w", err)
+			return trainer.Result{}, fmt.Errorf("configuration: %w", err)
 		}
 		res, err = images(t, cfg)
 		if err != nil {
-			return err
+			return trainer.Result{}, err
 		}
 	default:
-		return fail(65, "data_files", "%d training files: want one table or an images and a labels file", len(t.TrainData))
+		return trainer.Result{}, fail(65, "data_files", "%d training files: want one table or an images and a labels file", len(t.TrainData))
 	}
-	// The result last, through a rename: it is the commit marker.
-	out, err := json.Marshal(res)
+	return res, nil
+}
+
+// result is a result of n examples.
+func result(n int, metrics map[string]float64) trainer.Result {
+	return trainer.Result{NumExamples: int64(n), Metrics: metrics}
+}
+
+// loaded keeps what a serve-mode process read of its site's files for the
+// next tasks, by the files' names, sizes and modification times (a
+// per-task process reads them once anyway).
+var loaded = map[string]any{}
+
+// load returns what read made of files the last time they were the same,
+// or reads them afresh.
+func load[T any](files []string, extra string, read func() (T, error)) (T, error) {
+	key := extra
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			var zero T
+			return zero, fail(65, "data_files", "%v", err)
+		}
+		key += fmt.Sprintf("\x00%s\x00%d\x00%d", f, fi.Size(), fi.ModTime().UnixNano())
+	}
+	if v, ok := loaded[key].(T); ok {
+		return v, nil
+	}
+	v, err := read()
 	if err != nil {
-		return err
+		return v, err
 	}
-	tmp := t.Result + ".tmp"
-	if err := os.WriteFile(tmp, out, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, t.Result)
+	loaded[key] = v
+	return v, nil
 }
 
-type result struct {
-	NumExamples int                `json:"num_examples"`
-	Metrics     map[string]float64 `json:"metrics"`
-}
-
-func progress(v any) {
-	b, _ := json.Marshal(v)
-	fmt.Printf("ptopofl:progress %s\n", b)
+// tabularSite is a tabular site's files as read and prepared.
+type tabularSite struct {
+	trainX [][]float64
+	p      method.PreparedSite
 }
 
 // tabular runs a task on a tabular site.
-func tabular(t task, cfg method.Config, label string) (result, error) {
-	opt := dataset.SiteOptions{LabelColumn: label}
-	tr, err := dataset.ReadSplit(t.Site, t.TrainData[0], opt)
-	if err != nil {
-		return result{}, fail(65, "train_data", "%v", err)
+func tabular(t trainer.Task, cfg method.Config) (trainer.Result, error) {
+	label := t.Label
+	if label == "" {
+		label = dataset.DefaultLabelColumn
 	}
-	te, err := dataset.ReadSplit(t.Site, t.TestData[0], opt)
+	site, err := load(append(append([]string(nil), t.TrainData...), t.TestData...), t.Site+"\x00"+label, func() (tabularSite, error) {
+		opt := dataset.SiteOptions{LabelColumn: label}
+		tr, err := dataset.ReadSplit(t.Site, t.TrainData[0], opt)
+		if err != nil {
+			return tabularSite{}, fail(65, "train_data", "%v", err)
+		}
+		te, err := dataset.ReadSplit(t.Site, t.TestData[0], opt)
+		if err != nil {
+			return tabularSite{}, fail(65, "test_data", "%v", err)
+		}
+		p, err := method.PrepareSite(t.Site, tr.X, tr.Y, te.X, te.Y)
+		if err != nil {
+			return tabularSite{}, fail(65, "prepare", "%v", err)
+		}
+		return tabularSite{trainX: tr.X, p: p}, nil
+	})
 	if err != nil {
-		return result{}, fail(65, "test_data", "%v", err)
+		return trainer.Result{}, err
 	}
-	p, err := method.PrepareSite(t.Site, tr.X, tr.Y, te.X, te.Y)
-	if err != nil {
-		return result{}, fail(65, "prepare", "%v", err)
-	}
-	train, test := p.Splits(false)
+	train, test := site.p.Splits(false)
 	n := train.NumFeatures() + 1
 	switch t.Task {
 	case "init":
-		return result{NumExamples: len(train.X), Metrics: map[string]float64{}}, writeParams(t.ModelOut, make([]float64, n))
+		return result(len(train.X), map[string]float64{}), writeParams(t.ModelOut, make([]float64, n))
 	case "train":
 		pushed, err := readParams(t.ModelIn, n)
 		if err != nil {
-			return result{}, err
+			return trainer.Result{}, err
 		}
 		if t.Round == 1 {
 			// Round 1 as our in-process model starts it: from zeros under
@@ -204,98 +185,108 @@ func tabular(t task, cfg method.Config, label string) (result, error) {
 			pushed = nil
 		}
 		out, err := learn.UpdateSite(learn.SiteInput{
-			Method: cfg.Method, Round: t.Round, Seed: uint32(t.Seed), Train: train, TopologyX: tr.X,
+			Method: cfg.Method, Round: t.Round, Seed: uint32(t.Seed), Train: train, TopologyX: site.trainX,
 			Pushed: pushed, Config: cfg.Site,
 		})
 		if err != nil {
-			return result{}, err
+			return trainer.Result{}, err
 		}
 		loss := cfg.Site.Model(train.NumFeatures()).Objective(out.Params, train, nil)
-		progress(map[string]any{"round": t.Round, "done": true})
-		return result{NumExamples: out.N, Metrics: map[string]float64{"loss": loss}}, writeParams(t.ModelOut, out.Params)
+		_ = trainer.Progress(map[string]any{"round": t.Round, "done": true})
+		return result(out.N, map[string]float64{"loss": loss}), writeParams(t.ModelOut, out.Params)
 	case "evaluate":
 		params, err := readParams(t.ModelIn, n)
 		if err != nil {
-			return result{}, err
+			return trainer.Result{}, err
 		}
 		auc, acc, err := method.EvaluateSite(cfg.Site, params, test)
 		if err != nil {
-			return result{}, err
+			return trainer.Result{}, err
 		}
-		return result{NumExamples: len(test.X), Metrics: map[string]float64{"auc": auc, "accuracy": acc}}, nil
+		return result(len(test.X), map[string]float64{"auc": auc, "accuracy": acc}), nil
 	}
-	return result{}, fail(65, "unsupported_task", "task %q on a tabular site (its descriptor comes from its rows)", t.Task)
+	return trainer.Result{}, fail(65, "unsupported_task", "task %q on a tabular site (its descriptor comes from its rows)", t.Task)
 }
 
+// imageSite is an image site's files as read.
+type imageSite struct{ tr, te *dataset.Images }
+
 // images runs a task on an image site.
-func images(t task, cfg method.Config) (result, error) {
-	tr, err := dataset.ReadIDX(t.TrainData[0], t.TrainData[1])
+func images(t trainer.Task, cfg method.Config) (trainer.Result, error) {
+	site, err := load(append(append([]string(nil), t.TrainData...), t.TestData...), "", func() (imageSite, error) {
+		tr, err := dataset.ReadIDX(t.TrainData[0], t.TrainData[1])
+		if err != nil {
+			return imageSite{}, fail(65, "train_data", "%v", err)
+		}
+		te, err := dataset.ReadIDX(t.TestData[0], t.TestData[1])
+		if err != nil {
+			return imageSite{}, fail(65, "test_data", "%v", err)
+		}
+		return imageSite{tr, te}, nil
+	})
 	if err != nil {
-		return result{}, fail(65, "train_data", "%v", err)
+		return trainer.Result{}, err
 	}
-	te, err := dataset.ReadIDX(t.TestData[0], t.TestData[1])
-	if err != nil {
-		return result{}, fail(65, "test_data", "%v", err)
-	}
+	tr, te := site.tr, site.te
 	shape := nn.Shape{H: tr.H, W: tr.W, C: tr.C}
 	p, err := method.PrepareDeepSite(t.Site, cfg, shape,
 		nn.Data{N: tr.N, X: tr.Pixels, Labels: tr.Labels}, nn.Data{N: te.N, X: te.Pixels, Labels: te.Labels})
 	if err != nil {
-		return result{}, fail(65, "prepare", "%v", err)
+		return trainer.Result{}, fail(65, "prepare", "%v", err)
 	}
 	net, err := cfg.NewNetwork(p.Shape)
 	if err != nil {
-		return result{}, fmt.Errorf("network: %w", err)
+		return trainer.Result{}, fmt.Errorf("network: %w", err)
 	}
 	net.SetWorkers(1)
 	n := net.NumParams()
 	switch t.Task {
 	case "init":
 		net.Init(t.Seed)
-		return result{NumExamples: p.Train.N, Metrics: map[string]float64{}}, writeParams32(t.ModelOut, net.Params())
+		return result(p.Train.N, map[string]float64{}), writeParams32(t.ModelOut, net.Params())
 	case "train":
 		pushed, err := readParams32(t.ModelIn, n)
 		if err != nil {
-			return result{}, err
+			return trainer.Result{}, err
 		}
 		sc := cfg.DeepSite
 		sc.Train.Seed = t.Seed
 		out, err := nn.UpdateSite(net, nn.SiteInput{Method: cfg.Method, Round: t.Round, Train: p.Train, Config: sc, Pushed: pushed})
 		if err != nil {
-			return result{}, err
+			return trainer.Result{}, err
 		}
-		progress(map[string]any{"round": t.Round, "epochs": sc.Train.Epochs})
+		_ = trainer.Progress(map[string]any{"round": t.Round, "epochs": sc.Train.Epochs})
 		// The trained model's own score, which the worker records as the
 		// site's accuracy before aggregation.
 		auc, acc, err := method.EvaluateDeep(net, out.Params, p.Test)
 		if err != nil {
-			return result{}, err
+			return trainer.Result{}, err
 		}
-		return result{NumExamples: out.N, Metrics: map[string]float64{"loss": out.MeanLoss, "auc": auc, "accuracy": acc}},
+		return result(out.N, map[string]float64{"loss": out.MeanLoss, "auc": auc, "accuracy": acc}),
 			writeParams32(t.ModelOut, out.Params)
 	case "evaluate":
 		params, err := readParams32(t.ModelIn, n)
 		if err != nil {
-			return result{}, err
+			return trainer.Result{}, err
 		}
 		auc, acc, err := method.EvaluateDeep(net, params, p.Test)
 		if err != nil {
-			return result{}, err
+			return trainer.Result{}, err
 		}
-		return result{NumExamples: p.Test.N, Metrics: map[string]float64{"auc": auc, "accuracy": acc}}, nil
+		return result(p.Test.N, map[string]float64{"auc": auc, "accuracy": acc}), nil
 	case "embed":
 		params, err := readParams32(t.ModelIn, n)
 		if err != nil {
-			return result{}, err
+			return trainer.Result{}, err
 		}
 		for _, r := range t.Rows {
 			if r < 0 || r >= p.Train.N {
-				return result{}, fail(65, "rows", "row %d of %d training images", r, p.Train.N)
+				return trainer.Result{}, fail(65, "rows", "row %d of %d training images", r, p.Train.N)
 			}
 		}
 		x, err := method.DeepActivations(net, params, p.Train, t.Rows)
 		if err != nil {
-			return result{}, err
+			return trainer.Result{}, err
 		}
 		k := net.PenultimateSize()
 		data := make([]byte, 4*len(x)*k)
@@ -307,11 +298,11 @@ func images(t task, cfg method.Config) (result, error) {
 		f := &safetensors.File{Tensors: []safetensors.Tensor{{Name: "embeddings", DType: safetensors.F32, Shape: []int{len(x), k}, Data: data}}}
 		b, err := safetensors.Encode(f)
 		if err != nil {
-			return result{}, err
+			return trainer.Result{}, err
 		}
-		return result{NumExamples: len(x), Metrics: map[string]float64{}}, os.WriteFile(t.EmbedOut, b, 0o600)
+		return result(len(x), map[string]float64{}), os.WriteFile(t.EmbedOut, b, 0o600)
 	}
-	return result{}, fail(65, "unsupported_task", "task %q", t.Task)
+	return trainer.Result{}, fail(65, "unsupported_task", "task %q", t.Task)
 }
 
 // readModel reads the one tensor "params" of n values of the input model;

@@ -25,20 +25,30 @@ It follows ptopofl's in-process deep site (package nn, method/deep.go):
                output layer's input) of the training images at `rows`
 
 Parameters are F32 tensors named as torch names them ("conv1.weight",
-[width, channels, 5, 5], ...). Runs on CUDA when torch sees a GPU.
+[width, channels, 5, 5], ...).
+
+Device: CUDA when torch sees a GPU (the worker passes CUDA_VISIBLE_DEVICES
+only when the site names it: worker --trainer-env CUDA_VISIBLE_DEVICES),
+else the CPU; trainer_params {"device": "cpu"} (or "cuda:1") chooses. It
+serves both of the protocol's modes (trainer_protocol.run); under worker
+--trainer-serve one process per site keeps torch and CUDA initialised, the
+site's images on the device and the network built between tasks.
 """
 
 import gzip
 import struct
 import sys
 
+import numpy
 import torch
 import torch.nn.functional as F
 
-from trainer_protocol import (bad_data, expect, hyper, progress, read_safetensors, roc_auc, run, write_result,
+from trainer_protocol import (bad_data, cached, expect, hyper, progress, read_safetensors, roc_auc, run, write_result,
                               write_safetensors)
 
-DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+DEFAULT_DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+IMAGES = {}  # the site's images on their device, kept between tasks in serve mode
+NETWORKS = {}  # the network built for them, likewise
 # float32 convolutions, as nn computes them: cuDNN would otherwise use TF32
 # (10-bit mantissas) on Ampere and later GPUs.
 torch.backends.cudnn.allow_tf32 = False
@@ -118,31 +128,61 @@ class CNN(torch.nn.Module):
                 p.copy_(torch.randn(p.shape, generator=g) * (gain / fan_in) ** 0.5)
 
 
-def setup(task, splits):
-    """The network of the campaign's hyper-parameters and the site's images."""
+def device_of(task):
+    """The device of the task: trainer_params' "device", else CUDA when torch sees a GPU."""
+    name = hyper(task, "device", DEFAULT_DEVICE)
+    try:
+        dev = torch.device(name)
+        if dev.type == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError("no CUDA device visible")
+    except (RuntimeError, TypeError) as e:
+        raise bad_data("device", f"device {name!r}: {e}")
+    return dev
+
+
+def site_images(task, device):
+    """(train, test) splits of (images on device, labels on device), read once per site."""
     classes = int(hyper(task, "classes", 10))
-    train = read_images(task["train_data"], classes)
-    test = read_images(task["test_data"], classes) if "test" in splits else None
-    if test is not None and test[0].shape[1:] != train[0].shape[1:]:
-        raise bad_data("image_shape", "test and training images differ in shape")
-    net = CNN(train[0].shape[1:], int(hyper(task, "width", 16)), int(hyper(task, "hidden", 0)), classes)
+
+    def load():
+        train = read_images(task["train_data"], classes)
+        test = read_images(task["test_data"], classes)
+        if test[0].shape[1:] != train[0].shape[1:]:
+            raise bad_data("image_shape", "test and training images differ in shape")
+        return tuple((x.to(device), y.to(device)) for x, y in (train, test))
+
+    return cached(IMAGES, task["train_data"] + task["test_data"], (classes, str(device)), load)
+
+
+def setup(task):
+    """The network of the campaign's hyper-parameters (built once per shape), the
+    input model loaded into it, and the site's images, all on the task's device."""
+    device = device_of(task)
+    train, test = site_images(task, device)
+    classes = int(hyper(task, "classes", 10))
+    key = (tuple(train[0].shape[1:]), int(hyper(task, "width", 16)), int(hyper(task, "hidden", 0)), classes, str(device))
+    if key not in NETWORKS:
+        NETWORKS.clear()
+        NETWORKS[key] = CNN(key[0], key[1], key[2], classes).to(device)
+    net = NETWORKS[key]
     if task.get("model_in"):
         model = read_safetensors(task["model_in"])
-        net.load_state_dict({k: expect(model, k, v.shape, torch.float32) for k, v in net.state_dict().items()})
-    return net.to(DEVICE), train, test
+        state = {k: torch.from_numpy(expect(model, k, v.shape, numpy.float32)) for k, v in net.state_dict().items()}
+        net.load_state_dict(state)
+    return net, device, train, test
 
 
 def save(task, net):
-    write_safetensors(task["model_out"], {k: v.float() for k, v in net.state_dict().items()})
+    write_safetensors(task["model_out"], {k: v.detach().float().cpu().numpy() for k, v in net.state_dict().items()})
 
 
 @torch.no_grad()
 def in_chunks(fn, x):
-    return torch.cat([fn(x[i:i + CHUNK].to(DEVICE)).float().cpu() for i in range(0, len(x), CHUNK)])
+    return torch.cat([fn(x[i:i + CHUNK]).float().cpu() for i in range(0, len(x), CHUNK)])
 
 
 def init(task):
-    net, (x, _), _ = setup(task, ())
+    net, _, (x, _), _ = setup(task)
     net.init(task["seed"])
     save(task, net)
     write_result(task, len(x), {})
@@ -154,10 +194,10 @@ def train(task):
         raise bad_data("unsupported_method", f"this trainer does not do method {method!r}")
     if hyper(task, "dp", "off") != "off":
         raise bad_data("unsupported_dp", "this trainer does not train under differential privacy")
-    net, (x, y), test = setup(task, ("test",))
+    net, device, (x, y), test = setup(task)
     if y.min() == y.max():
         raise bad_data("single_class", "every training image has the same label")
-    x, y = x.to(DEVICE), y.to(DEVICE)
+    net.train()
     lr, epochs = float(hyper(task, "lr", 0.05)), int(hyper(task, "local_epochs", 1))
     bs = min(int(hyper(task, "batch_size", 32)), len(x))
     mu = float(hyper(task, "mu", 0.1)) if method == "fedprox" else 0.0
@@ -169,7 +209,7 @@ def train(task):
         opt = torch.optim.SGD(params, lr=lr, momentum=float(hyper(task, "momentum", 0.9)))
     shuffle = torch.Generator().manual_seed(task["seed"])
     for epoch in range(epochs):
-        order = torch.randperm(len(x), generator=shuffle).to(DEVICE)
+        order = torch.randperm(len(x), generator=shuffle).to(device)
         losses = []
         for lo in range(0, len(x), bs):
             batch = order[lo:lo + bs]
@@ -194,6 +234,7 @@ def score(net, x, y):
     """(top-1 accuracy, macro one-vs-rest AUC) of net on images x, labels y."""
     net.eval()
     logits = in_chunks(net, x)
+    y = y.cpu()
     accuracy = (logits.argmax(1) == y).double().mean().item()
     probs = torch.exp((logits - logits.max(1, keepdim=True).values).double())
     probs /= probs.sum(1, keepdim=True)
@@ -206,22 +247,23 @@ def score(net, x, y):
 
 
 def evaluate(task):
-    net, _, (x, y) = setup(task, ("test",))
+    net, _, _, (x, y) = setup(task)
     accuracy, auc = score(net, x, y)
     write_result(task, len(y), {"accuracy": accuracy, "auc": auc})
 
 
 def embed(task):
-    net, (x, _), _ = setup(task, ())
+    net, device, (x, _), _ = setup(task)
     rows = task.get("rows") or []
     if not rows or len(set(rows)) != len(rows) or not all(isinstance(r, int) and 0 <= r < len(x) for r in rows):
         raise bad_data("bad_rows", f"rows must be distinct indices of the {len(x)} training images")
     net.eval()
-    emb = in_chunks(net.penultimate, x[torch.tensor(rows)])
-    write_safetensors(task["embed_out"], {"embeddings": emb})
+    emb = in_chunks(net.penultimate, x[torch.tensor(rows, device=device)])
+    write_safetensors(task["embed_out"], {"embeddings": emb.numpy()})
     write_result(task, len(rows), {})
 
 
 if __name__ == "__main__":
-    print(f"cnn.py: running on {DEVICE}", file=sys.stderr)
+    print(f"cnn.py: torch sees {'a CUDA device' if torch.cuda.is_available() else 'no CUDA device'}; "
+          f"default device {DEFAULT_DEVICE}", file=sys.stderr, flush=True)
     run({"init": init, "train": train, "evaluate": evaluate, "embed": embed})

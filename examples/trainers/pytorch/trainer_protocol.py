@@ -1,35 +1,53 @@
-"""The process side of ptopofl.trainer/v1, shared by tabular.py and cnn.py.
+"""The program side of ptopofl.trainer/v1, shared by the example trainers.
 
-One process runs one task: it reads $PTOPOFL_TASK (task.json in its working
-directory D), writes its outputs, and writes the result file last, as the
-commit marker. The exit status says what a failure means: 65 bad site data
-and 66 a bad input model (neither retried), 75 a transient failure; D/error.json
-gives a short kind and a message that never holds data values.
+It needs the standard library and numpy only (tabular.py and cnn.py add
+torch on top). A trainer hands run() its task functions; run() serves both
+of the protocol's modes, which the site's worker chooses:
+
+  per task   (worker --trainer NAME=COMMAND): one process per task. The
+             task file's path is in $PTOPOFL_TASK; the process does the
+             task, writes its outputs and then the result file, last, and
+             exits 0, or exits 65 (bad site data), 66 (bad input model) or
+             75 (transient) with error.json beside the task file.
+  serve      (worker --trainer-serve NAME=COMMAND): one long-lived process
+             per site, started with PTOPOFL_SERVE=1. It reads one absolute
+             task.json path per line on standard input, does that task as
+             above (a failure's status goes into error.json instead of the
+             exit status), and prints "ptopofl:done <path>" on standard
+             output. What a trainer keeps at module level (the site's data,
+             a network on its device) stays loaded between tasks.
+
+error.json holds a short kind, which reaches the round's manifest, and a
+message that goes to the worker's log only: neither should hold data
+values. The worker runs the program in a sealed environment: PATH, HOME, TMPDIR,
+LANG/LC_*, the protocol's variables and only what the site adds with
+--trainer-env (CUDA_VISIBLE_DEVICES, say).
 
 Safetensors is read and written here by hand (8-byte little-endian header
-length, a JSON header, then the little-endian row-major data), so that the
-trainers need nothing beyond torch. Little-endian hosts only.
+length, a JSON header, then the little-endian row-major data) into and from
+numpy arrays. Little-endian hosts only.
 """
 
 import json
 import os
 import struct
 import sys
+import traceback
 
-import torch
+import numpy
 
 PROTOCOL = "ptopofl.trainer/v1"
-EXIT_PROTOCOL = 2
+EXIT_FAILED = 1
 EXIT_BAD_SITE_DATA = 65
 EXIT_BAD_MODEL = 66
 EXIT_TRANSIENT = 75
 
-DTYPES = {"F32": torch.float32, "F64": torch.float64}
+DTYPES = {"F32": numpy.dtype("<f4"), "F64": numpy.dtype("<f8")}
 DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
 
 
 class Fail(Exception):
-    """A task failure with its exit status and error.json kind."""
+    """A task failure with its status (65, 66 or 75) and error.json kind."""
 
     def __init__(self, code, kind, message):
         super().__init__(message)
@@ -44,23 +62,54 @@ def bad_model(message):
     return Fail(EXIT_BAD_MODEL, "bad_model", message)
 
 
+def transient(kind, message):
+    return Fail(EXIT_TRANSIENT, kind, message)
+
+
 def run(tasks):
-    """Run the task task.json names with tasks[name](task); exit accordingly."""
-    path = os.environ.get("PTOPOFL_TASK", "task.json")
+    """Serve tasks[name](task) in the mode the worker chose; never returns."""
+    if os.environ.get("PTOPOFL_SERVE") == "1":
+        while True:
+            line = sys.stdin.readline()
+            if not line:  # the worker closed our input: it is stopping
+                sys.exit(0)
+            path = line.strip()
+            if path:
+                do(tasks, path, serve=True)
+                print("ptopofl:done " + path, flush=True)
+    path = os.environ.get("PTOPOFL_TASK")
+    if not path:
+        print("neither PTOPOFL_TASK nor PTOPOFL_SERVE=1 is set: a ptopofl site worker runs this program",
+              file=sys.stderr)
+        sys.exit(2)
+    sys.exit(do(tasks, path, serve=False))
+
+
+def do(tasks, path, serve):
+    """Do the task at path; return its exit status (0: result written)."""
     where = os.path.dirname(os.path.abspath(path))
     try:
         with open(path) as f:
             task = json.load(f)
         if task.get("protocol") != PROTOCOL:
-            raise Fail(EXIT_PROTOCOL, "protocol", f"task.json protocol is not {PROTOCOL}")
+            raise bad_data("protocol", f"task.json protocol is not {PROTOCOL}")
         if task.get("task") not in tasks:
             raise bad_data("unsupported_task", f"this trainer does not do task {task.get('task')!r}")
         tasks[task["task"]](task)
+        return 0
     except Fail as e:
-        with open(os.path.join(where, "error.json"), "w") as f:
-            json.dump({"kind": e.kind, "message": str(e)}, f)
-        print(f"{e.kind}: {e}", file=sys.stderr)
-        sys.exit(e.code)
+        code, kind, message = e.code, e.kind, str(e)
+    except Exception as e:  # a bug, or a resource that failed (CUDA out of memory)
+        traceback.print_exc()
+        code, kind, message = EXIT_FAILED, type(e).__name__, f"{type(e).__name__} (traceback in the log)"
+    if serve and code not in (EXIT_BAD_SITE_DATA, EXIT_BAD_MODEL):
+        code = EXIT_TRANSIENT  # serve mode has no exit status: 75 is "retry"
+    report = {"kind": kind, "message": message}
+    if serve:
+        report["status"] = code
+    commit(os.path.join(where, "error.json"), json.dumps(report).encode())
+    print(f"{kind}: {message}", file=sys.stderr, flush=True)
+    return code
 
 
 def hyper(task, name, default):
@@ -70,6 +119,7 @@ def hyper(task, name, default):
 
 
 def progress(**fields):
+    """A progress line: counters the worker makes the heartbeat's details."""
     print("ptopofl:progress " + json.dumps(fields), flush=True)
 
 
@@ -82,13 +132,18 @@ def commit(path, data):
 
 
 def write_result(task, num_examples, metrics):
-    """Write the result file: last, since it marks the task as done."""
+    """Write the result file: last, since it marks the task as done.
+
+    A metric that is NaN or infinite is written as json writes it (NaN,
+    Infinity), which is not JSON: the worker names it (NonFiniteMetric) and
+    the site drops out of the round, not retried.
+    """
     body = {"num_examples": int(num_examples), "metrics": {k: float(v) for k, v in metrics.items()}}
     commit(task["result"], json.dumps(body).encode())
 
 
 def read_safetensors(path):
-    """Read a safetensors file into {name: tensor} (F32 and F64 only)."""
+    """Read a safetensors file into {name: numpy array} (F32 and F64 only)."""
     try:
         with open(path, "rb") as f:
             blob = f.read()
@@ -99,36 +154,34 @@ def read_safetensors(path):
         for name, t in header.items():
             if name == "__metadata__":
                 continue
-            dtype = DTYPES[t["dtype"]]
             begin, end = t["data_offsets"]
-            x = torch.frombuffer(bytearray(buf[begin:end]), dtype=dtype) if end > begin else torch.empty(0, dtype=dtype)
-            out[name] = x.reshape(t["shape"])
+            out[name] = numpy.frombuffer(buf[begin:end], dtype=DTYPES[t["dtype"]]).reshape(t["shape"]).copy()
         return out
-    except Fail:
-        raise
     except Exception as e:  # any malformed file: struct, JSON, key or size errors
         raise bad_model(f"input model is not a readable F32/F64 safetensors file ({type(e).__name__})")
 
 
-def expect(model, name, shape, dtype):
-    """model[name] converted to dtype, checked for its shape and finiteness."""
+def expect(model, name, shape, dtype=numpy.float64):
+    """model[name] as dtype, checked for its shape and finiteness."""
     if name not in model:
         raise bad_model(f"input model has no tensor {name!r}")
     t = model[name]
     if list(t.shape) != list(shape):
         raise bad_model(f"tensor {name!r} has shape {list(t.shape)}, want {list(shape)}")
-    if not torch.isfinite(t).all():
+    if not numpy.isfinite(t).all():
         raise bad_model(f"tensor {name!r} holds a value that is not finite")
-    return t.to(dtype)
+    return t.astype(dtype)
 
 
 def write_safetensors(path, tensors, metadata=None):
-    """Write {name: tensor} (float32 or float64), tensors in name order."""
+    """Write {name: numpy array of float32 or float64}, tensors in name order."""
     header, chunks, offset = {}, [], 0
     for name in sorted(tensors, key=lambda s: s.encode()):
-        t = tensors[name].detach().cpu().contiguous()
-        data = t.numpy().tobytes()
-        header[name] = {"dtype": DTYPE_NAMES[t.dtype], "shape": list(t.shape),
+        t = numpy.ascontiguousarray(tensors[name])
+        if t.dtype.newbyteorder("<") not in DTYPE_NAMES:
+            raise ValueError(f"tensor {name!r} is {t.dtype}: a model's tensors are float32 or float64")
+        data = t.astype(t.dtype.newbyteorder("<")).tobytes()
+        header[name] = {"dtype": DTYPE_NAMES[t.dtype.newbyteorder("<")], "shape": list(t.shape),
                         "data_offsets": [offset, offset + len(data)]}
         chunks.append(data)
         offset += len(data)
@@ -137,6 +190,24 @@ def write_safetensors(path, tensors, metadata=None):
     head = json.dumps(header, separators=(",", ":")).encode()
     head += b" " * (-len(head) % 8)  # the data starts 8-byte aligned
     commit(path, struct.pack("<Q", len(head)) + head + b"".join(chunks))
+
+
+def cached(cache, files, extra, load):
+    """load(), or what it gave the last time files (by name, size and
+    modification time) and extra were the same: a serve-mode process keeps
+    its site's data loaded between tasks."""
+    key = [extra]
+    for f in files:
+        try:
+            st = os.stat(f)
+        except OSError as e:
+            raise bad_data("unreadable", f"{f}: cannot read: {type(e).__name__}")
+        key.append((f, st.st_size, st.st_mtime_ns))
+    key = tuple(key)
+    if key not in cache:
+        cache.clear()  # one site per process: the latest data only
+        cache[key] = load()
+    return cache[key]
 
 
 def roc_auc(scores, labels):
