@@ -57,7 +57,7 @@ func (s *CampaignSuite) Test_SiteRefusingForItsBudgetIsDropped() {
 	s.Require().Error(err)
 	ms := s.fed.committed()
 	s.Require().Len(ms, 3)
-	s.Equal([]pipeline.SiteDrop{{Site: "c2", Phase: pipeline.PhaseTrain, Reason: pipeline.DropPrivacyBudget,
+	s.Equal([]pipeline.SiteDrop{{Site: "c2", Phase: pipeline.PhaseTrain, Reason: pipeline.DropPrivacyBudget, Kind: pipeline.ErrTypePrivacyBudget,
 		Error: "site c2: privacy budget exhausted: campaign hc-test round 2: beyond its operator's budget ε = 10"}}, ms[1].Dropped)
 	s.Equal(pipeline.OutcomeCommitted, ms[1].Outcome)
 	s.Equal(pipeline.OutcomeFailed, ms[2].Outcome)
