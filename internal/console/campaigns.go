@@ -88,23 +88,25 @@ type RoundView struct {
 
 // SiteRound is one site in one round, from the manifest.
 type SiteRound struct {
-	Site            string             `json:"site"`                     // the site
-	Participated    bool               `json:"participated"`             // it completed every phase
-	DropPhase       string             `json:"drop_phase,omitempty"`     // where it left the round
-	DropReason      string             `json:"drop_reason,omitempty"`    // why it left
-	Cluster         *int               `json:"cluster,omitempty"`        // its cluster (methods that cluster)
-	Trust           *float64           `json:"trust,omitempty"`          // its trust score
-	Drift           *float64           `json:"drift,omitempty"`          // its Δ_k (Eq. 9)
-	Flagged         bool               `json:"flagged"`                  // the drift check flagged it
-	AUC             *float64           `json:"auc,omitempty"`            // its model's AUC on its test split
-	Acc             *float64           `json:"acc,omitempty"`            // its model's accuracy on its test split
-	ValAUC          *float64           `json:"val_auc,omitempty"`        // the AUC on its validation rows
-	ValAcc          *float64           `json:"val_acc,omitempty"`        // the accuracy on its validation rows
-	Released        []pipeline.Release `json:"released"`                 // what it released, kind and count
-	ReleasedNumbers int                `json:"released_numbers"`         // how many numbers in all
-	Epsilon         *float64           `json:"epsilon,omitempty"`        // the ε it has spent so far (dp record)
-	EpsilonRound    *float64           `json:"epsilon_round,omitempty"`  // the ε of this round's releases
-	EpsilonBudget   *float64           `json:"epsilon_budget,omitempty"` // the most ε it may spend
+	Site            string             `json:"site"`                       // the site
+	Participated    bool               `json:"participated"`               // it completed every phase
+	DropPhase       string             `json:"drop_phase,omitempty"`       // where it left the round
+	DropReason      string             `json:"drop_reason,omitempty"`      // why it left
+	Cluster         *int               `json:"cluster,omitempty"`          // its cluster (methods that cluster)
+	Trust           *float64           `json:"trust,omitempty"`            // its trust score
+	Drift           *float64           `json:"drift,omitempty"`            // its Δ_k (Eq. 9)
+	Flagged         bool               `json:"flagged"`                    // the drift check flagged it
+	AUC             *float64           `json:"auc,omitempty"`              // its model's AUC on its test split
+	Acc             *float64           `json:"acc,omitempty"`              // its model's accuracy on its test split
+	ValAUC          *float64           `json:"val_auc,omitempty"`          // the AUC on its validation rows
+	ValAcc          *float64           `json:"val_acc,omitempty"`          // the accuracy on its validation rows
+	Released        []pipeline.Release `json:"released"`                   // what it released, kind and count
+	ReleasedNumbers int                `json:"released_numbers"`           // how many numbers in all
+	Epsilon         *float64           `json:"epsilon,omitempty"`          // the ε it has spent so far (dp record)
+	EpsilonRound    *float64           `json:"epsilon_round,omitempty"`    // the ε of this round's releases
+	EpsilonBudget   *float64           `json:"epsilon_budget,omitempty"`   // the most ε it may spend
+	LifetimeEpsilon *float64           `json:"lifetime_epsilon,omitempty"` // its lifetime ε after the round, from its own ledger (every campaign, sweep and experiment on its data); absent when it reported none
+	LifetimeBudget  *float64           `json:"lifetime_budget,omitempty"`  // its operator's lifetime limit (absent: none, or not reported)
 }
 
 // PrivacyView is a private campaign's privacy record as its last
@@ -136,6 +138,7 @@ type ChainLink struct {
 type sitePrivacy struct {
 	epsilon, round, budget float64
 	hasBudget              bool
+	lifetime               *pipeline.SiteLifetime
 }
 
 func privacyOf(m pipeline.RoundManifest) map[string]sitePrivacy {
@@ -145,7 +148,7 @@ func privacyOf(m pipeline.RoundManifest) map[string]sitePrivacy {
 	}
 	out := make(map[string]sitePrivacy, len(p.Sites))
 	for _, s := range p.Sites {
-		out[s.Site] = sitePrivacy{epsilon: s.Epsilon, round: s.EpsilonRound, budget: p.Budget, hasBudget: p.Budget > 0}
+		out[s.Site] = sitePrivacy{epsilon: s.Epsilon, round: s.EpsilonRound, budget: p.Budget, hasBudget: p.Budget > 0, lifetime: s.Lifetime}
 	}
 	return out
 }
@@ -305,6 +308,9 @@ func roundView(sm campaign.StoredManifest, sites []string, bucket string) RoundV
 			s.Epsilon, s.EpsilonRound = ptr(p.epsilon), ptr(p.round)
 			if p.hasBudget {
 				s.EpsilonBudget = ptr(p.budget)
+			}
+			if l := p.lifetime; l != nil {
+				s.LifetimeEpsilon, s.LifetimeBudget = ptr(l.Epsilon), l.Budget
 			}
 		}
 		r.Sites = append(r.Sites, s)

@@ -47,13 +47,18 @@ func releases(sites ...string) []pipeline.SiteReleases {
 
 // twoRounds is campaign c1's record: round 1 with every site, s1
 // flagged; round 2 with s2 dropped in training. Under dp record with the
-// budget 8, every site has spent ε 2 after round 1 and 4 after round 2.
+// budget 8, every site has spent ε 2 after round 1 and 4 after round 2;
+// in round 2 s0's own ledger reports a lifetime ε of 9.5 against its
+// operator's limit 10 (other campaigns on its data count there too).
 // prev2 is what round 2 records as round 1's sha256 ("sha-1": chained).
 func twoRounds(prev2 string) campaign.Objects {
 	priv := func(eps float64) *pipeline.RoundPrivacy {
 		p := &pipeline.RoundPrivacy{Delta: 1e-5, Budget: 8}
 		for _, s := range []string{"s0", "s1", "s2"} {
 			p.Sites = append(p.Sites, pipeline.SitePrivacy{Site: s, EpsilonRound: 2, Epsilon: eps, Accountant: "gdp"})
+		}
+		if eps == 4 {
+			p.Sites[0].Lifetime = &pipeline.SiteLifetime{Epsilon: 9.5, Delta: 1e-5, Budget: ptr(10.0)}
 		}
 		return p
 	}
@@ -115,6 +120,9 @@ func TestBuildCampaign(t *testing.T) {
 		if s1 := rv.Sites[1]; *s1.Epsilon != float64(2*c.round) || *s1.EpsilonRound != 2 || *s1.EpsilonBudget != 8 || *s1.Trust != []float64{0.25, 0.5}[i] {
 			t.Errorf("case %d: s1 %+v", i, s1)
 		}
+	}
+	if l := d.Rounds[1].Sites[0]; l.LifetimeEpsilon == nil || *l.LifetimeEpsilon != 9.5 || l.LifetimeBudget == nil || *l.LifetimeBudget != 10 || d.Rounds[0].Sites[0].LifetimeEpsilon != nil {
+		t.Errorf("lifetime ε: %+v", d.Rounds)
 	}
 	if !d.Rounds[0].Sites[1].Flagged || d.Rounds[1].Sites[2].Cluster != nil || d.Rounds[1].Sites[2].AUC != nil {
 		t.Errorf("flags and absent values: %+v", d.Rounds)
@@ -392,6 +400,7 @@ func TestHandler(t *testing.T) {
 		26: {"GET", "/static/nope.js", "", 404, ""},
 		27: {"HEAD", "/", "", 200, ""},
 		28: {"GET", "/no/such/page", "", 404, "not found"},
+		29: {"GET", "/campaigns/c1", "", 200, `<td class="num lifetime">9.500</td><td class="num">10.000</td>`},
 	}
 	for i, c := range cases {
 		w := get(t, h, c.method, c.path, c.host)

@@ -134,6 +134,9 @@ type siteCell struct {
 type siteRow struct {
 	Site  string
 	Cells []siteCell
+	// Lifetime and LifetimeBudget are the site's lifetime ε and its
+	// operator's limit as its ledger last reported them in the campaign.
+	Lifetime, LifetimeBudget *float64
 }
 
 type campaignPage struct {
@@ -144,6 +147,8 @@ type campaignPage struct {
 	Heat     template.HTML
 	Epsilon  template.HTML
 	SiteRows []siteRow
+	// HasLifetime: some site reported its ledger's lifetime ε.
+	HasLifetime bool
 }
 
 func (s *Server) pageCampaign(w http.ResponseWriter, r *http.Request) {
@@ -180,10 +185,14 @@ func (s *Server) pageCampaign(w http.ResponseWriter, r *http.Request) {
 			if i := slices.IndexFunc(rv.Sites, func(x SiteRound) bool { return x.Site == site }); i >= 0 {
 				x := rv.Sites[i]
 				c.Participated, c.ReleasedNumbers, c.Epsilon, c.EpsilonRound = x.Participated, x.ReleasedNumbers, x.Epsilon, x.EpsilonRound
+				if x.LifetimeEpsilon != nil {
+					row.Lifetime, row.LifetimeBudget = x.LifetimeEpsilon, x.LifetimeBudget
+				}
 				c.ReleasedText, _ = campaign.ReleasedText(x.Released)
 			}
 			row.Cells = append(row.Cells, c)
 		}
+		p.HasLifetime = p.HasLifetime || row.Lifetime != nil
 		p.SiteRows = append(p.SiteRows, row)
 	}
 	s.render(w, http.StatusOK, "campaign", p)
