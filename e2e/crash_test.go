@@ -48,8 +48,20 @@ func TestMain(m *testing.M) {
 			binDir = dir
 		}
 	}
+	// The processes the tests start keep what they keep in the user's
+	// configuration directory (a site worker's default secret and privacy
+	// ledger, ~/.config/ptopofl/site-secrets) in one of the run's own:
+	// nothing reaches the home directory, and no ledger carries spending
+	// from one run to the next.
+	conf, err := os.MkdirTemp("", "ptopofl-e2e-config-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_CONFIG_HOME", conf)
 	code := m.Run()
 	os.RemoveAll(dir)
+	os.RemoveAll(conf)
 	os.Exit(code)
 }
 

@@ -239,7 +239,19 @@ func (s *sweep) runSearchCut(ctx workflow.Context, in pipeline.SweepWorkflowInpu
 	if !s.st.Stopping {
 		ss.Ended = s.search.why
 	}
-	return s.finish(ctx, pipeline.BuildSweepResultsInput{Spec: spec, Outcomes: searchOutcomes(ss.Trials), Search: s.searchRecord()}, s.st.Stopping)
+	// The record BuildSweepResults stores as search.json is the sweep's
+	// last: it says the sweep ended (done or stopped), not the running
+	// state it was written in, so readers of search.json (sweep report,
+	// status, the console) know no paused trial will be promoted. Only the
+	// activity's input changes, which replay does not compare.
+	final := s.searchRecord()
+	if s.search.cut {
+		final.State = pipeline.SweepDone
+		if s.st.Stopping {
+			final.State = pipeline.SweepStopped
+		}
+	}
+	return s.finish(ctx, pipeline.BuildSweepResultsInput{Spec: spec, Outcomes: searchOutcomes(ss.Trials), Search: final}, s.st.Stopping)
 }
 
 // searchRecord is the sweep's search.json as it stands.

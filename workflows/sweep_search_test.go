@@ -399,6 +399,12 @@ func checkAgainstReplay(t *testing.T, c searchCase, setup func(int, pipeline.Swe
 	if len(ch.out.Search.Trials) != len(rep.Trials) || ch.results == nil || len(ch.results.Outcomes) != (len(rep.Trials)-c.warm)*perTrial {
 		t.Fatalf("%s: %d trials, results %v; replay %d trials", c, len(ch.out.Search.Trials), ch.results, len(rep.Trials))
 	}
+	// The search record stored with the results is the sweep's last: it
+	// says the sweep is done, so no reader takes a paused trial for one
+	// that may still be promoted.
+	if rec := ch.results.Search; rec == nil || rec.State != pipeline.SweepDone {
+		t.Errorf("%s: the results' search record %+v, want state %q", c, rec, pipeline.SweepDone)
+	}
 	for k, o := range ch.results.Outcomes {
 		tr := rep.Trials[c.warm+k/perTrial]
 		if o.Search == nil || o.Search.Trial != tr.Index || o.Search.Status != string(tr.State) || o.RoundsDone != tr.Rounds() {
@@ -602,6 +608,9 @@ func TestSearchSweepFailedTrialAndStop(t *testing.T) {
 	}
 	if out.State != pipeline.SweepStopped || h.results == nil {
 		t.Fatalf("state %s, results %v; want stopped with results", out.State, h.results)
+	}
+	if rec := h.results.Search; rec == nil || rec.State != pipeline.SweepStopped {
+		t.Errorf("the results' search record %+v, want state %q", rec, pipeline.SweepStopped)
 	}
 	failed, pruned := 0, 0
 	for _, o := range h.results.Outcomes {
