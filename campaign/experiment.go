@@ -224,6 +224,7 @@ var reportBuilders = map[string]func(ctx context.Context, c Collected) (*report.
 	experiments.Deep: func(_ context.Context, c Collected) (*report.Report, error) {
 		return report.Deep(DeepInput(c))
 	},
+	experiments.Theory: theoryReport,
 }
 
 // Collect reads what the sweep of plan left in S3 (curves.parquet beside

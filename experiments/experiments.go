@@ -1,5 +1,6 @@
 // Package experiments plans the paper's experiments (table1, adversarial,
-// stability, privacy, ablation, deep): which federations each needs,
+// stability, privacy, ablation, deep) and the check of its theorems
+// (theory): which federations each needs,
 // generated with package eval (tabular) or split from image data sets
 // with package dataset (deep) from which seeds, which methods and settings
 // run on them, and for how many rounds. It is pure planning: no files, no
@@ -49,10 +50,14 @@ const (
 	Privacy     = "privacy"
 	Ablation    = "ablation"
 	Deep        = "deep"
+	// Theory checks the paper's theorems on the system's own campaigns
+	// (package theory): pTopoFL on the adversarial experiment's
+	// federations under both detectors.
+	Theory = "theory"
 )
 
 // Names lists every experiment.
-var Names = []string{Table1, Adversarial, Stability, Privacy, Ablation, Deep}
+var Names = []string{Table1, Adversarial, Stability, Privacy, Ablation, Deep, Theory}
 
 // Scenario names.
 const (
@@ -243,7 +248,7 @@ func Build(name string, o Options) (Plan, error) {
 	}
 	if o.FirstSeed == 0 {
 		o.FirstSeed = 1
-		if name == Adversarial {
+		if name == Adversarial || name == Theory {
 			o.FirstSeed = AdversarialFirstSeed
 		}
 	}
@@ -259,9 +264,13 @@ func Build(name string, o Options) (Plan, error) {
 				}
 			}
 		}
-	case Adversarial:
+	case Adversarial, Theory:
 		p.Methods = adversarialMethods
 		p.Settings = AdversarialSettings(o.Tiny)
+		if name == Theory {
+			p.Methods = []learn.Method{learn.PTopoFL}
+			p.Settings = TheorySettings()
+		}
 		levels, flips := AttackLevels, FlipRates
 		if o.Tiny {
 			levels, flips = []float64{0, 0.5}, []float64{0.3}
@@ -402,7 +411,7 @@ func (p *Plan) add(o Options, scenario string, seed uint64, a attack, shift *eva
 		opt := eval.DefaultHealthcareOptions(seed)
 		if o.Tiny {
 			opt.Sites, opt.MinSize, opt.MaxSize = 3, 40, 60
-			if p.Experiment == Adversarial {
+			if p.adversarial() {
 				// Krum needs n > 2f + 2 sites (f = 1); with six small
 				// sites the lowest positive rates could leave a split
 				// without positives.
@@ -410,7 +419,7 @@ func (p *Plan) add(o Options, scenario string, seed uint64, a attack, shift *eva
 			}
 		}
 		opt.Adversarial = nil
-		if p.Experiment == Adversarial {
+		if p.adversarial() {
 			opt.Adversarial = adversarialSites(opt.Sites, a.fraction)
 			opt.FlipFraction = a.flip
 		} else if p.Experiment == Table1 || p.Experiment == Ablation || p.Experiment == Privacy {
@@ -430,7 +439,7 @@ func (p *Plan) add(o Options, scenario string, seed uint64, a attack, shift *eva
 		return err
 	}
 	name := fmt.Sprintf("%s-s%d", short, seed)
-	if p.Experiment == Adversarial {
+	if p.adversarial() {
 		name = fmt.Sprintf("%s-a%03d-f%02d-s%d", short, int(math.Round(a.fraction*1000)), int(math.Round(a.flip*100)), seed)
 	}
 	for i := range fed.Sites {
@@ -441,6 +450,29 @@ func (p *Plan) add(o Options, scenario string, seed uint64, a attack, shift *eva
 	}
 	p.Federations = append(p.Federations, Federation{Name: name, Scenario: scenario, Seed: seed, AttackFraction: a.fraction, FlipRate: a.flip, Data: fed})
 	return nil
+}
+
+// adversarial reports whether the plan's federations are the adversarial
+// experiment's (attack levels × flip rates).
+func (p *Plan) adversarial() bool { return p.Experiment == Adversarial || p.Experiment == Theory }
+
+// The theory experiment's settings: pTopoFL with the robustness τ = 1.8
+// (as the adversarial experiment's pTopoFL) under the default preset's
+// labelled detector, and under the paper's descriptor detector, whose
+// score is Thm 3.5's δ (Eq. 8).
+const (
+	TheoryLabelledSetting   = "labelled"
+	TheoryDescriptorSetting = "descriptor"
+)
+
+// TheorySettings are the theory experiment's settings.
+func TheorySettings() []pipeline.SweepSetting {
+	only := []learn.Method{learn.PTopoFL}
+	tau := method.ParamValue{Name: "anomaly_threshold", Value: AdversarialTau}
+	return []pipeline.SweepSetting{
+		{Label: TheoryLabelledSetting, Set: []method.ParamValue{tau, {Name: "detector", Text: "labelled"}}, Methods: only},
+		{Label: TheoryDescriptorSetting, Set: []method.ParamValue{tau, {Name: "detector", Text: "descriptor"}}, Methods: only},
+	}
 }
 
 // DefaultHealthcareAdversarial keeps the paper's two adversarial sites (1

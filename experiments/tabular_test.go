@@ -168,3 +168,46 @@ func TestBuildAblation(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildTheory: the theory experiment runs pTopoFL alone on the
+// adversarial experiment's federations (the same names, seeds and
+// adversarial sites), under the labelled and the descriptor detector, both
+// at the robustness τ = 1.8.
+func TestBuildTheory(t *testing.T) {
+	for i, c := range []struct {
+		tiny        bool
+		federations int
+	}{{false, 13}, {true, 2}} {
+		th, err := Build(Theory, Options{Seeds: 1, Tiny: c.tiny})
+		if err != nil {
+			t.Fatal(err)
+		}
+		adv, err := Build(Adversarial, Options{Seeds: 1, Tiny: c.tiny})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(th.Federations) != c.federations || len(adv.Federations) != c.federations {
+			t.Fatalf("case %d: %d and %d federations, want %d", i, len(th.Federations), len(adv.Federations), c.federations)
+		}
+		for j, f := range th.Federations {
+			a := adv.Federations[j]
+			if f.Name != a.Name || f.Seed != a.Seed || f.AttackFraction != a.AttackFraction || f.FlipRate != a.FlipRate {
+				t.Errorf("case %d federation %d: %s (seed %d, %g, %g), adversarial %s (seed %d, %g, %g)", i, j, f.Name, f.Seed, f.AttackFraction, f.FlipRate, a.Name, a.Seed, a.AttackFraction, a.FlipRate)
+			}
+			for k, s := range f.Data.Sites {
+				if s.IsAdversarial != a.Data.Sites[k].IsAdversarial || len(s.XTrain) != len(a.Data.Sites[k].XTrain) {
+					t.Errorf("case %d federation %s site %d differs", i, f.Name, k)
+				}
+			}
+		}
+		if !slices.Equal(th.Methods, []learn.Method{learn.PTopoFL}) || len(th.Settings) != 2 ||
+			th.Settings[0].Label != TheoryLabelledSetting || th.Settings[1].Label != TheoryDescriptorSetting {
+			t.Errorf("case %d: methods %v, settings %+v", i, th.Methods, th.Settings)
+		}
+		for _, s := range th.Settings {
+			if len(s.Set) != 2 || s.Set[0].Name != "anomaly_threshold" || s.Set[0].Value != AdversarialTau || s.Set[1].Name != "detector" || s.Set[1].Text != s.Label {
+				t.Errorf("case %d setting %s: %+v", i, s.Label, s.Set)
+			}
+		}
+	}
+}

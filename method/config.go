@@ -162,8 +162,18 @@ func Resolve(m learn.Method, preset string, h Hyperparameters) (Config, error) {
 		return c, nil
 	}
 	switch c.Model {
-	case ModelMLP:
+	case ModelMLP, ModelTopoNN:
+		// One hidden layer of width, and a second of hidden when set.
 		c.Network.Arch, c.Network.Hidden = nn.MLP, []int{h.Width}
+		if h.Hidden > 0 {
+			c.Network.Hidden = append(c.Network.Hidden, h.Hidden)
+		}
+		if c.Model == ModelTopoNN {
+			c.Network.Arch = nn.TopoNN
+			if c.DP.On {
+				return Config{}, fmt.Errorf("hyperparameters.model = %q: toponn cannot train under dp record (each image's input holds its batch's descriptor, so per-example clipping does not bound one record's influence); use mlp or cnn", ModelTopoNN)
+			}
+		}
 	case ModelCNN:
 		c.Network.Arch = nn.CNN
 	case ModelConvNet2:

@@ -159,3 +159,39 @@ func TestEvaluateDeep(t *testing.T) {
 		t.Errorf("macro AUC %v after training, want above 0.9", auc)
 	}
 }
+
+// TestDenseModels: mlp and toponn have a hidden layer of width and, when
+// hidden is set, a second of hidden (the Appendix D network is toponn with
+// width 64, hidden 32); toponn is the same layers with the batch's
+// descriptor in the input, and dp record refuses it, naming the parameter.
+func TestDenseModels(t *testing.T) {
+	for i, tc := range []struct {
+		model         string
+		width, hidden int
+		arch          nn.Arch
+		layers        []int
+	}{
+		{ModelMLP, 16, 0, nn.MLP, []int{16}},            // 0: the default, one layer
+		{ModelMLP, 64, 32, nn.MLP, []int{64, 32}},       // 1
+		{ModelTopoNN, 64, 32, nn.TopoNN, []int{64, 32}}, // 2: the appendix's
+	} {
+		h := Defaults(DeepSmall)
+		h.Model, h.Width, h.Hidden = tc.model, tc.width, tc.hidden
+		c, err := Resolve(learn.FedAvg, DeepSmall, h)
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if c.Network.Arch != tc.arch || !reflect.DeepEqual(c.Network.Hidden, tc.layers) {
+			t.Errorf("case %d: %s %v; want %s %v", i, c.Network.Arch, c.Network.Hidden, tc.arch, tc.layers)
+		}
+	}
+	h := Defaults(DeepSmall)
+	h.Model = ModelTopoNN
+	h, err := h.Apply([]ParamValue{{Name: "dp", Text: DPRecord}, {Name: "dp_epsilon", Value: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Resolve(learn.FedAvg, DeepSmall, h); err == nil || !strings.Contains(err.Error(), `hyperparameters.model = "toponn"`) {
+		t.Errorf("toponn under dp record: %v", err)
+	}
+}

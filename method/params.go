@@ -221,13 +221,16 @@ const (
 	ModelCNN      = "cnn"
 	ModelConvNet2 = "convnet2"
 	ModelResNet   = "resnet"
+	// ModelTopoNN is the paper's Appendix D network (nn.TopoNN): an MLP
+	// whose input is each image followed by its batch's descriptor.
+	ModelTopoNN = "toponn"
 	// ModelExternal is a site's own training program, run under the
 	// trainer protocol (the hyper-parameter trainer names it).
 	ModelExternal = "external"
 )
 
 // Models lists the model names.
-var Models = []string{ModelLogistic, ModelMLP, ModelCNN, ModelConvNet2, ModelResNet, ModelExternal}
+var Models = []string{ModelLogistic, ModelMLP, ModelCNN, ModelConvNet2, ModelResNet, ModelTopoNN, ModelExternal}
 
 func positive(v Value) string {
 	if !(v.Num > 0) || math.IsInf(v.Num, 1) {
@@ -424,7 +427,7 @@ var Params = []Param{
 	// presets are those of deep-small (the Fashion-MNIST anchor), so that
 	// `--set model=cnn` alone gives a sensible network; a tabular campaign
 	// (model logistic) reads none of them.
-	{Name: "model", Doc: `the site's model: "logistic" (logistic regression on tabular rows), or an image network of package nn: "mlp" (dense layers), "cnn" (conv 5×5×width → pool → conv 5×5×2·width → pool → dense hidden → dense classes), "convnet2" (LEAF's ConvNet-2, 6.6 M parameters for 62 classes), "resnet" (ResNet-18's layout with GroupNorm, scaled by width and depth); or "external", the sites' own training program under the trainer protocol ptopofl.trainer/v1 (hyper-parameter trainer names it)`, Kind: Text,
+	{Name: "model", Doc: `the site's model: "logistic" (logistic regression on tabular rows), or an image network of package nn: "mlp" (dense layers), "cnn" (conv 5×5×width → pool → conv 5×5×2·width → pool → dense hidden → dense classes), "convnet2" (LEAF's ConvNet-2, 6.6 M parameters for 62 classes), "resnet" (ResNet-18's layout with GroupNorm, scaled by width and depth), "toponn" (the paper's Appendix D TopoNN: mlp's dense layers on each image followed by its batch's 48-number descriptor; not under dp record); or "external", the sites' own training program under the trainer protocol ptopofl.trainer/v1 (hyper-parameter trainer names it)`, Kind: Text,
 		Default: text(ModelLogistic), PresetDefaults: map[string]Value{DeepC: text(ModelResNet), DeepD: text(ModelConvNet2), DeepSmall: text(ModelCNN), DeepDSmall: text(ModelCNN)},
 		Absent: &Value{Text: ModelLogistic},
 		Check: func(v Value) string {
@@ -433,7 +436,7 @@ var Params = []Param{
 					return ""
 				}
 			}
-			return `must be "logistic", "mlp", "cnn", "convnet2", "resnet" or "external"`
+			return `must be "logistic", "mlp", "cnn", "convnet2", "resnet", "toponn" or "external"`
 		},
 		field: func(h *Hyperparameters) any { return &h.Model },
 		core:  func(v Value, c *Config) { c.Model = v.Text }},
@@ -441,11 +444,11 @@ var Params = []Param{
 		Deep: true, Default: num(10), PresetDefaults: map[string]Value{DeepD: num(62)}, Check: atLeast(2),
 		field: func(h *Hyperparameters) any { return &h.Classes },
 		core:  func(v Value, c *Config) { c.Network.Classes = int(v.Num) }},
-	{Name: "width", Doc: "channels of the first convolution of cnn and resnet (cnn's second has twice as many; convnet2 is fixed at 32) or the hidden width of mlp", Kind: Int,
+	{Name: "width", Doc: "channels of the first convolution of cnn and resnet (cnn's second has twice as many; convnet2 is fixed at 32) or the first hidden width of mlp and toponn", Kind: Int,
 		Deep: true, Default: num(16), PresetDefaults: map[string]Value{DeepC: num(64)}, Check: atLeast(1),
 		field: func(h *Hyperparameters) any { return &h.Width },
 		core:  func(v Value, c *Config) { c.Network.Width = int(v.Num) }},
-	{Name: "hidden", Doc: "width of cnn's dense hidden layer after the convolutions; 0 for none (convnet2 has 2048)", Kind: Int,
+	{Name: "hidden", Doc: "width of cnn's dense hidden layer after the convolutions, or of a second hidden layer of mlp and toponn after the first (width); 0 for none (convnet2 has 2048)", Kind: Int,
 		Deep: true, ZeroIsSetting: true, Check: atLeast(0),
 		field: func(h *Hyperparameters) any { return &h.Hidden },
 		core: func(v Value, c *Config) {

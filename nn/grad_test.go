@@ -107,6 +107,9 @@ var gradCases = []gradCase{
 			return []layer{&conv{k: 3, stride: 1, pad: 1, outC: 3, bias: true}, &conv{k: 1, stride: 1, outC: 4, bias: true}, &dense{out: 3, last: true}}
 		},
 	},
+	// 15: TopoNN: the batch's descriptor is an input of the dense layers,
+	// which perturbing their parameters does not move.
+	{name: "toponn", cfg: &Config{Arch: TopoNN, Input: Shape{2, 3, 1}, Classes: 4, Hidden: []int{7, 5}}},
 }
 
 func (c gradCase) build(t *testing.T) *Network {

@@ -43,10 +43,25 @@ const (
 	// Fashion-MNIST anchor (conv 5×5×16 → pool → conv 5×5×32 → pool →
 	// dense 10; 28,938 parameters for 28×28×1 inputs and 10 classes).
 	CNN Arch = "cnn"
+	// TopoNN is the paper's Appendix D network: a multilayer perceptron
+	// whose input is each sample followed by the pTopoFL descriptor of
+	// the batch it is in (tda.ComputeDescriptor, 48 numbers, on at most
+	// TopoBatchPoints of the batch's samples, l2-normalised: see
+	// topoAugment), then dense layers of
+	// Config.Hidden widths with ReLU (default [64, 32], the appendix's)
+	// and a dense output layer. The descriptor is an input, not a
+	// parameter: no gradient flows into it. Unlike the appendix's code,
+	// the hidden layers have no BatchNorm (its running statistics do not
+	// average across sites, the reason the ResNet here uses GroupNorm) and
+	// no dropout (package nn has none), and the descriptor is the system's
+	// 48 numbers with exact H1, where the appendix's code builds 46
+	// numbers (H0 only, its H1 a placeholder of zeros) and feeds them to a
+	// first layer sized for 48.
+	TopoNN Arch = "toponn"
 )
 
 // Archs lists every architecture in a fixed order.
-var Archs = []Arch{MLP, ConvNet2, ResNet, CNN}
+var Archs = []Arch{MLP, ConvNet2, ResNet, CNN, TopoNN}
 
 // Config describes a network. The zero values of Hidden, Width, Depth and
 // Groups select the defaults documented on each field.
@@ -57,8 +72,8 @@ type Config struct {
 	Input Shape
 	// Classes is the number of classes, at least 2.
 	Classes int
-	// Hidden lists the MLP's hidden widths (default [256]) or the CNN's
-	// dense hidden widths (default none).
+	// Hidden lists the MLP's hidden widths (default [256]), TopoNN's
+	// (default [64, 32]) or the CNN's dense hidden widths (default none).
 	Hidden []int
 	// Width is the ResNet's first-stage channel count (default 16;
 	// ResNet-18 has 64), or the CNN's first convolution's (default 16).
@@ -75,6 +90,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.Arch == MLP && c.Hidden == nil {
 		c.Hidden = []int{256}
+	}
+	if c.Arch == TopoNN && c.Hidden == nil {
+		c.Hidden = []int{64, 32}
 	}
 	if c.Arch == CNN && c.Width == 0 {
 		c.Width = 16
@@ -103,10 +121,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("nn: %d classes: want at least 2", c.Classes)
 	}
 	switch c.Arch {
-	case MLP:
+	case MLP, TopoNN:
 		for i, h := range c.Hidden {
 			if h < 1 {
-				return fmt.Errorf("nn: MLP hidden layer %d has width %d: want at least 1", i, h)
+				return fmt.Errorf("nn: %s hidden layer %d has width %d: want at least 1", c.Arch, i, h)
 			}
 		}
 	case ConvNet2:
@@ -140,8 +158,11 @@ func (c Config) Validate() error {
 
 func (c Config) layers() []layer {
 	switch c.Arch {
-	case MLP:
+	case MLP, TopoNN:
 		var ls []layer
+		if c.Arch == TopoNN {
+			ls = append(ls, &topoAugment{})
+		}
 		for _, h := range c.Hidden {
 			ls = append(ls, &dense{out: h}, &relu{})
 		}

@@ -138,6 +138,9 @@ type TrainResult struct {
 // on net's parameters, d, cfg and terms, never on the number of threads.
 // It returns an error for invalid data or configuration.
 func Train(net *Network, d Data, cfg TrainConfig, terms Terms) (TrainResult, error) {
+	if err := privateArch(net, cfg); err != nil {
+		return TrainResult{}, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return TrainResult{}, err
 	}
@@ -147,6 +150,17 @@ func Train(net *Network, d Data, cfg TrainConfig, terms Terms) (TrainResult, err
 	t := newTrainer(net, cfg.withDefaults(), terms)
 	t.expectBatch(cfg.BatchSize, d.N)
 	return eachBatch(net, d, cfg, t.step)
+}
+
+// privateArch refuses DP-SGD for TopoNN: its input carries the batch's
+// descriptor, a function of every sample of the batch, so one sample moves
+// the others' gradients and clipping each sample's gradient does not bound
+// its influence.
+func privateArch(net *Network, cfg TrainConfig) error {
+	if cfg.DP != nil && net.cfg.Arch == TopoNN {
+		return errors.New("nn: toponn cannot train under DP: each sample's input holds the batch's descriptor, so per-example clipping does not bound one sample's influence")
+	}
+	return nil
 }
 
 // eachBatch calls step on every minibatch of cfg.Epochs epochs of d, the
@@ -218,6 +232,9 @@ type Trainer struct {
 // NewTrainer returns a Trainer of net with zero optimiser state. It returns
 // an error for an invalid configuration or terms of the wrong length.
 func NewTrainer(net *Network, cfg TrainConfig, terms Terms) (*Trainer, error) {
+	if err := privateArch(net, cfg); err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

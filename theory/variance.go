@@ -4,40 +4,19 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
+
+	"github.com/ptopofl/ptopofl/aggregation"
+	"github.com/ptopofl/ptopofl/learn"
 )
 
-// Thm36Result is the check of Thm 3.6 (heterogeneity variance reduction):
-// the identity Σα‖g−ḡ_α‖² = Σα‖g−ḡ‖² − ‖ḡ_α−ḡ‖² on random instances, its
-// corollary (weights that favour sites closer to ḡ give Σα‖g−ḡ_α‖² ≤ σ²,
-// σ² = (1/K)Σ‖g−ḡ‖²), and, on healthcare federations, whether Eq. 12's
-// topology weights are such weights.
-type Thm36Result struct {
+// IdentityResult is the check of Thm 3.6's displayed equation,
+// Σα‖g−ḡ_α‖² = Σα‖g−ḡ‖² − ‖ḡ_α−ḡ‖²: the parallel-axis identity, true of
+// any vectors and any weights that sum to 1. It cannot fail; it is shown
+// on random instances only to say so with a number.
+type IdentityResult struct {
 	Instances int `json:"instances"`
-	// WorstIdentity is the largest |lhs − rhs| / max(1, |lhs|) of the
-	// identity over the instances.
+	// WorstIdentity is the largest |lhs − rhs| / max(1, |lhs|).
 	WorstIdentity float64 `json:"worst_identity"`
-	// CorollaryViolations counts instances whose weights decrease with
-	// ‖g_k − ḡ‖ yet give a weighted variance above σ².
-	CorollaryViolations int               `json:"corollary_violations"`
-	Healthcare          []Thm36Federation `json:"healthcare"`
-}
-
-// Thm36Federation is Thm 3.6 measured on one healthcare federation: the
-// sites' gradients ∇F_k at the first round's model (w = 0) and Eq. 12's
-// softmax weights α of the convergence check.
-type Thm36Federation struct {
-	Seed uint64 `json:"seed"`
-	// Sigma2 is σ², the uniform weights' variance (1/K)Σ‖g_k − ḡ‖².
-	Sigma2 float64 `json:"sigma2"`
-	// Weighted is Σ α_k‖g_k − ḡ_α‖², the topology weights' variance.
-	Weighted float64 `json:"weighted"`
-	// Reduction is ‖ḡ_α − ḡ‖², the theorem's gain term.
-	Reduction float64 `json:"reduction"`
-	// Correlation is Pearson's r between α_k and ‖g_k − ḡ‖: the corollary's
-	// premise ("up-weights clients whose gradients are closer to the
-	// global mean") is a negative r.
-	Correlation float64 `json:"correlation"`
 }
 
 // thm36Sides returns both sides of Thm 3.6's identity for gradients g and
@@ -66,12 +45,10 @@ func weightedMean(g [][]float64, w []float64) []float64 {
 	return m
 }
 
-// CheckThm36 checks Thm 3.6's identity on instances random instances (2–12
-// gradients of dimension 1–8, weights from a Dirichlet(1)) and its
-// corollary on the same gradients with weights made to decrease with
-// ‖g_k − ḡ‖ (the instance's weights sorted against the distances).
-func CheckThm36(instances int, seed uint64) Thm36Result {
-	res := Thm36Result{Instances: instances}
+// CheckIdentity evaluates Thm 3.6's identity on instances random instances
+// (2–12 vectors of dimension 1–8, weights from a Dirichlet(1)).
+func CheckIdentity(instances int, seed uint64) IdentityResult {
+	res := IdentityResult{Instances: instances}
 	r := rand.New(rand.NewPCG(seed, 36))
 	for range instances {
 		k, d := 2+r.IntN(11), 1+r.IntN(8)
@@ -91,61 +68,153 @@ func CheckThm36(instances int, seed uint64) Thm36Result {
 		for i := range alpha {
 			alpha[i] /= sum
 		}
-		lhs, rhs, sigma2 := thm36Sides(g, alpha)
+		lhs, rhs, _ := thm36Sides(g, alpha)
 		res.WorstIdentity = math.Max(res.WorstIdentity, math.Abs(lhs-rhs)/math.Max(1, math.Abs(lhs)))
-		// The corollary: the largest weight to the site nearest ḡ.
-		mean := weightedMean(g, uniform(k))
-		order := make([]int, k)
-		for i := range order {
-			order[i] = i
-		}
-		slices.SortFunc(order, func(a, b int) int { return cmpFloat(sqDist(g[a], mean), sqDist(g[b], mean)) })
-		sorted := slices.Clone(alpha)
-		slices.SortFunc(sorted, func(a, b float64) int { return cmpFloat(b, a) })
-		mono := make([]float64, k)
-		for rank, i := range order {
-			mono[i] = sorted[rank]
-		}
-		if lhs, _, _ := thm36Sides(g, mono); lhs > sigma2*(1+1e-12) {
-			res.CorollaryViolations++
-		}
 	}
 	return res
 }
 
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+// Thm36Round is Thm 3.6's consequence measured on one round of a campaign:
+// the sites' gradient estimates g_k are their updates θ_k − θ_k^start
+// (τ local steps: −lr times a sum of gradients), α the consensus weights
+// the aggregation applied (read off the models).
+type Thm36Round struct {
+	Campaign string `json:"campaign"`
+	Setting  string `json:"setting"`
+	Round    int    `json:"round"`
+	// Sigma2 is σ² = (1/K)Σ‖g_k − ḡ‖², Weighted Σα_k‖g_k − ḡ_α‖² and
+	// Reduction ‖ḡ_α − ḡ‖².
+	Sigma2    float64 `json:"sigma2"`
+	Weighted  float64 `json:"weighted"`
+	Reduction float64 `json:"reduction"`
+	// Correlation is Pearson's r between α_k and ‖g_k − ḡ‖. The premise
+	// ("up-weights clients whose gradients are closer to the global
+	// mean") is r < 0; the consequence is Weighted ≤ Sigma2.
+	Correlation float64 `json:"correlation"`
+	Premise     bool    `json:"premise"`
+	Holds       bool    `json:"holds"`
 }
 
-// MeasureThm36 measures Thm 3.6 on the sites of a healthcare federation
-// with Eq. 12's weights alpha: each site's gradient ∇F_k at w = 0 (the
-// first round's model; μ0 of the convergence check), σ², the weighted
-// variance, the reduction term and the correlation of α_k with ‖g_k − ḡ‖.
-func MeasureThm36(seed uint64, sites []Site, alpha []float64, mu0 float64) (Thm36Federation, error) {
-	if len(sites) != len(alpha) || len(sites) < 2 {
-		return Thm36Federation{}, fmt.Errorf("theory: %d sites and %d weights: want as many, at least 2", len(sites), len(alpha))
+// MeasureThm36 measures Thm 3.6's premise and consequence on every round of
+// run whose start models are known (from round 2).
+func MeasureThm36(run CampaignRun) ([]Thm36Round, error) {
+	if err := run.check(); err != nil {
+		return nil, err
 	}
-	d := len(sites[0].X[0]) + 1
-	g := make([][]float64, len(sites))
-	w := make([]float64, d)
-	for i, s := range sites {
-		g[i] = make([]float64, d)
-		siteGrad(s, w, mu0, g[i])
+	var out []Thm36Round
+	for _, r := range run.Rounds {
+		if r.Start == nil {
+			continue
+		}
+		alpha, _, err := r.consensusWeights()
+		if err != nil {
+			return nil, fmt.Errorf("theory: campaign %s round %d: %w", run.Campaign, r.Round, err)
+		}
+		g := make([][]float64, len(r.Local))
+		for i := range g {
+			if len(r.Start[i]) != len(r.Local[i]) {
+				return nil, fmt.Errorf("theory: campaign %s round %d site %d: start model of %d parameters, local of %d", run.Campaign, r.Round, i, len(r.Start[i]), len(r.Local[i]))
+			}
+			g[i] = make([]float64, len(r.Local[i]))
+			for j := range g[i] {
+				g[i][j] = r.Local[i][j] - r.Start[i][j]
+			}
+		}
+		lhs, _, sigma2 := thm36Sides(g, alpha)
+		mean := weightedMean(g, uniform(len(g)))
+		dist := make([]float64, len(g))
+		for i := range g {
+			dist[i] = math.Sqrt(sqDist(g[i], mean))
+		}
+		t := Thm36Round{Campaign: run.Campaign, Setting: run.Setting, Round: r.Round, Sigma2: sigma2, Weighted: lhs,
+			Reduction: sqDist(weightedMean(g, alpha), mean), Correlation: pearson(alpha, dist)}
+		t.Premise = t.Correlation < 0
+		t.Holds = t.Weighted <= t.Sigma2
+		out = append(out, t)
 	}
-	lhs, _, sigma2 := thm36Sides(g, alpha)
-	mean := weightedMean(g, uniform(len(g)))
-	dist := make([]float64, len(g))
-	for i := range g {
-		dist[i] = math.Sqrt(sqDist(g[i], mean))
+	return out, nil
+}
+
+// Prop311Round is Prop. 3.11 on one round: the sites' exact local
+// gradients ∇F_k(w) at the round's consensus start model w (package
+// learn's objective on the rows each site trains on), B² =
+// (1/K)Σ‖∇F_k − ∇F‖² with ∇F = Σ p_k ∇F_k (p_k = n_k/n, Eq. 1), and
+// B²_α = Σα_k‖∇F_k − ∇F_α‖² for the consensus weights the aggregation
+// applied (read off the models) and for Eq. 12's softmax weights
+// (aggregation.SoftmaxWeights on the round's descriptors).
+type Prop311Round struct {
+	Campaign     string  `json:"campaign"`
+	Setting      string  `json:"setting"`
+	Round        int     `json:"round"`
+	B2           float64 `json:"b2"`
+	BAlpha2      float64 `json:"b_alpha2"`
+	BSoftmax2    float64 `json:"b_softmax2"`
+	Holds        bool    `json:"holds"`
+	HoldsSoftmax bool    `json:"holds_softmax"`
+}
+
+// MeasureProp311 measures Prop. 3.11 on every round of run whose start
+// models are known; train holds each site's training rows as it trains
+// on them (standardised), in site order.
+func MeasureProp311(run CampaignRun, train []learn.Data) ([]Prop311Round, error) {
+	if err := run.check(); err != nil {
+		return nil, err
 	}
-	return Thm36Federation{Seed: seed, Sigma2: sigma2, Weighted: lhs,
-		Reduction: sqDist(weightedMean(g, alpha), mean), Correlation: pearson(alpha, dist)}, nil
+	if len(train) != len(run.Sites) {
+		return nil, fmt.Errorf("theory: campaign %s: %d training sets for %d sites", run.Campaign, len(train), len(run.Sites))
+	}
+	nf := train[0].NumFeatures()
+	m := run.Config.Site.Model(nf)
+	total := 0.0
+	for _, d := range train {
+		total += float64(len(d.X))
+	}
+	p := make([]float64, len(train))
+	for i, d := range train {
+		p[i] = float64(len(d.X)) / total
+	}
+	var out []Prop311Round
+	for _, r := range run.Rounds {
+		if r.Start == nil {
+			continue
+		}
+		alpha, _, err := r.consensusWeights()
+		if err != nil {
+			return nil, fmt.Errorf("theory: campaign %s round %d: %w", run.Campaign, r.Round, err)
+		}
+		w := make([]float64, m.NumParams())
+		for _, s := range r.Start {
+			if len(s) != len(w) {
+				return nil, fmt.Errorf("theory: campaign %s round %d: start model of %d parameters, the model has %d", run.Campaign, r.Round, len(s), len(w))
+			}
+			for j, v := range s {
+				w[j] += v / float64(len(r.Start))
+			}
+		}
+		grads := make([][]float64, len(train))
+		for i, d := range train {
+			grads[i] = make([]float64, len(w))
+			m.MeanGradient(w, d, grads[i])
+		}
+		full := weightedMean(grads, p)
+		b2 := 0.0
+		for _, g := range grads {
+			b2 += sqDist(g, full) / float64(len(grads))
+		}
+		sites := make([]aggregation.SiteResult, len(r.Descriptors))
+		for i, d := range r.Descriptors {
+			sites[i] = aggregation.SiteResult{Descriptor: d, N: len(train[i].X)}
+		}
+		soft, _, err := aggregation.SoftmaxWeights(sites, run.Config.Server)
+		if err != nil {
+			return nil, fmt.Errorf("theory: campaign %s round %d: softmax weights: %w", run.Campaign, r.Round, err)
+		}
+		t := Prop311Round{Campaign: run.Campaign, Setting: run.Setting, Round: r.Round, B2: b2,
+			BAlpha2: spread(grads, alpha), BSoftmax2: spread(grads, soft)}
+		t.Holds, t.HoldsSoftmax = t.BAlpha2 <= t.B2, t.BSoftmax2 <= t.B2
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 // pearson is Pearson's correlation of a and b (0 when either is constant).
@@ -166,4 +235,32 @@ func pearson(a, b []float64) float64 {
 		return 0
 	}
 	return sab / math.Sqrt(saa*sbb)
+}
+
+// RoundCounts counts rounds where a premise and a claim held.
+type RoundCounts struct {
+	Setting string `json:"setting,omitempty"`
+	Rounds  int    `json:"rounds"`
+	Premise int    `json:"premise"`
+	Holds   int    `json:"holds"`
+	// HoldsWithPremise counts the rounds where both held.
+	HoldsWithPremise int `json:"holds_with_premise"`
+}
+
+// CountThm36 counts Thm 3.6's rounds.
+func CountThm36(rs []Thm36Round) RoundCounts {
+	var c RoundCounts
+	for _, r := range rs {
+		c.Rounds++
+		if r.Premise {
+			c.Premise++
+		}
+		if r.Holds {
+			c.Holds++
+		}
+		if r.Premise && r.Holds {
+			c.HoldsWithPremise++
+		}
+	}
+	return c
 }

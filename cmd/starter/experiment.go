@@ -56,13 +56,9 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	if len(rest) != 1 {
-		return inputErrorf("want one experiment: %s|theory", strings.Join(experiments.Names, "|"))
+		return inputErrorf("want one experiment: %s", strings.Join(experiments.Names, "|"))
 	}
 	name := rest[0]
-	if name == "theory" {
-		// The theorems are checked in process: no stack, no sweep.
-		return runTheory(*seeds, conn.Format, stdout, stderr)
-	}
 	if err := conn.Check(); err != nil {
 		return err
 	}
@@ -135,6 +131,9 @@ func runExperiment(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	eo := experimentOutput{Experiment: name, Sweep: res.Sweep, State: res.State, Out: outDir, Files: files,
 		Results: res.Results, Curves: res.Curves, Rows: res.Rows, WallSeconds: res.WallSeconds}
+	if name == experiments.Theory {
+		return theoryOutput(eo, quiet, res, stdout)
+	}
 	if quiet {
 		return json.NewEncoder(stdout).Encode(eo)
 	}

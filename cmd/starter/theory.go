@@ -4,29 +4,41 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
+	"github.com/ptopofl/ptopofl/campaign"
+	"github.com/ptopofl/ptopofl/internal/textout"
 	"github.com/ptopofl/ptopofl/theory"
 )
 
-// runTheory is `starter experiment theory [--seeds N]`: the paper's
-// theorems checked where they can be (package theory), each with its
-// verdict and the numbers behind it.
-func runTheory(seeds int, format string, stdout, stderr io.Writer) error {
-	if seeds < 1 {
-		return inputErrorf("--seeds %d: want ≥ 1 (healthcare federations for the convergence check)", seeds)
-	}
-	if format != "json" {
-		fmt.Fprintf(stderr, "theory: Eq. 4, Thm 3.3, Thm 3.5, Thm 3.6 and Thm 3.9 on %d healthcare federations…\n", seeds)
-	}
-	rep, err := theory.Measure(seeds)
+// theoryJSON is what `experiment theory --format json` prints: the
+// experiment's fields and, beside them, the theory report's (theory.json
+// of the report directory), with every statement's verdict.
+type theoryJSON struct {
+	experimentOutput
+	theory.Report
+}
+
+// theoryOutput prints the theory experiment's outcome: with --format json
+// the experiment's fields and the theory report's; as text the sweep's
+// table, then each statement with its verdict and numbers.
+func theoryOutput(eo experimentOutput, quiet bool, res campaign.SweepOutput, stdout io.Writer) error {
+	b, err := os.ReadFile(filepath.Join(eo.Out, campaign.TheoryJSON))
 	if err != nil {
-		return err
+		return fmt.Errorf("experiment theory: %w", err)
 	}
-	if format == "json" {
-		return json.NewEncoder(stdout).Encode(rep)
+	var rep theory.Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("experiment theory: %s: %w", campaign.TheoryJSON, err)
 	}
+	if quiet {
+		return json.NewEncoder(stdout).Encode(theoryJSON{eo, rep})
+	}
+	textout.WriteSweep(stdout, res)
 	for _, v := range rep.Verdicts {
 		fmt.Fprintf(stdout, "%s\n  verdict  %s\n  numbers  %s\n", v.Claim, v.Verdict, v.Numbers)
 	}
+	fmt.Fprintf(stdout, "report     %s\n", filepath.Join(eo.Out, "report.html"))
 	return nil
 }

@@ -78,6 +78,21 @@ type DescriptorConfig struct {
 	// Workers is the number of goroutines computing descriptors (0:
 	// GOMAXPROCS). The results do not depend on it.
 	Workers int
+	// Releases are other releases of the site attacked with the same
+	// canaries, worlds and test as the paper's descriptor (package theory
+	// compares the descriptor with the site's model and gradient at
+	// these matched settings).
+	Releases []Release
+}
+
+// Release is a release DescriptorMembership attacks beside the
+// descriptors: Compute returns it for rows (D, or D ∪ {canary} with the
+// canary last) in one trial of one world (0 without the canary, 1 with).
+// A release with randomness of its own draws it from its trial; a
+// deterministic one returns the same vector every trial.
+type Release struct {
+	Name    string
+	Compute func(rows [][]float64, world, trial int) ([]float64, error)
 }
 
 // DescriptorMembership runs the distinguishing test of
@@ -87,7 +102,9 @@ type DescriptorConfig struct {
 // site's records? For each canary and condition it computes Trials
 // releases in each world, with fresh randomness each time, and reports the
 // attack's ROC over them (one MembershipResult each, canary-major, named
-// "descriptor/<condition>/<canary>").
+// "descriptor/<condition>/<canary>"), then the same for each of
+// cfg.Releases ("release/<name>/<canary>"), scored as the paper's
+// descriptor is.
 //
 // The worlds. For the DP descriptor they are the neighbours its guarantee
 // is about: D ∪ {canary} against D with the canary's slot a null record
@@ -106,7 +123,8 @@ type DescriptorConfig struct {
 //     1/(2σ²), which does not change the ROC): the Neyman–Pearson test of
 //     the raw release, applied to the post-processed one. Its AUC is at
 //     most Φ(μ/√2) for μ = ‖v₁ − v₀‖/σ ≤ 1/z.
-//   - Paper descriptor: the subsample is random, so it simulates: it fits
+//   - Paper descriptor (and the Releases): the subsample is random, so it
+//     simulates: it fits
 //     a normal distribution per coordinate and world (mean, variance
 //     floored at 10⁻⁶ of the pooled variance plus 10⁻¹²) to the first half
 //     of each world's trials and scores the other half by the summed log
@@ -170,6 +188,16 @@ func DescriptorMembership(cfg DescriptorConfig) ([]MembershipResult, error) {
 				return nil, fmt.Errorf("audit: descriptor membership, %s canary, %s descriptor: %w", kind, cond, err)
 			}
 			r.Attack = fmt.Sprintf("descriptor/%s/%s", cond, kind)
+			out = append(out, r)
+		}
+		for _, rel := range cfg.Releases {
+			r, err := cfg.vectorTest(with, func(x [][]float64, world, trial int) ([]float64, error) {
+				return rel.Compute(x, world, trial)
+			})
+			if err != nil {
+				return nil, fmt.Errorf("audit: release %s, %s canary: %w", rel.Name, kind, err)
+			}
+			r.Attack = fmt.Sprintf("release/%s/%s", rel.Name, kind)
 			out = append(out, r)
 		}
 	}
@@ -273,25 +301,48 @@ func (c DescriptorConfig) canary(k Canary, rng *rand.Rand) ([]float64, error) {
 // with (D ∪ {canary}, the canary last) and without it (D).
 func (c DescriptorConfig) paperTest(with [][]float64, canaryIndex int) (MembershipResult, error) {
 	secret := siteSecret(c.Secret, c.Seed)
+	return c.vectorTest(with, func(x [][]float64, world, trial int) ([]float64, error) {
+		name := "without"
+		if world == 1 {
+			name = "with"
+		}
+		st := secret.Stream(noise.Key{
+			Campaign: "audit/descriptor", Round: trial, Site: name, Purpose: "subsample",
+			Input: keyInput(c.Seed, uint64(canaryIndex)),
+		})
+		rows := st.Sample(len(x), min(c.NSub, len(x)))
+		d, err := tda.ComputeDescriptor(x, tda.DescriptorOptions{Variant: tda.VariantExact, Rows: rows})
+		return d.Vector, err
+	})
+}
+
+// vectorTest is the simulated distinguishing test of a release computed
+// by release (with the canary: world 1, the rows of with; without: world
+// 0, all but the last): Trials releases per world, a normal fit per
+// coordinate and world on the first halves, the summed log likelihood
+// ratio on the second halves.
+func (c DescriptorConfig) vectorTest(with [][]float64, release func(x [][]float64, world, trial int) ([]float64, error)) (MembershipResult, error) {
 	var vecs [2][][]float64 // vecs[1]: with the canary
 	for world := range 2 {
-		x, name := with[:len(with)-1], "without"
+		x := with[:len(with)-1]
 		if world == 1 {
-			x, name = with, "with"
+			x = with
 		}
 		vecs[world] = make([][]float64, c.Trials)
 		err := parallel(c.Trials, c.Workers, func(trial int) error {
-			st := secret.Stream(noise.Key{
-				Campaign: "audit/descriptor", Round: trial, Site: name, Purpose: "subsample",
-				Input: keyInput(c.Seed, uint64(canaryIndex)),
-			})
-			rows := st.Sample(len(x), min(c.NSub, len(x)))
-			d, err := tda.ComputeDescriptor(x, tda.DescriptorOptions{Variant: tda.VariantExact, Rows: rows})
-			vecs[world][trial] = d.Vector
+			v, err := release(x, world, trial)
+			vecs[world][trial] = v
 			return err
 		})
 		if err != nil {
 			return MembershipResult{}, err
+		}
+	}
+	for world := range 2 {
+		for _, v := range vecs[world] {
+			if len(v) != len(vecs[0][0]) || len(v) == 0 {
+				return MembershipResult{}, fmt.Errorf("releases of %d and %d numbers: want one length, at least 1", len(v), len(vecs[0][0]))
+			}
 		}
 	}
 	h := c.Trials / 2

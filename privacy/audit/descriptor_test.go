@@ -114,3 +114,31 @@ func TestDescriptorMembershipErrors(t *testing.T) {
 
 // tdaBadOptions are DP descriptor options tda refuses (a grid of 1).
 var tdaBadOptions = tda.DPDescriptorOptions{Grid: 1}
+
+// TestDescriptorMembershipReleases attacks two made-up releases with the
+// descriptors' canaries and test: a constant, which says nothing of the
+// canary (chance: AUC 0.5), and the row count, which says everything (D
+// has 200 rows, D ∪ {canary} 201: told apart every time, AUC 1).
+func TestDescriptorMembershipReleases(t *testing.T) {
+	x, _, test := healthcareSite(t, 11)
+	rs, err := DescriptorMembership(DescriptorConfig{X: x, Population: test, Trials: 40, Seed: 3, Secret: testSecret(t),
+		Conditions: []DescriptorCondition{}, Releases: []Release{
+			{Name: "constant", Compute: func([][]float64, int, int) ([]float64, error) { return []float64{1}, nil }},
+			{Name: "count", Compute: func(rows [][]float64, _, _ int) ([]float64, error) { return []float64{float64(len(rows))}, nil }},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		attack string
+		auc    float64
+	}{{"release/constant/outlier", 0.5}, {"release/count/outlier", 1}, {"release/constant/typical", 0.5}, {"release/count/typical", 1}}
+	if len(rs) != len(want) {
+		t.Fatalf("%d results: %+v", len(rs), rs)
+	}
+	for i, w := range want {
+		if rs[i].Attack != w.attack || rs[i].AUC != w.auc {
+			t.Errorf("%d: %s AUC %v; want %s AUC %v", i, rs[i].Attack, rs[i].AUC, w.attack, w.auc)
+		}
+	}
+}

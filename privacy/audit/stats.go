@@ -384,8 +384,8 @@ func rocSummary(scores, labels []float64, fprs []float64) ([]float64, error) {
 // world with the canary) from non-members, over all the (model, record)
 // pairs or trials it scored.
 type MembershipResult struct {
-	// Attack names what was attacked: "lira", or
-	// "descriptor/<condition>/<canary>".
+	// Attack names what was attacked: "lira",
+	// "descriptor/<condition>/<canary>" or "release/<name>/<canary>".
 	Attack string
 	// AUC is the area under the ROC curve (eval.ROCAUC): 0.5 is chance.
 	AUC float64
