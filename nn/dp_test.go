@@ -138,6 +138,12 @@ func TestDPClippedSumMatchesBruteForce(t *testing.T) {
 	}
 	cases := append(slices.Clone(gradCases), dpArchCases...)
 	for i, c := range cases {
+		if c.cfg != nil && c.cfg.Arch == TopoNN {
+			// Its samples' inputs hold the batch's descriptor, so an
+			// example alone is another input: TopoNN refuses DP
+			// (TestTopoNNTrains).
+			continue
+		}
 		for _, pol := range policies {
 			t.Run(fmt.Sprintf("%d-%s/%s", i, c.name, pol.name), func(t *testing.T) {
 				n := c.build(t)

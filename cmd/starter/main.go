@@ -64,7 +64,7 @@ commands:
   ls       list campaigns
   sweep    run a grid of campaigns (methods × hyper-parameters × seeds × federations) or an adaptive search and print the results table;
            sweep status|pause|resume|stop SWEEP follow and steer one, sweep extend|report|replay budget and read them
-  experiment  run one of the paper's experiments (table1|adversarial|stability|privacy|ablation|deep) as a sweep; write its report
+  experiment  run one of the paper's experiments (table1|adversarial|stability|privacy|ablation|deep) or the check of its theorems (theory) as a sweep; write its report
   privacy  compute ε for a DP-SGD/DP-GD plan, or the noise for a target ε (epsilon|noise)
   console  serve a read-only web console of the campaigns and sweeps (prints "console URL")
 
