@@ -46,11 +46,7 @@ func Theory(rep theory.Report) (*Report, error) {
 		verdict[v.Claim] = v
 	}
 	d := newDocument("", "The paper's theorems, checked on the system")
-	campaigns := map[string]bool{}
-	for _, r := range rep.Thm35Rounds {
-		campaigns[r.Campaign] = true
-	}
-	d.para("Each statement of the pTopoFL paper that can be measured, measured on this system's own code and campaigns: pTopoFL campaigns of the durable pipeline on the adversarial experiment's federations (0–4 of 8 sites flipping 10–50 %% of their labels), under the default preset's labelled detector and the paper's descriptor detector, both with the robustness τ = 1.8; the weights the aggregation applied are read off the stored models (least squares: the consensus model as a combination of the sites' local models), the descriptors are the ones the sites sent, and the data are the sites' own rows. Each section quotes the statement, lists its premises as checked, gives the verdict and the numbers. theory.json holds every number, round by round.")
+	d.para("Each statement of the pTopoFL paper that can be measured, measured on this system's own code and campaigns: %d pTopoFL campaigns of the durable pipeline (settings %s) on %d federations of the adversarial experiment (label-flipping sites among healthcare sites), the robustness τ = 1.8; the weights the aggregation applied are read off the stored models (least squares: the consensus model as a combination of the sites' local models), the descriptors are the ones the sites sent, and the data are the sites' own rows. Each section quotes the statement, lists its premises as checked, gives the verdict and the numbers. theory.json holds every number, round by round.", rep.Campaigns, strings.Join(rep.Settings, ", "), rep.Federations)
 	var rows [][]string
 	for _, v := range rep.Verdicts {
 		rows = append(rows, []string{v.Claim, v.Verdict})

@@ -3,6 +3,7 @@ package theory
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/ptopofl/ptopofl/learn"
@@ -69,6 +70,11 @@ var TinySizes = Sizes{Eq4Pairs: 40, Thm33Instances: 40, SoftmaxInstances: 200, I
 // Report is `starter experiment theory`: every statement's measurements
 // and verdicts.
 type Report struct {
+	// Campaigns, Federations and Settings describe what the checks read:
+	// the sweep's campaigns, their federations and settings (in order).
+	Campaigns    int                `json:"campaigns"`
+	Federations  int                `json:"federations"`
+	Settings     []string           `json:"settings"`
 	Eq4          Eq4Result          `json:"eq4"`
 	Thm2         Thm2Result         `json:"thm_3_3"`
 	Thm33        []Thm33Federation  `json:"thm_3_3_real"`
@@ -128,7 +134,13 @@ func Measure(in Inputs, log io.Writer) (Report, error) {
 		rep.Eq4.addReal(c.Eq4)
 	}
 	fmt.Fprintf(log, "theory: Thm 3.5, Thm 3.6 and Prop. 3.11 on %d campaigns' weights\n", len(in.Runs))
+	feds := map[string]bool{}
 	for _, run := range in.Runs {
+		rep.Campaigns++
+		feds[run.Federation] = true
+		if !slices.Contains(rep.Settings, run.Setting) {
+			rep.Settings = append(rep.Settings, run.Setting)
+		}
 		t35, err := MeasureThm35(run)
 		if err != nil {
 			return rep, err
@@ -147,6 +159,7 @@ func Measure(in Inputs, log io.Writer) (Report, error) {
 			rep.Prop311 = append(rep.Prop311, p...)
 		}
 	}
+	rep.Federations = len(feds)
 	rep.Thm35 = SummariseThm35(rep.Thm35Rounds)
 	rep.Thm36 = countBySetting(rep.Thm36Rounds)
 	for _, p := range in.Convergence {
