@@ -1,6 +1,7 @@
 package theory
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -147,5 +148,35 @@ func TestThm37(t *testing.T) {
 	}
 	if len(r.Costs) != 4 || !(r.Costs[0].Epsilon > 0 && r.Costs[0].Epsilon < r.Campaign) || math.Abs(r.Campaign-3) > 0.01 || len(r.DPAttacks) != 2 {
 		t.Errorf("costs %+v, campaign ε %v, DP attacks %+v", r.Costs, r.Campaign, r.DPAttacks)
+	}
+}
+
+// TestThm33TightClusters: even two tight, far-apart groups of three
+// descriptors (spread 1e-4 around two orthogonal directions, normalised
+// margin m = √2) break Thm 3.3 within the η it covers: a pair moved
+// towards each other by η ends m − 2η apart, nearer each other than their
+// own groups (η away) once η > m/3, which is 0.667·(m/2). The grid's first
+// step past it is 0.7; the repaired condition (max within + 4η < m) holds
+// up to η = m/4, where nothing changed.
+func TestThm33TightClusters(t *testing.T) {
+	cfg := ptopoflConfig(t, "descriptor")
+	fs := FederationSites{Federation: "tight", Config: cfg}
+	for i := range 6 {
+		d := make([]float64, 48)
+		base := 0
+		if i >= 3 {
+			base = 24
+		}
+		for j := range 24 {
+			d[base+j] = 10 + 1e-4*float64((i*7+j)%5)
+		}
+		fs.Sites = append(fs.Sites, SiteRows{Name: fmt.Sprint(i), Descriptor: d})
+	}
+	r, err := CheckThm33Real(fs, 5, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Clusters != 2 || r.Broken == 0 || r.FirstBreak != 0.7 || math.Abs(r.RepairedEta-math.Sqrt(2)/4) > 1e-4 {
+		t.Errorf("%+v", r)
 	}
 }
