@@ -157,6 +157,9 @@ func Adversarial(in AdversarialInput) (*Report, error) {
 		for _, n := range notes.sentences() {
 			d.para("%s", n)
 		}
+		for _, p := range pooledSettings(ref, in.Levels) {
+			d.para("%s", p)
+		}
 	}
 
 	var panels []*plot.Plot
@@ -446,6 +449,58 @@ func tauNote(in AdversarialInput) string {
 		s += "The combined detector takes z = max(τ·g/γ, the descriptor z-score) and flags z > τ: τ changes both the flags and the weights."
 	}
 	return s
+}
+
+// pooledSettings compares the reference with each other setting of the
+// same method (a series named "<ref> (…)", pTopoFL at τ = 2 beside τ =
+// 1.8) over every level and seed at once: one sentence each with the
+// number of paired federations, the mean ± std of the differences in final
+// AUC and both tests' p. A setting with fewer than 2 pairs says nothing.
+func pooledSettings(ref string, levels []AttackLevel) []string {
+	var names []string
+	pairs := map[string][2][]float64{}
+	for _, l := range levels {
+		var refRuns []Run
+		for _, m := range l.Methods {
+			if m.Method == ref {
+				refRuns = m.Runs
+			}
+		}
+		for _, m := range l.Methods {
+			if !strings.HasPrefix(m.Method, ref+" (") || refRuns == nil {
+				continue
+			}
+			if _, ok := pairs[m.Method]; !ok {
+				names = append(names, m.Method)
+			}
+			a, b := pairBySeed(refRuns, m.Runs)
+			q := pairs[m.Method]
+			q[0], q[1] = append(q[0], a...), append(q[1], b...)
+			pairs[m.Method] = q
+		}
+	}
+	var out []string
+	for _, name := range names {
+		a, b := pairs[name][0], pairs[name][1]
+		t, err := eval.PairedTTest(a, b)
+		if err != nil {
+			continue
+		}
+		d := make([]float64, len(a))
+		for i := range a {
+			d[i] = a[i] - b[i]
+		}
+		mean, sd := eval.MeanStd(d)
+		wp := "n/a (every difference is zero)"
+		if w, err := eval.WilcoxonSignedRank(a, b); err == nil {
+			wp = fmtP(w.P)
+			if !w.Exact {
+				wp += " (normal approx.)"
+			}
+		}
+		out = append(out, fmt.Sprintf("Pooled over every level and seed (%d paired federations), %s − %s in final AUC: %+.5f ± %.5f, paired t-test p = %s, Wilcoxon p = %s.", len(a), ref, name, mean, sd, fmtP(t.P), wp))
+	}
+	return out
 }
 
 // rateLine is the style of the detector's rate lines: lineStyle(k) dashed,
