@@ -54,9 +54,16 @@ const (
 	// the hidden layers have no BatchNorm (its running statistics do not
 	// average across sites, the reason the ResNet here uses GroupNorm) and
 	// no dropout (package nn has none), and the descriptor is the system's
-	// 48 numbers with exact H1, where the appendix's code builds 46
-	// numbers (H0 only, its H1 a placeholder of zeros) and feeds them to a
-	// first layer sized for 48.
+	// 48 numbers with exact H1. The appendix's listing, run as printed
+	// (PyTorch 1.13, 32 samples of 20 features), builds 46 numbers for a
+	// first layer sized for 48 and its forward pass fails ("mat1 and mat2
+	// shapes cannot be multiplied (32x66 and 68x64)"); its H1 is a
+	// placeholder of zeros, its β0 is always 1, and it records each merge's
+	// death on the surviving component, overwriting the last, so that 15 of
+	// a batch's 31 H0 deaths are kept (seed 1). Its text says the
+	// descriptor "augments intermediate representations, enabling training
+	// with topological regularisation"; its code appends it to the input
+	// and adds no regulariser: TopoNN follows the code.
 	TopoNN Arch = "toponn"
 )
 
