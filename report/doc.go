@@ -3,10 +3,11 @@
 // with tables and gonum/plot figures (PNG and SVG).
 //
 // There is one builder per experiment of the paper — Table1 (Table 1 and
-// Figs. 2–3), Adversarial (Fig. 4), Stability (Fig. 5), Privacy (Fig. 6)
-// and Ablation (Fig. 7) — each taking a plain input struct and returning a
-// *Report. The inputs hold numbers only; another package fills them from
-// the artifacts of finished campaigns.
+// Figs. 2–3), Adversarial (Fig. 4), Stability (Fig. 5), Privacy (Fig. 6),
+// Ablation (Fig. 7) and Deep (Table 2) — and Theory, the check of its
+// theorems, each taking a plain input (Theory takes package theory's
+// judged Report) and returning a *Report. The inputs hold numbers only;
+// another package fills them from the artifacts of finished campaigns.
 //
 // The package is pure presentation: it does no I/O, knows nothing of
 // Temporal, S3 or the file system, and returns bytes. The same input
