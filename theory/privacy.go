@@ -187,7 +187,7 @@ func CheckThm37(site PrivacySite, opt PrivacyOptions) (Thm37Result, error) {
 			Train: train, TopologyX: rows, Descriptor: d.Vector, Config: cfg.Site})
 		return out, train, err
 	}
-	releases := []audit.Release{
+	releases := []audit.MatchedRelease{
 		{Name: ReleaseSystemDescriptor, Compute: func(rows [][]float64, world, _ int) ([]float64, error) {
 			return cached("descriptor", rows, world, func() ([]float64, error) {
 				d, err := tda.ComputeDescriptor(rows, descOpt)

@@ -82,15 +82,15 @@ type DescriptorConfig struct {
 	// canaries, worlds and test as the paper's descriptor (package theory
 	// compares the descriptor with the site's model and gradient at
 	// these matched settings).
-	Releases []Release
+	Releases []MatchedRelease
 }
 
-// Release is a release DescriptorMembership attacks beside the
+// MatchedRelease is a release DescriptorMembership attacks beside the
 // descriptors: Compute returns it for rows (D, or D ∪ {canary} with the
 // canary last) in one trial of one world (0 without the canary, 1 with).
 // A release with randomness of its own draws it from its trial; a
 // deterministic one returns the same vector every trial.
-type Release struct {
+type MatchedRelease struct {
 	Name    string
 	Compute func(rows [][]float64, world, trial int) ([]float64, error)
 }

@@ -122,7 +122,7 @@ var tdaBadOptions = tda.DPDescriptorOptions{Grid: 1}
 func TestDescriptorMembershipReleases(t *testing.T) {
 	x, _, test := healthcareSite(t, 11)
 	rs, err := DescriptorMembership(DescriptorConfig{X: x, Population: test, Trials: 40, Seed: 3, Secret: testSecret(t),
-		Conditions: []DescriptorCondition{}, Releases: []Release{
+		Conditions: []DescriptorCondition{}, Releases: []MatchedRelease{
 			{Name: "constant", Compute: func([][]float64, int, int) ([]float64, error) { return []float64{1}, nil }},
 			{Name: "count", Compute: func(rows [][]float64, _, _ int) ([]float64, error) { return []float64{float64(len(rows))}, nil }},
 		}})
