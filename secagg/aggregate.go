@@ -2,6 +2,7 @@ package secagg
 
 import (
 	"bytes"
+	"crypto/ecdh"
 	"fmt"
 	"slices"
 
@@ -15,15 +16,27 @@ import (
 // are the survivors) and the reveals (stage 4). It is what the pipeline
 // stores, and Aggregate is a function of it alone, so an auditor recomputes
 // the sum from the stored objects.
+//
+// The masked inputs are given either in Masked, or, for inputs too large
+// to hold all at once, as the list of their Senders and a Load function
+// that reads one (each is read once, in Senders' order, and added to the
+// sum before the next is read).
 type Transcript struct {
 	Public  map[string]PublicKeys
 	Shared  []string
-	Masked  map[string][]uint32
+	Masked  map[string][]uint64
+	Senders []string
+	Load    func(member string) ([]uint64, error)
 	Reveals []Reveal
 }
 
 // Survivors returns the members that sent a masked input, sorted.
 func (t Transcript) Survivors() []string {
+	if t.Masked == nil && t.Load != nil {
+		out := slices.Clone(t.Senders)
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
 	out := make([]string, 0, len(t.Masked))
 	for m := range t.Masked {
 		out = append(out, m)
@@ -36,14 +49,23 @@ func (t Transcript) Survivors() []string {
 // sorted: their pairwise masks are in the survivors' inputs and the server
 // removes them with their reconstructed mask secrets.
 func (t Transcript) Dropped() []string {
+	surv := setOf(t.Survivors())
 	var out []string
 	for _, m := range t.Shared {
-		if _, ok := t.Masked[m]; !ok {
+		if !surv[m] {
 			out = append(out, m)
 		}
 	}
 	slices.Sort(out)
 	return out
+}
+
+// load returns survivor m's masked input.
+func (t Transcript) load(m string) ([]uint64, error) {
+	if t.Masked == nil && t.Load != nil {
+		return t.Load(m)
+	}
+	return t.Masked[m], nil
 }
 
 // CheckUnmask says whether the server may ask for the fourth stage with
@@ -116,15 +138,27 @@ func (g *Group) components(list []string) int {
 	return parts
 }
 
-// Aggregate is the server's last step: the sum of the survivors' inputs,
-// dequantised. It sums the masked inputs modulo 2³², reconstructs each
-// survivor's self-mask secret and each dropped member's mask secret from the
-// reveals (Shamir, at least t shares each), checks each against what the
-// member advertised (the self-mask commitment, the mask public key),
-// removes the self masks and the dropped members' pairwise masks with the
-// survivors, and dequantises. It fails, naming the member, when a secret
-// has too few shares or does not match, and with CheckUnmask's errors.
+// Aggregate is the server's last step for quantised real inputs
+// (MaskInput): the sum of the survivors' inputs, dequantised. It is
+// AggregateInts followed by Dequantize.
 func (g *Group) Aggregate(t Transcript) ([]float64, error) {
+	sum, err := g.AggregateInts(t)
+	if err != nil {
+		return nil, err
+	}
+	return Dequantize(sum, len(t.Survivors()), g.cfg.Clip, g.cfg.QuantBits), nil
+}
+
+// AggregateInts is the server's last step: the sum, modulo 2ᵐ, of the
+// survivors' integer inputs. It sums the masked inputs modulo 2ᵐ,
+// reconstructs each survivor's self-mask secret and each dropped member's
+// mask secret from the reveals (Shamir, at least t shares each), checks
+// each against what the member advertised (the self-mask commitment, the
+// mask public key), and removes the self masks and the dropped members'
+// pairwise masks with the survivors. It fails, naming the member, when a
+// secret has too few shares or does not match, and with CheckUnmask's
+// errors.
+func (g *Group) AggregateInts(t Transcript) ([]uint64, error) {
 	if err := g.checkPublic(t.Public); err != nil {
 		return nil, err
 	}
@@ -132,43 +166,36 @@ func (g *Group) Aggregate(t Transcript) ([]float64, error) {
 	if err := g.CheckUnmask(t.Shared, survivors); err != nil {
 		return nil, err
 	}
-	dim := -1
 	for _, m := range survivors {
-		if dim >= 0 && len(t.Masked[m]) != dim {
-			return nil, fmt.Errorf("secagg: group %q: %s's masked input has %d values, others %d", g.ctx.Group, m, len(t.Masked[m]), dim)
-		}
-		dim = len(t.Masked[m])
 		if _, ok := t.Public[m]; !ok {
 			return nil, fmt.Errorf("secagg: group %q: no public keys of survivor %s", g.ctx.Group, m)
 		}
 	}
-	sum := make([]uint32, dim)
-	for _, m := range survivors {
-		for i, v := range t.Masked[m] {
-			sum[i] += v
-		}
-	}
+	// The reveals first: a transcript that cannot be unmasked fails before
+	// any masked input is read.
 	selfShares, maskShares, err := g.collect(t.Reveals, setOf(survivors), setOf(dropped))
 	if err != nil {
 		return nil, err
 	}
+	selfKeys := make(map[string][]byte, len(survivors))
 	for _, u := range survivors {
 		secret, err := g.recover(u, "self-mask", selfShares[u])
 		if err != nil {
 			return nil, err
 		}
 		b, _ := secret.MarshalBinary()
-		if !bytes.Equal(selfCommit(g, u, secret), t.Public[u].SelfCommit) {
+		if !bytes.Equal(selfCommit(g.cb, u, secret), t.Public[u].SelfCommit) {
 			return nil, fmt.Errorf("secagg: group %q: the shares of %s's self-mask secret reconstruct a secret it did not commit to", g.ctx.Group, u)
 		}
-		addMask(sum, selfMaskKey(g, u, b), -1)
+		selfKeys[u] = selfMaskKey(g.cb, u, b)
 	}
+	dropKeys := make(map[string]*ecdh.PrivateKey, len(dropped))
 	for _, d := range dropped {
 		secret, err := g.recover(d, "mask", maskShares[d])
 		if err != nil {
 			return nil, err
 		}
-		key, err := maskKey(g, d, secret)
+		key, err := maskKey(g.cb, d, secret)
 		if err != nil {
 			return nil, err
 		}
@@ -176,20 +203,47 @@ func (g *Group) Aggregate(t Transcript) ([]float64, error) {
 		if !ok || !bytes.Equal(key.PublicKey().Bytes(), pub.Mask) {
 			return nil, fmt.Errorf("secagg: group %q: the shares of %s's mask secret reconstruct a key it did not advertise", g.ctx.Group, d)
 		}
+		dropKeys[d] = key
+	}
+	mod := g.cfg.mask()
+	var sum []uint64
+	for _, m := range survivors {
+		y, err := t.load(m)
+		if err != nil {
+			return nil, fmt.Errorf("secagg: group %q: %s's masked input: %w", g.ctx.Group, m, err)
+		}
+		if sum == nil {
+			sum = make([]uint64, len(y))
+		}
+		if len(y) != len(sum) {
+			return nil, fmt.Errorf("secagg: group %q: %s's masked input has %d values, others %d", g.ctx.Group, m, len(y), len(sum))
+		}
+		for i, v := range y {
+			if v > mod {
+				return nil, fmt.Errorf("secagg: group %q: value %d of %s's masked input is not below the modulus 2^%d", g.ctx.Group, i, m, g.cfg.ModulusBits)
+			}
+			sum[i] = (sum[i] + v) & mod
+		}
+	}
+	for _, u := range survivors {
+		addMask(sum, selfKeys[u], -1, g.cfg.ModulusBits)
+	}
+	surv := setOf(survivors)
+	for _, d := range dropped {
 		di := g.index[d]
 		for _, u := range g.Neighbours(d) {
-			if _, ok := t.Masked[u]; !ok || u == d {
+			if u == d || !surv[u] {
 				continue
 			}
-			pk, err := pairKey(g, key, t.Public[u].Mask, d, u)
+			pk, err := pairKey(g.cb, dropKeys[d], t.Public[u].Mask, d, u)
 			if err != nil {
 				return nil, err
 			}
 			// u added the mask with its own sign against d; take it out.
-			addMask(sum, pk, -pairSign(g.index[u], di))
+			addMask(sum, pk, -pairSign(g.index[u], di), g.cfg.ModulusBits)
 		}
 	}
-	return Dequantize(sum, len(survivors), g.cfg.Clip, g.cfg.QuantBits), nil
+	return sum, nil
 }
 
 // collect sorts the revealed shares by owner, checking that each reveal

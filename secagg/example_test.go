@@ -17,7 +17,7 @@ func Example() {
 	x := map[string][]float64{"a": {0.5, -1}, "b": {0.25, 2}, "c": {1, 0.125}}
 
 	side := map[string]*secagg.Member{}
-	tr := secagg.Transcript{Public: map[string]secagg.PublicKeys{}, Masked: map[string][]uint32{}}
+	tr := secagg.Transcript{Public: map[string]secagg.PublicKeys{}, Masked: map[string][]uint64{}}
 	for _, m := range members {
 		side[m], _ = g.Member(m, sha256.Sum256([]byte("secret of "+m)))
 		tr.Public[m] = side[m].PublicKeys()

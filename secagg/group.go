@@ -14,21 +14,22 @@ import (
 // The defaults of Config, Flower's SecAggPlusWorkflow's (clipping_range 8.0,
 // quantization_range 2²², modulus_range 2³²).
 const (
-	DefaultClip      = 8.0
-	DefaultQuantBits = 22
+	DefaultClip        = 8.0
+	DefaultQuantBits   = 22
+	DefaultModulusBits = 32
 )
 
 // Context names one run of the protocol. Every key, mask and ciphertext of
 // the run is bound to it, so nothing of one round or group can be replayed
 // in another. It is public.
 type Context struct {
-	Campaign string
+	Campaign string `json:"campaign"`
 	// Attempt is the campaign's attempt (0 and 1 both mean the first).
-	Attempt int
-	Round   int
+	Attempt int `json:"attempt,omitempty"`
+	Round   int `json:"round"`
 	// Group names the aggregation group within the round ("global",
 	// "cluster-0", …).
-	Group string
+	Group string `json:"group"`
 }
 
 // bytes is the Context's encoding: a version tag and each field
@@ -58,18 +59,76 @@ type Config struct {
 	// Shares is k, the number of shares of each member's secrets: one kept
 	// by the member, one for each of its k−1 neighbours. Odd, at most the
 	// group's size; 0 means DefaultShares(n).
-	Shares int
+	Shares int `json:"shares"`
 	// Threshold is t, the number of shares that reconstruct a secret: a
 	// member's secrets survive as long as t of its k share holders answer,
 	// and fewer than t colluding members learn nothing of them. 0 means
 	// DefaultThreshold(k).
-	Threshold int
+	Threshold int `json:"threshold"`
 	// Clip is c: every coordinate is clipped to [−c, c] before it is
-	// quantised. 0 means DefaultClip.
-	Clip float64
+	// quantised (MaskInput). 0 means DefaultClip.
+	Clip float64 `json:"clip"`
 	// QuantBits is b: coordinates are quantised to integers in
-	// [0, 2ᵇ − 1]. 0 means DefaultQuantBits.
-	QuantBits int
+	// [0, 2ᵇ − 1] (MaskInput). 0 means DefaultQuantBits.
+	QuantBits int `json:"quant_bits"`
+	// ModulusBits is m: inputs and masks are summed modulo 2ᵐ, 32 (the
+	// default, Flower's modulus_range 2³²) or 64 (for integer inputs
+	// whose sum needs more room, MaskInts).
+	ModulusBits int `json:"modulus_bits"`
+}
+
+// fill returns c with its zero fields given their defaults for a group
+// of n members.
+func (c Config) fill(n int) Config {
+	if c.Shares == 0 {
+		c.Shares = DefaultShares(n)
+	}
+	if c.Threshold == 0 {
+		c.Threshold = DefaultThreshold(c.Shares)
+	}
+	if c.Clip == 0 {
+		c.Clip = DefaultClip
+	}
+	if c.QuantBits == 0 {
+		c.QuantBits = DefaultQuantBits
+	}
+	if c.ModulusBits == 0 {
+		c.ModulusBits = DefaultModulusBits
+	}
+	return c
+}
+
+// check reports what is wrong with c (defaults filled in) for a group
+// named group of n members.
+func (c Config) check(group string, n int) error {
+	switch {
+	case c.Shares < 2 || c.Shares > n:
+		return fmt.Errorf("secagg: group %q: shares %d must be between 2 and the group's size %d", group, c.Shares, n)
+	case c.Shares < n && c.Shares%2 == 0:
+		return fmt.Errorf("secagg: group %q: shares %d must be odd (the member and (k−1)/2 neighbours on each side of the ring) or the group's size %d", group, c.Shares, n)
+	case c.Threshold < 1 || c.Threshold > c.Shares:
+		return fmt.Errorf("secagg: group %q: threshold %d must be between 1 and shares %d", group, c.Threshold, c.Shares)
+	case !(c.Clip > 0) || math.IsInf(c.Clip, 0):
+		return fmt.Errorf("secagg: group %q: clipping range %v must be a positive number", group, c.Clip)
+	case c.ModulusBits != 32 && c.ModulusBits != 64:
+		return fmt.Errorf("secagg: group %q: modulus bits %d must be 32 or 64", group, c.ModulusBits)
+	case c.QuantBits < 1 || c.QuantBits > min(c.ModulusBits-1, 52):
+		// 52: the quantised values must be exact in a float64.
+		return fmt.Errorf("secagg: group %q: quantisation bits %d must be between 1 and %d", group, c.QuantBits, min(c.ModulusBits-1, 52))
+	case c.ModulusBits == 32 && uint64(n)*(uint64(1)<<c.QuantBits-1) >= 1<<32:
+		return fmt.Errorf("secagg: group %q: %d members of %d-bit quantised values can exceed the modulus 2³²; use at most %d bits", group, n, c.QuantBits, 32-bits.Len(uint(n)))
+	case c.ModulusBits == 64 && c.QuantBits+bits.Len(uint(n)) > 64:
+		return fmt.Errorf("secagg: group %q: %d members of %d-bit quantised values can exceed the modulus 2⁶⁴; use at most %d bits", group, n, c.QuantBits, 64-bits.Len(uint(n)))
+	}
+	return nil
+}
+
+// mask is 2ᵐ − 1: a word reduced modulo 2ᵐ is w & mask.
+func (c Config) mask() uint64 {
+	if c.ModulusBits == 64 {
+		return math.MaxUint64
+	}
+	return 1<<c.ModulusBits - 1
 }
 
 // DefaultShares is the degree SecAgg+ suggests for n members, logarithmic
@@ -127,31 +186,9 @@ func NewGroup(ctx Context, members []string, cfg Config) (*Group, error) {
 			return nil, fmt.Errorf("secagg: group %q: member %q given twice", ctx.Group, m)
 		}
 	}
-	if cfg.Shares == 0 {
-		cfg.Shares = DefaultShares(n)
-	}
-	if cfg.Threshold == 0 {
-		cfg.Threshold = DefaultThreshold(cfg.Shares)
-	}
-	if cfg.Clip == 0 {
-		cfg.Clip = DefaultClip
-	}
-	if cfg.QuantBits == 0 {
-		cfg.QuantBits = DefaultQuantBits
-	}
-	switch {
-	case cfg.Shares < 2 || cfg.Shares > n:
-		return nil, fmt.Errorf("secagg: group %q: shares %d must be between 2 and the group's size %d", ctx.Group, cfg.Shares, n)
-	case cfg.Shares < n && cfg.Shares%2 == 0:
-		return nil, fmt.Errorf("secagg: group %q: shares %d must be odd (the member and (k−1)/2 neighbours on each side of the ring) or the group's size %d", ctx.Group, cfg.Shares, n)
-	case cfg.Threshold < 1 || cfg.Threshold > cfg.Shares:
-		return nil, fmt.Errorf("secagg: group %q: threshold %d must be between 1 and shares %d", ctx.Group, cfg.Threshold, cfg.Shares)
-	case !(cfg.Clip > 0) || math.IsInf(cfg.Clip, 0):
-		return nil, fmt.Errorf("secagg: group %q: clipping range %v must be a positive number", ctx.Group, cfg.Clip)
-	case cfg.QuantBits < 1 || cfg.QuantBits > 31:
-		return nil, fmt.Errorf("secagg: group %q: quantisation bits %d must be between 1 and 31", ctx.Group, cfg.QuantBits)
-	case uint64(n)*(uint64(1)<<cfg.QuantBits-1) >= 1<<32:
-		return nil, fmt.Errorf("secagg: group %q: %d members of %d-bit quantised values can exceed the modulus 2³²; use at most %d bits", ctx.Group, n, cfg.QuantBits, 32-bits.Len(uint(n)))
+	cfg = cfg.fill(n)
+	if err := cfg.check(ctx.Group, n); err != nil {
+		return nil, err
 	}
 	g := &Group{ctx: ctx, cb: ctx.bytes(), cfg: cfg, members: sorted, index: make(map[string]int, n)}
 	for i, m := range sorted {

@@ -7,7 +7,9 @@ import (
 	"crypto/ecdh"
 	"crypto/hkdf"
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/cloudflare/circl/group"
@@ -37,12 +39,14 @@ type PublicKeys struct {
 }
 
 // Member is one member's side of a run. It holds secrets derived from its
-// seed: keep it on the member's premises. It is not safe for concurrent
-// use.
+// seed: keep it on the member's premises. It knows of the group only its
+// View. It is not safe for concurrent use.
 type Member struct {
-	g    *Group
+	v    View
+	cb   []byte
 	name string
 	idx  int
+	nb   map[string]int // neighbour → index, the member included
 	seed [32]byte
 	enc  *ecdh.PrivateKey
 	mask *ecdh.PrivateKey
@@ -57,27 +61,67 @@ type Member struct {
 // seed, a 32-byte secret of the member's for this Context (the site's
 // keyed stream): the same seed gives the same keys, shares and masks.
 func (g *Group) Member(name string, seed [32]byte) (*Member, error) {
-	i, ok := g.index[name]
-	if !ok {
-		return nil, fmt.Errorf("secagg: %q is not a member of group %q", name, g.ctx.Group)
+	v, err := g.View(name)
+	if err != nil {
+		return nil, err
 	}
-	m := &Member{g: g, name: name, idx: i, seed: seed}
+	return v.Member(seed)
+}
+
+// Member returns the view's member's side of the run (Group.Member),
+// after checking the view (View.Check).
+func (v View) Member(seed [32]byte) (*Member, error) {
+	if err := v.Check(); err != nil {
+		return nil, err
+	}
+	m := &Member{v: v, cb: v.Context.bytes(), name: v.Self.Name, idx: v.Self.Index, seed: seed, nb: make(map[string]int, len(v.Neighbours))}
+	for _, n := range v.Neighbours {
+		m.nb[n.Name] = n.Index
+	}
 	var err error
-	if m.enc, err = ecdh.X25519().NewPrivateKey(m.derive("encryption key")); err != nil {
-		return nil, fmt.Errorf("secagg: %w", err)
-	}
-	m.selfSecret = field.RandomScalar(drbg(m.derive("self-mask secret")))
-	m.maskSecret = field.RandomScalar(drbg(m.derive("mask secret")))
-	if m.mask, err = maskKey(g, name, m.maskSecret); err != nil {
+	if m.enc, m.mask, m.selfSecret, m.maskSecret, err = memberKeys(m.cb, m.name, seed); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
+// memberKeys derives a member's two key pairs and two secrets from its
+// seed, its name and the Context's encoding cb: they depend on nothing
+// else, so a member can advertise its keys (AdvertisedKeys) before the
+// group is formed.
+func memberKeys(cb []byte, name string, seed [32]byte) (enc, mask *ecdh.PrivateKey, selfSecret, maskSecret group.Scalar, err error) {
+	derive := func(purpose string) []byte { return kdf(seed[:], purpose, cb, []byte(name)) }
+	if enc, err = ecdh.X25519().NewPrivateKey(derive("encryption key")); err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("secagg: %w", err)
+	}
+	selfSecret = field.RandomScalar(drbg(derive("self-mask secret")))
+	maskSecret = field.RandomScalar(drbg(derive("mask secret")))
+	if mask, err = maskKey(cb, name, maskSecret); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return enc, mask, selfSecret, maskSecret, nil
+}
+
+// AdvertisedKeys returns the keys member name advertises in the first
+// stage of the run named by ctx (Member.PublicKeys), from its seed alone:
+// the same keys its Member will hold once the server has formed the group
+// and sent it its View.
+func AdvertisedKeys(ctx Context, name string, seed [32]byte) (PublicKeys, error) {
+	if name == "" {
+		return PublicKeys{}, fmt.Errorf("secagg: group %q: a member without a name", ctx.Group)
+	}
+	cb := ctx.bytes()
+	enc, mask, selfSecret, _, err := memberKeys(cb, name, seed)
+	if err != nil {
+		return PublicKeys{}, err
+	}
+	return PublicKeys{Enc: enc.PublicKey().Bytes(), Mask: mask.PublicKey().Bytes(), SelfCommit: selfCommit(cb, name, selfSecret)}, nil
+}
+
 // derive expands the member's seed into 32 bytes for purpose (HKDF-SHA256,
 // RFC 5869, with the Context and the member's name in its info).
 func (m *Member) derive(purpose string) []byte {
-	return kdf(m.seed[:], purpose, m.g.cb, []byte(m.name))
+	return kdf(m.seed[:], purpose, m.cb, []byte(m.name))
 }
 
 // kdf is 32 bytes of HKDF-SHA256 (RFC 5869) of secret, with info the
@@ -105,12 +149,12 @@ func drbg(key []byte) *rand.ChaCha8 {
 
 // maskKey is the X25519 key a member's mask secret derives: the server
 // derives it again from the reconstructed secret of a dropped member.
-func maskKey(g *Group, name string, secret group.Scalar) (*ecdh.PrivateKey, error) {
+func maskKey(cb []byte, name string, secret group.Scalar) (*ecdh.PrivateKey, error) {
 	b, err := secret.MarshalBinary()
 	if err != nil {
 		return nil, fmt.Errorf("secagg: %w", err)
 	}
-	k, err := ecdh.X25519().NewPrivateKey(kdf(b, "mask key", g.cb, []byte(name)))
+	k, err := ecdh.X25519().NewPrivateKey(kdf(b, "mask key", cb, []byte(name)))
 	if err != nil {
 		return nil, fmt.Errorf("secagg: %w", err)
 	}
@@ -118,9 +162,9 @@ func maskKey(g *Group, name string, secret group.Scalar) (*ecdh.PrivateKey, erro
 }
 
 // selfCommit is the commitment to a self-mask secret.
-func selfCommit(g *Group, name string, secret group.Scalar) []byte {
+func selfCommit(cb []byte, name string, secret group.Scalar) []byte {
 	b, _ := secret.MarshalBinary()
-	return kdf(b, "self-mask commitment", g.cb, []byte(name))
+	return kdf(b, "self-mask commitment", cb, []byte(name))
 }
 
 // Name returns the member's name.
@@ -131,7 +175,7 @@ func (m *Member) PublicKeys() PublicKeys {
 	return PublicKeys{
 		Enc:        m.enc.PublicKey().Bytes(),
 		Mask:       m.mask.PublicKey().Bytes(),
-		SelfCommit: selfCommit(m.g, m.name, m.selfSecret),
+		SelfCommit: selfCommit(m.cb, m.name, m.selfSecret),
 	}
 }
 
@@ -141,7 +185,7 @@ func (m *Member) PublicKeys() PublicKeys {
 func (m *Member) shares(holder int) (self, mask group.Scalar) {
 	if m.polySelf == nil {
 		rnd := drbg(m.derive("share polynomials"))
-		t := uint(m.g.cfg.Threshold - 1) // circl's t is the polynomial's degree
+		t := uint(m.v.Config.Threshold - 1) // circl's t is the polynomial's degree
 		ps := secretsharing.New(rnd, t, m.selfSecret)
 		pm := secretsharing.New(rnd, t, m.maskSecret)
 		m.polySelf, m.polyMask = &ps, &pm
@@ -157,15 +201,57 @@ func (g *Group) checkPublic(pub map[string]PublicKeys) error {
 		if !g.Has(name) {
 			return fmt.Errorf("secagg: group %q: public keys of %q, not a member", g.ctx.Group, name)
 		}
-		if _, err := ecdh.X25519().NewPublicKey(k.Enc); err != nil {
-			return fmt.Errorf("secagg: group %q: %s's encryption key: %w", g.ctx.Group, name, err)
+		if err := k.check(g.ctx.Group, name); err != nil {
+			return err
 		}
-		if _, err := ecdh.X25519().NewPublicKey(k.Mask); err != nil {
-			return fmt.Errorf("secagg: group %q: %s's mask key: %w", g.ctx.Group, name, err)
+	}
+	return nil
+}
+
+// check reports a key of k that is not well formed.
+func (k PublicKeys) check(group, name string) error {
+	if _, err := ecdh.X25519().NewPublicKey(k.Enc); err != nil {
+		return fmt.Errorf("secagg: group %q: %s's encryption key: %w", group, name, err)
+	}
+	if _, err := ecdh.X25519().NewPublicKey(k.Mask); err != nil {
+		return fmt.Errorf("secagg: group %q: %s's mask key: %w", group, name, err)
+	}
+	if len(k.SelfCommit) != 32 {
+		return fmt.Errorf("secagg: group %q: %s's self-mask commitment has %d bytes, want 32", group, name, len(k.SelfCommit))
+	}
+	return nil
+}
+
+// neighbourKeys checks the keys pub holds of the member's neighbours (the
+// keys of others, which it has no use for, are left aside) and returns
+// them.
+func (m *Member) neighbourKeys(pub map[string]PublicKeys) (map[string]PublicKeys, error) {
+	out := make(map[string]PublicKeys, len(m.nb))
+	for _, n := range m.v.Neighbours {
+		k, ok := pub[n.Name]
+		if !ok {
+			continue
 		}
-		if len(k.SelfCommit) != 32 {
-			return fmt.Errorf("secagg: group %q: %s's self-mask commitment has %d bytes, want 32", g.ctx.Group, name, len(k.SelfCommit))
+		if err := k.check(m.v.Context.Group, n.Name); err != nil {
+			return nil, err
 		}
+		out[n.Name] = k
+	}
+	return out, nil
+}
+
+// checkNames checks that list names no member twice and nothing empty;
+// what names the list in the error.
+func (m *Member) checkNames(what string, list []string) error {
+	seen := make(map[string]bool, len(list))
+	for _, v := range list {
+		if v == "" {
+			return fmt.Errorf("secagg: group %q: %s names a member without a name", m.v.Context.Group, what)
+		}
+		if seen[v] {
+			return fmt.Errorf("secagg: group %q: %s names %q twice", m.v.Context.Group, what, v)
+		}
+		seen[v] = true
 	}
 	return nil
 }
@@ -174,7 +260,7 @@ func (g *Group) checkPublic(pub map[string]PublicKeys) error {
 // AES-256-GCM under HKDF of their X25519 agreement, with the direction in
 // the derivation so that each key encrypts one message; the nonce is then
 // zero and the additional data binds the Context and both names.
-func channel(g *Group, own *ecdh.PrivateKey, peer []byte, from, to string) (cipher.AEAD, []byte, error) {
+func channel(cb []byte, own *ecdh.PrivateKey, peer []byte, from, to string) (cipher.AEAD, []byte, error) {
 	pk, err := ecdh.X25519().NewPublicKey(peer)
 	if err != nil {
 		return nil, nil, fmt.Errorf("secagg: %s's encryption key: %w", to, err)
@@ -183,8 +269,8 @@ func channel(g *Group, own *ecdh.PrivateKey, peer []byte, from, to string) (ciph
 	if err != nil {
 		return nil, nil, fmt.Errorf("secagg: agreement between %s and %s: %w", from, to, err)
 	}
-	ad := kdf(nil, "share channel ad", g.cb, []byte(from), []byte(to))
-	block, err := aes.NewCipher(kdf(z, "share channel", g.cb, []byte(from), []byte(to)))
+	ad := kdf(nil, "share channel ad", cb, []byte(from), []byte(to))
+	block, err := aes.NewCipher(kdf(z, "share channel", cb, []byte(from), []byte(to)))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -196,30 +282,32 @@ func channel(g *Group, own *ecdh.PrivateKey, peer []byte, from, to string) (ciph
 }
 
 // ShareKeys is the second stage. pub holds the public keys of the members
-// that advertised them; the member encrypts to each of its neighbours
-// among them (itself aside) that neighbour's shares of its two secrets,
-// and returns the ciphertexts by recipient. It fails with ErrTooFew when
-// fewer than t of its share holders (itself included) advertised keys:
-// its secrets could not be reconstructed.
+// that advertised them (those of the member's neighbours are used, the
+// others ignored); the member encrypts to each of its neighbours among
+// them (itself aside) that neighbour's shares of its two secrets, and
+// returns the ciphertexts by recipient. It fails with ErrTooFew when fewer
+// than t of its share holders (itself included) advertised keys: its
+// secrets could not be reconstructed.
 func (m *Member) ShareKeys(pub map[string]PublicKeys) (map[string][]byte, error) {
-	if err := m.g.checkPublic(pub); err != nil {
+	nk, err := m.neighbourKeys(pub)
+	if err != nil {
 		return nil, err
 	}
-	if _, ok := pub[m.name]; !ok {
-		return nil, fmt.Errorf("secagg: group %q: the public keys do not include %s's own", m.g.ctx.Group, m.name)
+	if _, ok := nk[m.name]; !ok {
+		return nil, fmt.Errorf("secagg: group %q: the public keys do not include %s's own", m.v.Context.Group, m.name)
 	}
 	out := map[string][]byte{}
 	holders := 0
-	for _, v := range m.g.Neighbours(m.name) {
-		k, ok := pub[v]
+	for _, n := range m.v.Neighbours {
+		k, ok := nk[n.Name]
 		if !ok {
 			continue
 		}
 		holders++
-		if v == m.name {
+		if n.Name == m.name {
 			continue
 		}
-		self, mask := m.shares(m.g.index[v])
+		self, mask := m.shares(n.Index)
 		plain := make([]byte, 0, 2*scalarSize)
 		for _, s := range []group.Scalar{self, mask} {
 			b, err := s.MarshalBinary()
@@ -228,59 +316,78 @@ func (m *Member) ShareKeys(pub map[string]PublicKeys) (map[string][]byte, error)
 			}
 			plain = append(plain, b...)
 		}
-		aead, ad, err := channel(m.g, m.enc, k.Enc, m.name, v)
+		aead, ad, err := channel(m.cb, m.enc, k.Enc, m.name, n.Name)
 		if err != nil {
 			return nil, err
 		}
-		out[v] = aead.Seal(nil, make([]byte, aead.NonceSize()), plain, ad)
+		out[n.Name] = aead.Seal(nil, make([]byte, aead.NonceSize()), plain, ad)
 	}
-	if holders < m.g.cfg.Threshold {
-		return nil, fmt.Errorf("%w: group %q: %d of %s's %d share holders advertised keys, fewer than the threshold %d", ErrTooFew, m.g.ctx.Group, holders, m.name, m.g.cfg.Shares, m.g.cfg.Threshold)
+	if holders < m.v.Config.Threshold {
+		return nil, fmt.Errorf("%w: group %q: %d of %s's %d share holders advertised keys, fewer than the threshold %d", ErrTooFew, m.v.Context.Group, holders, m.name, m.v.Config.Shares, m.v.Config.Threshold)
 	}
 	return out, nil
 }
 
-// MaskInput is the third stage: x quantised (Quantize, with the member's
-// own rounding stream), plus the self mask, plus for each neighbour v in
-// shared (the members whose shares were delivered, v ≠ the member) the
-// pairwise mask, added when the member's index is below v's and subtracted
-// otherwise, all modulo 2³². It returns the masked vector and how many
-// coordinates were clipped. The member must itself be in shared.
-func (m *Member) MaskInput(x []float64, pub map[string]PublicKeys, shared []string) ([]uint32, int, error) {
-	if err := m.g.checkPublic(pub); err != nil {
+// MaskInput is the third stage for a real vector x: x quantised (Quantize,
+// with the member's own rounding stream, Config.Clip and Config.QuantBits)
+// and masked (MaskInts). It returns the masked vector and how many
+// coordinates were clipped.
+func (m *Member) MaskInput(x []float64, pub map[string]PublicKeys, shared []string) ([]uint64, int, error) {
+	y, clipped, err := Quantize(x, m.v.Config.Clip, m.v.Config.QuantBits, drbg(m.derive("rounding")))
+	if err != nil {
 		return nil, 0, err
 	}
-	if err := m.g.checkNames("the members that shared keys", shared); err != nil {
+	if y, err = m.MaskInts(y, pub, shared); err != nil {
 		return nil, 0, err
+	}
+	return y, clipped, nil
+}
+
+// MaskInts is the third stage for an input already in integers modulo 2ᵐ
+// (each value below 2ᵐ; a negative integer v is 2ᵐ + v, as Signed reads it
+// back): y plus the self mask, plus for each neighbour v in shared (the
+// members whose shares were delivered, v ≠ the member) the pairwise mask,
+// added when the member's index is below v's and subtracted otherwise, all
+// modulo 2ᵐ. y is changed in place and returned. The member must itself be
+// in shared; names in shared that are not its neighbours are ignored.
+func (m *Member) MaskInts(y []uint64, pub map[string]PublicKeys, shared []string) ([]uint64, error) {
+	nk, err := m.neighbourKeys(pub)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.checkNames("the members that shared keys", shared); err != nil {
+		return nil, err
 	}
 	in := setOf(shared)
 	if !in[m.name] {
-		return nil, 0, fmt.Errorf("secagg: group %q: %s is not among the members that shared keys", m.g.ctx.Group, m.name)
+		return nil, fmt.Errorf("secagg: group %q: %s is not among the members that shared keys", m.v.Context.Group, m.name)
 	}
-	y, clipped, err := Quantize(x, m.g.cfg.Clip, m.g.cfg.QuantBits, drbg(m.derive("rounding")))
-	if err != nil {
-		return nil, 0, err
+	mod := m.v.Config.mask()
+	for i, w := range y {
+		if w > mod {
+			return nil, fmt.Errorf("secagg: group %q: value %d of %s's input is %d, not below the modulus 2^%d", m.v.Context.Group, i, m.name, w, m.v.Config.ModulusBits)
+		}
 	}
 	selfKey, err := m.selfMaskKey()
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	addMask(y, selfKey, +1)
-	for _, v := range m.g.Neighbours(m.name) {
-		if v == m.name || !in[v] {
+	addMask(y, selfKey, +1, m.v.Config.ModulusBits)
+	for _, n := range m.v.Neighbours {
+		if n.Name == m.name || !in[n.Name] {
 			continue
 		}
-		k, ok := pub[v]
+		k, ok := nk[n.Name]
 		if !ok {
-			return nil, 0, fmt.Errorf("secagg: group %q: %s shared keys but its public keys are missing", m.g.ctx.Group, v)
+			return nil, fmt.Errorf("secagg: group %q: %s shared keys but its public keys are missing", m.v.Context.Group, n.Name)
 		}
-		key, err := pairKey(m.g, m.mask, k.Mask, m.name, v)
+		key, err := pairKey(m.cb, m.mask, k.Mask, m.name, n.Name)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
-		addMask(y, key, pairSign(m.idx, m.g.index[v]))
+		addMask(y, key, pairSign(m.idx, n.Index), m.v.Config.ModulusBits)
 	}
-	return y, clipped, nil
+	return y, nil
 }
 
 func (m *Member) selfMaskKey() ([]byte, error) {
@@ -288,17 +395,17 @@ func (m *Member) selfMaskKey() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("secagg: %w", err)
 	}
-	return selfMaskKey(m.g, m.name, b), nil
+	return selfMaskKey(m.cb, m.name, b), nil
 }
 
-func selfMaskKey(g *Group, name string, secret []byte) []byte {
-	return kdf(secret, "self mask", g.cb, []byte(name))
+func selfMaskKey(cb []byte, name string, secret []byte) []byte {
+	return kdf(secret, "self mask", cb, []byte(name))
 }
 
 // pairKey is the key of the mask between members a and b: HKDF of their
 // X25519 agreement with both names in sorted order, so either side (or the
 // server, with a dropped member's reconstructed key) derives it alike.
-func pairKey(g *Group, own *ecdh.PrivateKey, peer []byte, a, b string) ([]byte, error) {
+func pairKey(cb []byte, own *ecdh.PrivateKey, peer []byte, a, b string) ([]byte, error) {
 	pk, err := ecdh.X25519().NewPublicKey(peer)
 	if err != nil {
 		return nil, fmt.Errorf("secagg: %s's mask key: %w", b, err)
@@ -310,7 +417,7 @@ func pairKey(g *Group, own *ecdh.PrivateKey, peer []byte, a, b string) ([]byte, 
 	if a > b {
 		a, b = b, a
 	}
-	return kdf(z, "pairwise mask", g.cb, []byte(a), []byte(b)), nil
+	return kdf(z, "pairwise mask", cb, []byte(a), []byte(b)), nil
 }
 
 // pairSign is the sign with which member i adds its mask with member j:
@@ -322,26 +429,38 @@ func pairSign(i, j int) int {
 	return -1
 }
 
-// addMask adds sign times the mask stream of key to y, modulo 2³²: the
-// stream is AES-256-CTR of zeros under key, read as little-endian uint32s.
-func addMask(y []uint32, key []byte, sign int) {
+// addMask adds sign times the mask stream of key to y, modulo 2ᵐ (m =
+// modBits, 32 or 64): the stream is AES-256-CTR of zeros under key, read
+// as little-endian words of m bits.
+func addMask(y []uint64, key []byte, sign int, modBits int) {
 	block, err := aes.NewCipher(key)
 	if err != nil {
 		panic("secagg: " + err.Error()) // keys are 32 bytes by construction
 	}
 	stream := cipher.NewCTR(block, make([]byte, aes.BlockSize))
-	buf := make([]byte, 4*4096)
-	for off := 0; off < len(y); off += 4096 {
-		n := min(4096, len(y)-off)
-		b := buf[:4*n]
+	w := modBits / 8
+	mod := uint64(math.MaxUint64)
+	if modBits < 64 {
+		mod = 1<<modBits - 1
+	}
+	const chunk = 4096
+	buf := make([]byte, w*chunk)
+	for off := 0; off < len(y); off += chunk {
+		n := min(chunk, len(y)-off)
+		b := buf[:w*n]
 		clear(b)
 		stream.XORKeyStream(b, b)
 		for i := 0; i < n; i++ {
-			w := uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24
-			if sign > 0 {
-				y[off+i] += w
+			var v uint64
+			if w == 4 {
+				v = uint64(binary.LittleEndian.Uint32(b[4*i:]))
 			} else {
-				y[off+i] -= w
+				v = binary.LittleEndian.Uint64(b[8*i:])
+			}
+			if sign > 0 {
+				y[off+i] = (y[off+i] + v) & mod
+			} else {
+				y[off+i] = (y[off+i] - v) & mod
 			}
 		}
 	}
@@ -357,7 +476,8 @@ type Reveal struct {
 }
 
 // Unmask is the fourth stage. survivors are the members that sent a masked
-// input, dropped those that shared keys but sent none; inbox holds the
+// input, dropped those that shared keys but sent none (of either list, the
+// member's neighbours are read and the others ignored); inbox holds the
 // ciphertexts the member's neighbours sent it in the second stage, by
 // sender. The member reveals, for each of its neighbours among survivors,
 // its share of that neighbour's self-mask secret (its own included when it
@@ -365,26 +485,28 @@ type Reveal struct {
 // secret. A name in both lists, or a ciphertext that does not open, is an
 // error and reveals nothing.
 func (m *Member) Unmask(pub map[string]PublicKeys, inbox map[string][]byte, survivors, dropped []string) (Reveal, error) {
-	if err := m.g.checkPublic(pub); err != nil {
+	nk, err := m.neighbourKeys(pub)
+	if err != nil {
 		return Reveal{}, err
 	}
-	if err := m.g.checkNames("survivors", survivors); err != nil {
+	if err := m.checkNames("survivors", survivors); err != nil {
 		return Reveal{}, err
 	}
-	if err := m.g.checkNames("dropped", dropped); err != nil {
+	if err := m.checkNames("dropped", dropped); err != nil {
 		return Reveal{}, err
 	}
 	surv, drop := setOf(survivors), setOf(dropped)
-	for v := range surv {
+	for _, v := range survivors {
 		if drop[v] {
-			return Reveal{}, fmt.Errorf("secagg: group %q: %s is named both a survivor and dropped; revealing both of its secrets would expose its input", m.g.ctx.Group, v)
+			return Reveal{}, fmt.Errorf("secagg: group %q: %s is named both a survivor and dropped; revealing both of its secrets would expose its input", m.v.Context.Group, v)
 		}
 	}
 	if drop[m.name] {
-		return Reveal{}, fmt.Errorf("secagg: group %q: %s is asked to unmask but named dropped", m.g.ctx.Group, m.name)
+		return Reveal{}, fmt.Errorf("secagg: group %q: %s is asked to unmask but named dropped", m.v.Context.Group, m.name)
 	}
 	r := Reveal{From: m.name, Self: map[string][]byte{}, Mask: map[string][]byte{}}
-	for _, v := range m.g.Neighbours(m.name) {
+	for _, n := range m.v.Neighbours {
+		v := n.Name
 		if !surv[v] && !drop[v] {
 			continue
 		}
@@ -399,19 +521,19 @@ func (m *Member) Unmask(pub map[string]PublicKeys, inbox map[string][]byte, surv
 		} else {
 			ct, ok := inbox[v]
 			if !ok {
-				return Reveal{}, fmt.Errorf("secagg: group %q: no shares from %s in %s's inbox", m.g.ctx.Group, v, m.name)
+				return Reveal{}, fmt.Errorf("secagg: group %q: no shares from %s in %s's inbox", m.v.Context.Group, v, m.name)
 			}
-			k, ok := pub[v]
+			k, ok := nk[v]
 			if !ok {
-				return Reveal{}, fmt.Errorf("secagg: group %q: no public keys of %s", m.g.ctx.Group, v)
+				return Reveal{}, fmt.Errorf("secagg: group %q: no public keys of %s", m.v.Context.Group, v)
 			}
-			aead, ad, err := channel(m.g, m.enc, k.Enc, v, m.name)
+			aead, ad, err := channel(m.cb, m.enc, k.Enc, v, m.name)
 			if err != nil {
 				return Reveal{}, err
 			}
 			plain, err := aead.Open(nil, make([]byte, aead.NonceSize()), ct, ad)
 			if err != nil || len(plain) != 2*scalarSize {
-				return Reveal{}, fmt.Errorf("secagg: group %q: the shares %s sent %s do not open", m.g.ctx.Group, v, m.name)
+				return Reveal{}, fmt.Errorf("secagg: group %q: the shares %s sent %s do not open", m.v.Context.Group, v, m.name)
 			}
 			self, mask = plain[:scalarSize], plain[scalarSize:]
 		}

@@ -12,10 +12,10 @@ import (
 // rounding: up with probability y − ⌊y⌋), the coin drawn from rnd. It
 // returns the integers and the number of coordinates clipped. A value that
 // is not finite is an error naming its position.
-func Quantize(x []float64, c float64, b int, rnd rand.Source) ([]uint32, int, error) {
+func Quantize(x []float64, c float64, b int, rnd rand.Source) ([]uint64, int, error) {
 	top := float64(uint64(1)<<b - 1)
 	scale := top / (2 * c)
-	out := make([]uint32, len(x))
+	out := make([]uint64, len(x))
 	clipped := 0
 	for i, v := range x {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -33,7 +33,7 @@ func Quantize(x []float64, c float64, b int, rnd rand.Source) ([]uint32, int, er
 		if u < y-f {
 			f++
 		}
-		out[i] = uint32(min(f, top))
+		out[i] = uint64(min(f, top))
 	}
 	return out, clipped, nil
 }
@@ -42,7 +42,7 @@ func Quantize(x []float64, c float64, b int, rnd rand.Source) ([]uint32, int, er
 // Σx ≈ s·2c/(2ᵇ − 1) − n·c for each coordinate s of the sum (exact up to
 // each member's rounding, at most 2c/(2ᵇ − 1) per member and zero in the
 // mean, and the clipping).
-func Dequantize(sum []uint32, n int, c float64, b int) []float64 {
+func Dequantize(sum []uint64, n int, c float64, b int) []float64 {
 	step := 2 * c / float64(uint64(1)<<b-1)
 	out := make([]float64, len(sum))
 	off := float64(n) * c
@@ -50,4 +50,26 @@ func Dequantize(sum []uint32, n int, c float64, b int) []float64 {
 		out[i] = float64(s)*step - off
 	}
 	return out
+}
+
+// Signed reads a word of a sum modulo 2ᵐ (m = modBits) as the integer in
+// [−2ᵐ⁻¹, 2ᵐ⁻¹) it stands for: a sum of integer inputs (MaskInts) whose
+// true value lies in that range.
+func Signed(w uint64, modBits int) int64 {
+	if modBits == 64 {
+		return int64(w)
+	}
+	if w >= 1<<(modBits-1) {
+		return int64(w) - 1<<modBits
+	}
+	return int64(w)
+}
+
+// Unsigned is the word modulo 2ᵐ that stands for the integer v (Signed's
+// inverse for v in [−2ᵐ⁻¹, 2ᵐ⁻¹)).
+func Unsigned(v int64, modBits int) uint64 {
+	if modBits == 64 {
+		return uint64(v)
+	}
+	return uint64(v) & (1<<modBits - 1)
 }

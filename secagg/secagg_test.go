@@ -61,7 +61,7 @@ func newRun(t *testing.T, n, dim int, cfg Config) *run {
 
 // play runs the four stages, leaving out the members dropped before each.
 func (r *run) play() ([]float64, error) {
-	r.tr = Transcript{Public: map[string]PublicKeys{}, Masked: map[string][]uint32{}}
+	r.tr = Transcript{Public: map[string]PublicKeys{}, Masked: map[string][]uint64{}}
 	for _, name := range r.g.Members() {
 		if !r.dropAdvertise[name] {
 			r.tr.Public[name] = r.members[name].PublicKeys()
@@ -117,7 +117,7 @@ func (r *run) play() ([]float64, error) {
 func (r *run) plainSum(t *testing.T) []float64 {
 	t.Helper()
 	cfg := r.g.Config()
-	var sum []uint32
+	var sum []uint64
 	for _, name := range r.tr.Survivors() {
 		m := r.members[name]
 		q, _, err := Quantize(r.x[name], cfg.Clip, cfg.QuantBits, drbg(m.derive("rounding")))
@@ -125,10 +125,10 @@ func (r *run) plainSum(t *testing.T) []float64 {
 			t.Fatal(err)
 		}
 		if sum == nil {
-			sum = make([]uint32, len(q))
+			sum = make([]uint64, len(q))
 		}
 		for i, v := range q {
-			sum[i] += v
+			sum[i] = (sum[i] + v) & cfg.mask()
 		}
 	}
 	return Dequantize(sum, len(r.tr.Survivors()), cfg.Clip, cfg.QuantBits)
@@ -224,6 +224,9 @@ func TestNewGroupRefuses(t *testing.T) {
 		{names(1100), Config{Shares: 5}, "can exceed the modulus 2³²"},       // 7: 1100·(2²²−1) ≥ 2³²
 		{[]string{"a", ""}, Config{}, "a member without a name"},             // 8
 		{names(3), Config{Shares: 3, Threshold: -1}, "between 1 and shares"}, // 9
+		{names(8), Config{ModulusBits: 48}, "must be 32 or 64"},              // 10
+		{names(8), Config{ModulusBits: 64, QuantBits: 60}, "between 1 and 52"},
+		{names(5000), Config{Shares: 5, ModulusBits: 64, QuantBits: 52}, "can exceed the modulus 2⁶⁴"}, // 12: 5000·(2⁵²−1) ≥ 2⁶⁴
 	} {
 		_, err := NewGroup(ctx, c.members, c.cfg)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -320,7 +323,7 @@ func TestServerCannotIsolateAMember(t *testing.T) {
 	victim := "site4"
 	// 1. Unmask the transcript without the victim's masked input.
 	tr := r.tr
-	tr.Masked = map[string][]uint32{}
+	tr.Masked = map[string][]uint64{}
 	for m, y := range r.tr.Masked {
 		if m != victim {
 			tr.Masked[m] = y
@@ -359,7 +362,7 @@ func TestServerCannotIsolateAMember(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addMask(y, key, -1)
+	addMask(y, key, -1, cfg.ModulusBits)
 	q, _, _ := Quantize(r.x[victim], cfg.Clip, cfg.QuantBits, drbg(r.members[victim].derive("rounding")))
 	same := 0
 	for i := range y {
