@@ -42,6 +42,68 @@ func AggregateStream(in RoundInput, load SiteLoader) (RoundOutput, error) {
 	return out, nil
 }
 
+// streamed is the part of a streamed aggregation decided before any model
+// is read: each site's weight in its sum and the sum it goes to (its
+// pTopoFL cluster, or 0), the topology step, and the total of the row
+// counts.
+type streamed struct {
+	weight           []float64
+	group            []int
+	top              Topology
+	ptopofl, softmax bool
+	total            float64
+}
+
+// streamWeights decides the weights of a streamed aggregation from the
+// sites' row counts and descriptors alone: pTopoFL's topology weights a_k
+// (Eq. 6) within the site's cluster or its softmax weights α_k (Eq. 12),
+// n_k otherwise (one sum).
+func streamWeights(in RoundInput) (streamed, error) {
+	k := len(in.Sites)
+	var sw streamed
+	for i, s := range in.Sites {
+		if s.N <= 0 {
+			return streamed{}, fmt.Errorf("site %d has n = %d, want a positive row count", i, s.N)
+		}
+		sw.total += float64(s.N)
+	}
+	sw.weight = make([]float64, k)
+	sw.group = make([]int, k)
+	sw.ptopofl = in.Method == learn.PTopoFL
+	sw.softmax = sw.ptopofl && in.Config.Aggregation == SoftmaxAggregation
+	switch in.Config.Aggregation {
+	case ClusterAggregation, SoftmaxAggregation, "":
+	default:
+		return streamed{}, fmt.Errorf("unknown aggregation %q; want %q or %q", in.Config.Aggregation, ClusterAggregation, SoftmaxAggregation)
+	}
+	if sw.ptopofl {
+		var err error
+		sw.top, err = TopologyStep(TopologyInput{Round: in.Round, Sites: in.Sites, State: in.State, Config: in.Config})
+		if err != nil {
+			return streamed{}, err
+		}
+		n := make([]int, k)
+		for i, s := range in.Sites {
+			n[i] = s.N
+		}
+		sw.weight = ClusterWeights(sw.top.Labels, n, sw.top.CentreDistances, sw.top.Trust, sw.top.Lambda)
+		sw.group = sw.top.Labels
+		if sw.softmax {
+			// Eq. (12): one global model, weights α_k; the topology step
+			// still measures trust, flags and drift, which it reports.
+			if sw.weight, _, err = SoftmaxWeights(in.Sites, in.Config); err != nil {
+				return streamed{}, err
+			}
+			sw.group = make([]int, k)
+		}
+	} else {
+		for i, s := range in.Sites {
+			sw.weight[i] = float64(s.N)
+		}
+	}
+	return sw, nil
+}
+
 func aggregateStream(in RoundInput, load SiteLoader) (RoundOutput, error) {
 	if !Streams(in.Method) {
 		return RoundOutput{}, fmt.Errorf("method %s needs every site model at once; use AggregateRound", in.Method)
@@ -50,50 +112,12 @@ func aggregateStream(in RoundInput, load SiteLoader) (RoundOutput, error) {
 	if k == 0 {
 		return RoundOutput{}, fmt.Errorf("no sites")
 	}
-	total := 0.0
-	for i, s := range in.Sites {
-		if s.N <= 0 {
-			return RoundOutput{}, fmt.Errorf("site %d has n = %d, want a positive row count", i, s.N)
-		}
-		total += float64(s.N)
+	sw, err := streamWeights(in)
+	if err != nil {
+		return RoundOutput{}, err
 	}
-	// Each site's weight in its sum: pTopoFL's topology weights a_k
-	// (Eq. 6) within the site's cluster, n_k otherwise (one sum).
-	weight := make([]float64, k)
-	group := make([]int, k)
-	var top Topology
-	ptopofl := in.Method == learn.PTopoFL
-	softmax := ptopofl && in.Config.Aggregation == SoftmaxAggregation
-	switch in.Config.Aggregation {
-	case ClusterAggregation, SoftmaxAggregation, "":
-	default:
-		return RoundOutput{}, fmt.Errorf("unknown aggregation %q; want %q or %q", in.Config.Aggregation, ClusterAggregation, SoftmaxAggregation)
-	}
-	if ptopofl {
-		var err error
-		top, err = TopologyStep(TopologyInput{Round: in.Round, Sites: in.Sites, State: in.State, Config: in.Config})
-		if err != nil {
-			return RoundOutput{}, err
-		}
-		n := make([]int, k)
-		for i, s := range in.Sites {
-			n[i] = s.N
-		}
-		weight = ClusterWeights(top.Labels, n, top.CentreDistances, top.Trust, top.Lambda)
-		group = top.Labels
-		if softmax {
-			// Eq. (12): one global model, weights α_k; the topology step
-			// still measures trust, flags and drift, which it reports.
-			if weight, _, err = SoftmaxWeights(in.Sites, in.Config); err != nil {
-				return RoundOutput{}, err
-			}
-			group = make([]int, k)
-		}
-	} else {
-		for i, s := range in.Sites {
-			weight[i] = float64(s.N)
-		}
-	}
+	weight, group, top, ptopofl, softmax := sw.weight, sw.group, sw.top, sw.ptopofl, sw.softmax
+	total := sw.total
 	groups := 1
 	for _, g := range group {
 		groups = max(groups, g+1)

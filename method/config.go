@@ -113,6 +113,9 @@ type Config struct {
 	// Site.DP and DeepSite.Train.DP (clip and noise multiplier); their
 	// Random, the site's secret stream, is the caller's to set.
 	DP DPSettings
+	// SecAgg is the secure-aggregation configuration (secure_aggregation
+	// and the secagg_* parameters); zero when off.
+	SecAgg SecAggSettings
 }
 
 // Resolve returns the core configuration of method m under preset with
@@ -146,6 +149,9 @@ func Resolve(m learn.Method, preset string, h Hyperparameters) (Config, error) {
 	}
 	if !c.DP.On {
 		c.DP = DPSettings{} // off: no privacy setting applies
+	}
+	if !c.SecAgg.On {
+		c.SecAgg = SecAggSettings{}
 	}
 	if h.IsExternal() {
 		// The program decides the model; what the sites need of the

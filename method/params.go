@@ -95,6 +95,15 @@ type Hyperparameters struct {
 	// TopoFeatures selects how a tabular pTopoFL site uses its
 	// descriptor in local training (AugmentTopology).
 	TopoFeatures string `json:"topo_features,omitempty"`
+	// SecureAggregation, SecAggThreshold, SecAggMinGroup, SecAggClip and
+	// SecAggQuantBits select secure aggregation (secagg.go), and
+	// DPNoiseSplit how the sites share the noise under it.
+	SecureAggregation string  `json:"secure_aggregation,omitempty"`
+	SecAggThreshold   float64 `json:"secagg_threshold,omitempty"`
+	SecAggMinGroup    int     `json:"secagg_min_group,omitempty"`
+	SecAggClip        float64 `json:"secagg_clip,omitempty"`
+	SecAggQuantBits   int     `json:"secagg_quant_bits,omitempty"`
+	DPNoiseSplit      string  `json:"dp_noise_split,omitempty"`
 }
 
 // Kind is the type of a hyper-parameter's value.
@@ -675,6 +684,56 @@ var Params = []Param{
 			c.TopoFeatures = v.Text
 			c.Site.NoSampleWeights = v.Text == TopoAugment
 		}},
+	// Secure aggregation (secagg.go). Every one is Quiet: a campaign
+	// without it has the spec (and spec hash) it had before.
+	{Name: "secure_aggregation", Doc: `how the server learns the sites' models: "off", each site's model in the clear, or "secagg+", SecAgg+ (Bell et al., CCS 2020) per aggregation group, so the server learns each group's weighted sum and no site's model: one group a round for fedavg, fedprox, pfedme and scaffold (whose control variates are summed alike), one per pTopoFL cluster of at least secagg_min_group sites plus one for the smaller clusters' sites (who then get the consensus model); weights are decided from descriptors and counts before any model exists and applied by each site to its update θ − θ_start before masking; median, trimmed_mean, krum, foolsgold, normclip and local read single models and are refused (docs/explanation/secure-aggregation.md)`, Kind: Text,
+		Quiet: true, Default: text(SecAggOff),
+		Check: func(v Value) string {
+			if v.Text != SecAggOff && v.Text != SecAggPlus {
+				return `must be "off" or "secagg+"`
+			}
+			return ""
+		},
+		field: func(h *Hyperparameters) any { return &h.SecureAggregation },
+		core:  func(v Value, c *Config) { c.SecAgg.On = v.Text == SecAggPlus }},
+	{Name: "secagg_threshold", Doc: "t, the shares of a site's secrets that reconstruct them under secagg+: a fraction in (0, 1) of its k = 2⌈log₂ n⌉ + 1 share holders (rounded up), or a whole number of them (a group whose k is smaller uses k); a site's secrets survive while t of its holders answer, and fewer than t colluding sites learn nothing of them; 0: ⌈2k/3⌉, the ratio of Flower's SecAgg+ example (2 of 3)", Kind: Float,
+		Quiet: true, ZeroIsSetting: true,
+		Check: func(v Value) string {
+			if !(v.Num >= 0) || math.IsInf(v.Num, 1) || (v.Num >= 1 && v.Num != math.Trunc(v.Num)) || v.Num == 1 {
+				return "must be 0, a fraction in (0, 1) or a whole number ≥ 2"
+			}
+			return ""
+		},
+		field: func(h *Hyperparameters) any { return &h.SecAggThreshold },
+		core:  func(v Value, c *Config) { c.SecAgg.Threshold = v.Num }},
+	{Name: "secagg_min_group", Doc: "the fewest sites a secure-aggregation group is formed of under secagg+: a pTopoFL cluster with fewer sites is folded into the global group (its sites get the consensus model), and a campaign's min_sites must be at least this; at least 3 (in a group of two, each member's input is the sum less the other's)", Kind: Int,
+		Quiet: true, Default: num(DefaultSecAggMinGroup), Check: atLeast(3),
+		field: func(h *Hyperparameters) any { return &h.SecAggMinGroup },
+		core:  func(v Value, c *Config) { c.SecAgg.MinGroup = int(v.Num) }},
+	{Name: "secagg_clip", Doc: "c, the clipping range of secagg+'s quantisation: every coordinate of a site's weighted update w_k·(θ_k − θ_start) is clipped to [−c, c] before it is quantised (Flower's clipping_range, 8)", Kind: Float,
+		Quiet: true, Default: num(DefaultSecAggClip), Check: positive,
+		field: func(h *Hyperparameters) any { return &h.SecAggClip },
+		core:  func(v Value, c *Config) { c.SecAgg.Clip = v.Num }},
+	{Name: "secagg_quant_bits", Doc: "b, secagg+'s quantisation: a clipped coordinate becomes an integer in [0, 2^b − 1] by unbiased stochastic rounding, summed modulo 2³² (Flower's quantization_range 2²² and modulus_range 2³²); a group of n sites needs n·(2^b − 1) < 2³²; one site's rounding moves a coordinate of the sum by at most 2c/(2^b − 1) ≈ 3.8·10⁻⁶ at the defaults", Kind: Int,
+		Quiet: true, Default: num(DefaultSecAggQuantBits),
+		Check: func(v Value) string {
+			if !(v.Num >= 8 && v.Num <= 31) {
+				return "must be between 8 and 31"
+			}
+			return ""
+		},
+		field: func(h *Hyperparameters) any { return &h.SecAggQuantBits },
+		core:  func(v Value, c *Config) { c.SecAgg.QuantBits = int(v.Num) }},
+	{Name: "dp_noise_split", Doc: `under dp record and secagg+, who adds each round's training noise: "site", every site its whole noise to its own update (as without secure aggregation), or "sum", each site a 1/t share of it as discrete Gaussian integers on a common grid, so that a group's sum of at least t sites carries the whole noise (Kairouz, Liu and Steinke 2021's distributed discrete Gaussian); a site then takes one full-batch clipped gradient step per round (fedavg and ptopofl, logistic and deep models), and the guarantee holds against a server that colludes with no more than s − t of the s sites in a sum (docs/explanation/secure-aggregation.md)`, Kind: Text,
+		Quiet: true, Default: text(DPSplitSite),
+		Check: func(v Value) string {
+			if v.Text != DPSplitSite && v.Text != DPSplitSum {
+				return `must be "site" or "sum"`
+			}
+			return ""
+		},
+		field: func(h *Hyperparameters) any { return &h.DPNoiseSplit },
+		core:  func(v Value, c *Config) { c.DP.Split = v.Text == DPSplitSum }},
 }
 
 // The values of topo_features.
@@ -927,15 +986,22 @@ func (h Hyperparameters) Validate(m learn.Method) error {
 	if h.ValidationFraction > 0 && h.IsExternal() {
 		return fmt.Errorf("hyperparameters.validation_fraction = %v: a site's own program reads its whole training file, so no rows can be held out from it (model %q)", h.ValidationFraction, ModelExternal)
 	}
+	if err := h.validateSecAgg(m); err != nil {
+		return err
+	}
 	return h.validatePrivacy(m)
 }
 
 // ValidateFederation reports a hyper-parameter of method m that cannot work
 // when a round aggregates as few as fewest models (a campaign's min_sites):
-// Krum's byzantine f needs more than 2f + 2 models, and a non-zero
-// trim_fraction that cuts no model is the plain mean under another name.
+// secure aggregation needs secagg_min_group sites, Krum's byzantine f
+// needs more than 2f + 2 models, and a non-zero trim_fraction that cuts no
+// model is the plain mean under another name.
 // The error names the field, the count and what to change.
 func (h Hyperparameters) ValidateFederation(m learn.Method, fewest int) error {
+	if err := h.ValidateSecAggFederation(fewest); err != nil {
+		return err
+	}
 	switch m {
 	case learn.Krum:
 		need := aggregation.KrumMinModels(h.Byzantine)
