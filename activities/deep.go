@@ -386,7 +386,7 @@ func (s *Site) trainDeep(ctx context.Context, in pipeline.TrainLocalInput, cfg m
 			return pipeline.TrainLocalOutput{}, wrap(err)
 		}
 	}
-	st, err := getSiteState(ctx, s.store, in.SiteState)
+	st, err := s.getSiteState(ctx, in.SiteState)
 	if err != nil {
 		return pipeline.TrainLocalOutput{}, wrap(err)
 	}
@@ -415,14 +415,27 @@ func (s *Site) trainDeep(ctx context.Context, in pipeline.TrainLocalInput, cfg m
 		return pipeline.TrainLocalOutput{}, err
 	}
 	// Written from the network's float32 slab, without a float64 copy of
-	// a model that may hold millions of parameters.
-	res.Model, err = s.store.PutModel32(ctx, in.Keys().Model(s.name), store.ModelRecord{
+	// a model that may hold millions of parameters; under secure
+	// aggregation into the site's keep, which it leaves only inside a
+	// group's masked sum (SecAggMask).
+	sa := in.SecAgg != nil
+	modelRec := store.ModelRecord{
 		Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method), Kind: store.KindModel,
-	}, out.Params)
-	if err != nil {
-		return pipeline.TrainLocalOutput{}, wrap(err)
 	}
-	res.Add(pipeline.ReleaseModel, len(out.Params))
+	var kept *pipeline.SecAggAdvert
+	if sa {
+		b, eerr := store.EncodeModel32(modelRec, out.Params)
+		var ref pipeline.ArtifactRef
+		if ref, err = s.keepBytes(in.Keys().Model(s.name), b, eerr); err != nil {
+			return pipeline.TrainLocalOutput{}, wrap(err)
+		}
+		kept = &pipeline.SecAggAdvert{Model: ref}
+	} else {
+		if res.Model, err = s.store.PutModel32(ctx, in.Keys().Model(s.name), modelRec, out.Params); err != nil {
+			return pipeline.TrainLocalOutput{}, wrap(err)
+		}
+		res.Add(pipeline.ReleaseModel, len(out.Params))
+	}
 	if cfg.DP.On {
 		if err := s.hold(ctx, HoldReleased, in.SiteCall); err != nil {
 			return pipeline.TrainLocalOutput{}, err
@@ -431,22 +444,45 @@ func (s *Site) trainDeep(ctx context.Context, in pipeline.TrainLocalInput, cfg m
 	if out.Control != nil {
 		rec := store.VectorRecord{Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method),
 			Kind: kindControl, Vectors: map[string][]float64{vecControl: method.ToFloat64(out.Control)}}
-		ref, err := putVectors32(ctx, s.store, in.Keys().Control(s.name), []store.VectorRecord{rec})
+		var ref pipeline.ArtifactRef
+		if sa {
+			b, eerr := store.EncodeVectors32([]store.VectorRecord{rec})
+			ref, err = s.keepBytes(in.Keys().Control(s.name), b, eerr)
+		} else {
+			ref, err = putVectors32(ctx, s.store, in.Keys().Control(s.name), []store.VectorRecord{rec})
+		}
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(err)
 		}
-		res.Control = &ref
-		res.Add(pipeline.ReleaseControl, len(out.Control))
+		if sa {
+			kept.Control = &ref
+		} else {
+			res.Control = &ref
+			res.Add(pipeline.ReleaseControl, len(out.Control))
+		}
 	}
 	state := toLearnState(out.State)
 	if state.Control != nil || state.Personal != nil || state.Local != nil {
-		ref, err := putVectors32(ctx, s.store, in.Keys().SiteState(s.name),
-			[]store.VectorRecord{siteStateRecord(in.SiteCall, state)})
+		recs := []store.VectorRecord{siteStateRecord(in.SiteCall, state)}
+		var ref pipeline.ArtifactRef
+		if sa {
+			b, eerr := store.EncodeVectors32(recs)
+			ref, err = s.keepBytes(in.Keys().SiteState(s.name), b, eerr)
+		} else {
+			ref, err = putVectors32(ctx, s.store, in.Keys().SiteState(s.name), recs)
+		}
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(err)
 		}
 		res.SiteState = &ref
-		res.Add(pipeline.ReleaseSiteState, stateNumbers(state))
+		if !sa {
+			res.Add(pipeline.ReleaseSiteState, stateNumbers(state))
+		}
+	}
+	if sa {
+		if res.SecAgg, err = s.advertise(in.SiteCall, in.SecAgg.Group, kept.Model, kept.Control); err != nil {
+			return pipeline.TrainLocalOutput{}, err
+		}
 	}
 	if in.Evaluate {
 		if !method.EvaluatesOwnUpdate(in.Method) {
@@ -508,7 +544,7 @@ func (s *Site) evaluateDeep(ctx context.Context, in pipeline.EvaluateInput, cfg 
 	if err != nil {
 		return pipeline.EvaluateOutput{}, wrap(err)
 	}
-	st, err := getSiteState(ctx, s.store, in.SiteState)
+	st, err := s.getSiteState(ctx, in.SiteState)
 	if err != nil {
 		return pipeline.EvaluateOutput{}, wrap(err)
 	}

@@ -556,13 +556,34 @@ func (s *Site) trainExternal(ctx context.Context, in pipeline.TrainLocalInput, c
 	if loss, ok := res.Metrics["loss"]; ok {
 		out.Loss = loss // finite: trainer.ReadResult refuses anything else
 	}
-	out.Model, err = s.putModel(ctx, in.Keys().Model(s.name), store.ModelRecord{
+	modelRec := store.ModelRecord{
 		Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method), Kind: store.KindModel,
-	}, params, in.External.Float32)
-	if err != nil {
-		return pipeline.TrainLocalOutput{}, wrap(err)
 	}
-	out.Add(pipeline.ReleaseModel, len(params))
+	if in.SecAgg != nil {
+		// Kept on the site's premises: it leaves only inside a group's
+		// masked sum (SecAggMask).
+		var b []byte
+		var eerr error
+		if in.External.Float32 {
+			b, eerr = store.EncodeModel32(modelRec, method.ToFloat32(params))
+		} else {
+			modelRec.Params = params
+			b, eerr = store.EncodeModel(modelRec)
+		}
+		ref, err := s.keepBytes(in.Keys().Model(s.name), b, eerr)
+		if err != nil {
+			return pipeline.TrainLocalOutput{}, wrap(err)
+		}
+		if out.SecAgg, err = s.advertise(in.SiteCall, in.SecAgg.Group, ref, nil); err != nil {
+			return pipeline.TrainLocalOutput{}, err
+		}
+	} else {
+		out.Model, err = s.putModel(ctx, in.Keys().Model(s.name), modelRec, params, in.External.Float32)
+		if err != nil {
+			return pipeline.TrainLocalOutput{}, wrap(err)
+		}
+		out.Add(pipeline.ReleaseModel, len(params))
+	}
 	// A program may report its trained model's own scores on the test
 	// split (before aggregation), as our deep models do.
 	if acc, ok := res.Metrics["accuracy"]; ok {

@@ -52,6 +52,10 @@ func (s *Server) Register(r interface {
 	r.RegisterActivityWithOptions(heartbeating(timedActivity(s.AdoptInitialModel)), activity.RegisterOptions{Name: pipeline.ActivityAdoptInitialModel})
 	r.RegisterActivityWithOptions(heartbeating(timedActivity(s.Reissue)), activity.RegisterOptions{Name: pipeline.ActivityReissue})
 	r.RegisterActivityWithOptions(heartbeating(s.PruneRound), activity.RegisterOptions{Name: pipeline.ActivityPruneRound})
+	r.RegisterActivityWithOptions(heartbeating(timedActivity(s.SecAggPlan)), activity.RegisterOptions{Name: pipeline.ActivitySecAggPlan})
+	r.RegisterActivityWithOptions(heartbeating(timedActivity(s.SecAggRoute)), activity.RegisterOptions{Name: pipeline.ActivitySecAggRoute})
+	r.RegisterActivityWithOptions(heartbeating(timedActivity(s.SecAggCheck)), activity.RegisterOptions{Name: pipeline.ActivitySecAggCheck})
+	r.RegisterActivityWithOptions(heartbeating(timedActivity(s.SecAggSum)), activity.RegisterOptions{Name: pipeline.ActivitySecAggSum})
 	r.RegisterActivityWithOptions(heartbeating(s.ChargePrivacy), activity.RegisterOptions{Name: pipeline.ActivityChargePrivacy})
 	r.RegisterActivityWithOptions(heartbeating(s.RecordSweep), activity.RegisterOptions{Name: pipeline.ActivityRecordSweep})
 	r.RegisterActivityWithOptions(heartbeating(s.BuildSweepResults), activity.RegisterOptions{Name: pipeline.ActivityBuildSweepResults})
@@ -306,13 +310,29 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 		return pipeline.AggregateOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "AggregationFailed", nil)
 	}
 
+	names := make([]string, len(in.Updates))
+	for i, u := range in.Updates {
+		names[i] = u.Site
+	}
+	return s.writeAggregate(ctx, in.ServerCall, in.Float32, names, method, out)
+}
+
+// writeAggregate writes what an aggregation out of the updates of sites
+// (in that order) sends back and keeps, at keys each site may read
+// (artifact.SiteReadPatterns): one "global" model, or a model under each
+// site's name — its cluster's blended model under pTopoFL, its own under
+// local training; the server's state, which only the server reads, and
+// the part of it the sites read (SCAFFOLD's control variate) apart, in
+// the shared state. Aggregate and SecAggSum end with it.
+func (s *Server) writeAggregate(ctx context.Context, call pipeline.ServerCall, f32 bool, sites []string, method learn.Method, out aggregation.RoundOutput) (pipeline.AggregateOutput, error) {
+	var err error
 	// put writes params as the aggregate for target, recording label as
 	// the model's name in the record.
 	put := func(target, label string, params []float64) (pipeline.ArtifactRef, error) {
-		ref, err := s.store.PutModelCached(ctx, in.Keys().Aggregate(target), store.ModelRecord{
-			Campaign: in.Campaign, Round: in.Round, Site: label, Method: string(in.Method), Kind: store.KindAggregate, Params: params,
+		ref, err := s.store.PutModelCached(ctx, call.Keys().Aggregate(target), store.ModelRecord{
+			Campaign: call.Campaign, Round: call.Round, Site: label, Method: string(call.Method), Kind: store.KindAggregate, Params: params,
 			// A deep model's aggregate is stored, and so sent, as float32.
-			Float32: in.Hyperparameters.IsDeep() || in.Float32,
+			Float32: call.Hyperparameters.IsDeep() || f32,
 		})
 		return ref, err
 	}
@@ -328,30 +348,30 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 		// byte the same object (its record is named "cluster-<c>"), so the
 		// manifest lists one sha256 per cluster.
 		first := make(map[int]pipeline.ArtifactRef)
-		for i, u := range in.Updates {
+		for i, site := range sites {
 			c := out.Labels[i]
 			src, copied := first[c]
 			var ref pipeline.ArtifactRef
 			if copied {
-				ref, err = s.store.CopyCached(ctx, src, in.Keys().Aggregate(u.Site))
+				ref, err = s.store.CopyCached(ctx, src, call.Keys().Aggregate(site))
 			} else {
-				ref, err = put(u.Site, fmt.Sprintf("%s%d", artifact.ClusterTargetPrefix, c), out.ClusterModels[c])
+				ref, err = put(site, fmt.Sprintf("%s%d", artifact.ClusterTargetPrefix, c), out.ClusterModels[c])
 				first[c] = ref
 			}
 			if err != nil {
 				return pipeline.AggregateOutput{}, err
 			}
-			res.Aggregates = append(res.Aggregates, pipeline.NamedArtifact{Name: u.Site, Ref: ref})
-			res.Models = append(res.Models, pipeline.SiteArtifact{Site: u.Site, Ref: ref})
+			res.Aggregates = append(res.Aggregates, pipeline.NamedArtifact{Name: site, Ref: ref})
+			res.Models = append(res.Models, pipeline.SiteArtifact{Site: site, Ref: ref})
 		}
 	case learn.LocalOnly:
-		for i, u := range in.Updates {
-			ref, err := put(u.Site, u.Site, out.Models[i])
+		for i, site := range sites {
+			ref, err := put(site, site, out.Models[i])
 			if err != nil {
 				return pipeline.AggregateOutput{}, err
 			}
-			res.Aggregates = append(res.Aggregates, pipeline.NamedArtifact{Name: u.Site, Ref: ref})
-			res.Models = append(res.Models, pipeline.SiteArtifact{Site: u.Site, Ref: ref})
+			res.Aggregates = append(res.Aggregates, pipeline.NamedArtifact{Name: site, Ref: ref})
+			res.Models = append(res.Models, pipeline.SiteArtifact{Site: site, Ref: ref})
 		}
 	default:
 		ref, err := put(artifact.GlobalTarget, artifact.GlobalTarget, out.Models[0])
@@ -359,16 +379,16 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 			return pipeline.AggregateOutput{}, err
 		}
 		res.Aggregates = append(res.Aggregates, pipeline.NamedArtifact{Name: artifact.GlobalTarget, Ref: ref})
-		for _, u := range in.Updates {
-			res.Models = append(res.Models, pipeline.SiteArtifact{Site: u.Site, Ref: ref})
+		for _, site := range sites {
+			res.Models = append(res.Models, pipeline.SiteArtifact{Site: site, Ref: ref})
 		}
 	}
-	for i, u := range in.Updates {
+	for i, site := range sites {
 		if i < len(out.Flagged) && out.Flagged[i] && method != learn.PTopoFL {
-			res.Flagged = append(res.Flagged, u.Site)
+			res.Flagged = append(res.Flagged, site)
 		}
 		if out.SiteWeights != nil {
-			res.SiteWeights = append(res.SiteWeights, pipeline.SiteWeight{Site: u.Site, Weight: out.SiteWeights[i]})
+			res.SiteWeights = append(res.SiteWeights, pipeline.SiteWeight{Site: site, Weight: out.SiteWeights[i]})
 		}
 	}
 	// The server state is written only when the next round needs it:
@@ -389,10 +409,10 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 			v[vecControl] = out.State.Control
 		}
 		for i, h := range out.State.FoolsGoldHistory {
-			v[vecFoolsGold+in.Updates[i].Site] = h
+			v[vecFoolsGold+sites[i]] = h
 		}
-		ref, err := putVectors(ctx, s.store, in.Keys().ServerState(), []store.VectorRecord{{
-			Campaign: in.Campaign, Round: in.Round, Method: string(in.Method), Kind: kindServerState, Vectors: v,
+		ref, err := putVectors(ctx, s.store, call.Keys().ServerState(), []store.VectorRecord{{
+			Campaign: call.Campaign, Round: call.Round, Method: string(call.Method), Kind: kindServerState, Vectors: v,
 		}})
 		if err != nil {
 			return pipeline.AggregateOutput{}, err
@@ -400,7 +420,7 @@ func (s *Server) Aggregate(ctx context.Context, in pipeline.AggregateInput) (pip
 		res.ServerState = &ref
 	}
 	if out.State.Control != nil && sitesReadServerState(method) {
-		ref, err := putSharedState(ctx, s.store, in.Keys().SharedState(), in.ServerCall, out.State.Control)
+		ref, err := putSharedState(ctx, s.store, call.Keys().SharedState(), call, out.State.Control)
 		if err != nil {
 			return pipeline.AggregateOutput{}, err
 		}

@@ -47,6 +47,9 @@ type Site struct {
 	ledger *siteledger.File
 	// holdHook holds a private release for fault tests (WithHold).
 	holdHook func(ctx context.Context, point string, call pipeline.SiteCall) error
+	// keep is where the site keeps what secure aggregation must not send
+	// (WithKeep); nil refuses such campaigns.
+	keep *keep
 }
 
 // NewSite returns the activities of site, whose data is in dataDir (a
@@ -104,6 +107,9 @@ func (s *Site) activities() []siteActivity {
 		{pipeline.ActivityTrainLocal, timedActivity(heartbeating(s.TrainLocal))},
 		{pipeline.ActivityEvaluate, timedActivity(heartbeating(s.Evaluate))},
 		{pipeline.ActivityInitModel, timedActivity(heartbeating(s.InitModel))},
+		{pipeline.ActivitySecAggShare, timedActivity(heartbeating(s.SecAggShare))},
+		{pipeline.ActivitySecAggMask, timedActivity(heartbeating(s.SecAggMask))},
+		{pipeline.ActivitySecAggUnmask, timedActivity(heartbeating(s.SecAggUnmask))},
 	}
 }
 
@@ -393,6 +399,9 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 	if err := s.refuseUnprivate(in.SiteCall); err != nil {
 		return pipeline.TrainLocalOutput{}, err
 	}
+	if err := s.checkSecAggTrain(in); err != nil {
+		return pipeline.TrainLocalOutput{}, err
+	}
 	if cfg, deep, err := deepConfig(in.SiteCall); err != nil || deep {
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, err
@@ -457,7 +466,7 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 			return pipeline.TrainLocalOutput{}, wrap(err)
 		}
 	}
-	if sin.State, err = getSiteState(ctx, s.store, in.SiteState); err != nil {
+	if sin.State, err = s.getSiteState(ctx, in.SiteState); err != nil {
 		return pipeline.TrainLocalOutput{}, wrap(err)
 	}
 	if method.SitesReadServerState(cfg.Method) {
@@ -492,14 +501,30 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 	if res.Lifetime, err = charged(); err != nil {
 		return pipeline.TrainLocalOutput{}, err
 	}
-	ref, err := s.store.PutModelCached(ctx, in.Keys().Model(s.name), store.ModelRecord{
+	// Under secure aggregation the model, the control variate and the
+	// state stay in the site's keep: they leave it only inside a group's
+	// masked sum (SecAggMask).
+	sa := in.SecAgg != nil
+	modelRec := store.ModelRecord{
 		Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method), Kind: store.KindModel, Params: out.Params,
-	})
+	}
+	var ref pipeline.ArtifactRef
+	if sa {
+		b, eerr := store.EncodeModel(modelRec)
+		ref, err = s.keepBytes(in.Keys().Model(s.name), b, eerr)
+	} else {
+		ref, err = s.store.PutModelCached(ctx, in.Keys().Model(s.name), modelRec)
+	}
 	if err != nil {
 		return pipeline.TrainLocalOutput{}, wrap(err)
 	}
-	res.Model = ref
-	res.Add(pipeline.ReleaseModel, len(out.Params))
+	var kept *pipeline.SecAggAdvert
+	if sa {
+		kept = &pipeline.SecAggAdvert{Model: ref}
+	} else {
+		res.Model = ref
+		res.Add(pipeline.ReleaseModel, len(out.Params))
+	}
 	if cfg.DP.On {
 		if err := s.hold(ctx, HoldReleased, in.SiteCall); err != nil {
 			return pipeline.TrainLocalOutput{}, err
@@ -508,24 +533,47 @@ func (s *Site) TrainLocal(ctx context.Context, in pipeline.TrainLocalInput) (pip
 	if out.Control != nil {
 		rec := store.VectorRecord{Campaign: in.Campaign, Round: in.Round, Site: s.name, Method: string(in.Method),
 			Kind: kindControl, Vectors: map[string][]float64{vecControl: out.Control}}
-		ref, err := putVectors(ctx, s.store, in.Keys().Control(s.name), []store.VectorRecord{rec})
+		var ref pipeline.ArtifactRef
+		if sa {
+			b, eerr := store.EncodeVectors([]store.VectorRecord{rec})
+			ref, err = s.keepBytes(in.Keys().Control(s.name), b, eerr)
+		} else {
+			ref, err = putVectors(ctx, s.store, in.Keys().Control(s.name), []store.VectorRecord{rec})
+		}
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(err)
 		}
-		res.Control = &ref
-		res.Add(pipeline.ReleaseControl, len(out.Control))
+		if sa {
+			kept.Control = &ref
+		} else {
+			res.Control = &ref
+			res.Add(pipeline.ReleaseControl, len(out.Control))
+		}
 	}
 	// A method that keeps nothing between rounds (FedAvg, FedProx,
 	// pTopoFL, the robust baselines) writes no state object: the round
 	// carries no state for the site, and the next round reads none.
 	if st := out.State; st.Control != nil || st.Personal != nil || st.Local != nil {
-		stateRef, err := putVectors(ctx, s.store, in.Keys().SiteState(s.name),
-			[]store.VectorRecord{siteStateRecord(in.SiteCall, st)})
+		var stateRef pipeline.ArtifactRef
+		recs := []store.VectorRecord{siteStateRecord(in.SiteCall, st)}
+		if sa {
+			b, eerr := store.EncodeVectors(recs)
+			stateRef, err = s.keepBytes(in.Keys().SiteState(s.name), b, eerr)
+		} else {
+			stateRef, err = putVectors(ctx, s.store, in.Keys().SiteState(s.name), recs)
+		}
 		if err != nil {
 			return pipeline.TrainLocalOutput{}, wrap(err)
 		}
 		res.SiteState = &stateRef
-		res.Add(pipeline.ReleaseSiteState, stateNumbers(st))
+		if !sa {
+			res.Add(pipeline.ReleaseSiteState, stateNumbers(st))
+		}
+	}
+	if sa {
+		if res.SecAgg, err = s.advertise(in.SiteCall, in.SecAgg.Group, kept.Model, kept.Control); err != nil {
+			return pipeline.TrainLocalOutput{}, err
+		}
 	}
 	if !cfg.DP.On {
 		// The training loss is a number computed from every training
@@ -657,7 +705,7 @@ func (s *Site) Evaluate(ctx context.Context, in pipeline.EvaluateInput) (pipelin
 	if err != nil {
 		return pipeline.EvaluateOutput{}, wrap(err)
 	}
-	state, err := getSiteState(ctx, s.store, in.SiteState)
+	state, err := s.getSiteState(ctx, in.SiteState)
 	if err != nil {
 		return pipeline.EvaluateOutput{}, wrap(err)
 	}

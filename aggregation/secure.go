@@ -55,11 +55,20 @@ func FormGroups(labels []int, n, minGroup int) (groupOf, names []string, err err
 		}
 		return groupOf, []string{GlobalGroup}, nil
 	}
-	size := map[int]int{}
+	// Slices indexed by cluster id, never a map walked: workflows call
+	// this, and the outcome must not depend on an iteration order.
+	nc := 0
+	for _, c := range labels {
+		if c < 0 {
+			return nil, nil, fmt.Errorf("cluster label %d: want a label ≥ 0", c)
+		}
+		nc = max(nc, c+1)
+	}
+	size := make([]int, nc)
 	for _, c := range labels {
 		size[c]++
 	}
-	own := map[int]bool{}
+	own := make([]bool, nc)
 	folded := 0
 	for c, s := range size {
 		if s >= minGroup {
@@ -71,25 +80,23 @@ func FormGroups(labels []int, n, minGroup int) (groupOf, names []string, err err
 	for folded > 0 && folded < minGroup {
 		smallest := -1
 		for c := range own {
-			if smallest < 0 || size[c] < size[smallest] || (size[c] == size[smallest] && c < smallest) {
+			if own[c] && (smallest < 0 || size[c] < size[smallest]) {
 				smallest = c
 			}
 		}
 		if smallest < 0 {
 			break // n ≥ minGroup: unreachable
 		}
-		delete(own, smallest)
+		own[smallest] = false
 		folded += size[smallest]
 	}
-	seen := map[string]bool{}
 	for i, c := range labels {
 		name := GlobalGroup
 		if own[c] {
 			name = ClusterGroup(c)
 		}
 		groupOf[i] = name
-		if !seen[name] {
-			seen[name] = true
+		if !slices.Contains(names, name) {
 			names = append(names, name)
 		}
 	}

@@ -151,6 +151,62 @@ func (k RoundKeys) ServerState() string { return k.Prefix() + "server-state.parq
 // holding no vector of any one site.
 func (k RoundKeys) SharedState() string { return k.Prefix() + "shared-state.parquet" }
 
+// The objects of a round's secure aggregation (secure_aggregation
+// "secagg+"), one folder per aggregation group: "<prefix>secagg/<group>/".
+// Sites write their stage's messages under their own names (SecAggShares,
+// SecAggMasked, SecAggReveal) and read only what the server addressed to
+// them (SecAggView, SecAggInbox); the server alone reads the rest.
+
+// SecAggPublic is "<prefix>secagg/<group>/public.json": the group's members,
+// configuration and every member's advertised public keys, written by the
+// server.
+func (k RoundKeys) SecAggPublic(group string) string {
+	return k.secagg(group) + "public.json"
+}
+
+// SecAggView is "<prefix>secagg/<group>/view/<site>.json": what site needs
+// of its group (its neighbours, their indices and public keys), written by
+// the server, read by site alone.
+func (k RoundKeys) SecAggView(group, site string) string {
+	return k.secagg(group) + "view/" + mustName("site", site) + ".json"
+}
+
+// SecAggShares is "<prefix>secagg/<group>/shares/<site>.json": the shares
+// site encrypted to each of its neighbours, written by site, read by the
+// server, which forwards each to its recipient (SecAggInbox).
+func (k RoundKeys) SecAggShares(group, site string) string {
+	return k.secagg(group) + "shares/" + mustName("site", site) + ".json"
+}
+
+// SecAggInbox is "<prefix>secagg/<group>/inbox/<site>.json": the encrypted
+// shares site's neighbours sent it, written by the server, read by site
+// alone.
+func (k RoundKeys) SecAggInbox(group, site string) string {
+	return k.secagg(group) + "inbox/" + mustName("site", site) + ".json"
+}
+
+// SecAggMasked is "<prefix>secagg/<group>/masked/<site>.bin": site's masked
+// input, written by site, read by the server.
+func (k RoundKeys) SecAggMasked(group, site string) string {
+	return k.secagg(group) + "masked/" + mustName("site", site) + ".bin"
+}
+
+// SecAggReveal is "<prefix>secagg/<group>/reveal/<site>.json": the shares
+// site revealed for unmasking, written by site, read by the server.
+func (k RoundKeys) SecAggReveal(group, site string) string {
+	return k.secagg(group) + "reveal/" + mustName("site", site) + ".json"
+}
+
+// SecAggSum is "<prefix>secagg/<group>/sum.parquet": the group's unmasked
+// sum, written by the server.
+func (k RoundKeys) SecAggSum(group string) string {
+	return k.secagg(group) + "sum.parquet"
+}
+
+func (k RoundKeys) secagg(group string) string {
+	return k.Prefix() + "secagg/" + mustName("aggregation group", group) + "/"
+}
+
 // Manifest is "<prefix>manifest.json", the audit record of the attempt at
 // the round.
 func (k RoundKeys) Manifest() string { return k.Prefix() + "manifest.json" }

@@ -18,12 +18,15 @@ package artifact
 func SiteWritePatterns(site string) []string {
 	n := mustName("site", site)
 	return []string{
-		"campaigns/*/round-*/descriptors/" + n + ".parquet", // DescriptorKey
-		"campaigns/*/round-*/models/" + n + ".parquet",      // ModelKey
-		"campaigns/*/round-*/state/" + n + ".parquet",       // SiteStateKey
-		"campaigns/*/round-*/control/" + n + ".parquet",     // ControlKey
-		"campaigns/*/round-*/init/" + n + ".parquet",        // RoundKeys.Init
-		"campaigns/*/round-*/init/" + n + ".json",           // RoundKeys.InitLayout
+		"campaigns/*/round-*/descriptors/" + n + ".parquet",  // DescriptorKey
+		"campaigns/*/round-*/models/" + n + ".parquet",       // ModelKey
+		"campaigns/*/round-*/state/" + n + ".parquet",        // SiteStateKey
+		"campaigns/*/round-*/control/" + n + ".parquet",      // ControlKey
+		"campaigns/*/round-*/init/" + n + ".parquet",         // RoundKeys.Init
+		"campaigns/*/round-*/init/" + n + ".json",            // RoundKeys.InitLayout
+		"campaigns/*/round-*/secagg/*/shares/" + n + ".json", // RoundKeys.SecAggShares
+		"campaigns/*/round-*/secagg/*/masked/" + n + ".bin",  // RoundKeys.SecAggMasked
+		"campaigns/*/round-*/secagg/*/reveal/" + n + ".json", // RoundKeys.SecAggReveal
 	}
 }
 
@@ -31,15 +34,20 @@ func SiteWritePatterns(site string) []string {
 // itself (a round reads the state and descriptor of an earlier one), the
 // campaign spec, the models sent to it (the global model and the aggregate
 // under its own name), the shared server state (SCAFFOLD's control
-// variate c), and a campaign's initial model and model layout (model
-// "external").
+// variate c), a campaign's initial model and model layout (model
+// "external"), and under secure aggregation what the server addressed to
+// it: its view of its group (its neighbours' names, indices and public
+// keys) and its inbox of shares its neighbours encrypted to it, which
+// only it can open.
 //
 // Nothing else of the server's: not the server state (FoolsGold's per-site
 // update histories), not the clustering or the manifests, and not the
 // "cluster-<c>" models of campaigns written before sites read only their
 // own aggregates: with the public β and cluster sizes, two blended cluster
 // models determine each cluster's own model (paper Eq. 7), which is a
-// site's own model when it is alone in its cluster. Of what the server
+// site's own model when it is alone in its cluster. Nor, under secure
+// aggregation, another site's masked input, shares or reveal, the group's
+// public keys or its sum. Of what the server
 // writes, a site reads only the global model and objects addressed to it
 // by name; internal/workers TestSiteReadsOnlyItsOwn checks, as every site
 // over real HTTP, that nothing it may read holds or determines another
@@ -47,12 +55,14 @@ func SiteWritePatterns(site string) []string {
 func SiteReadPatterns(site string) []string {
 	n := mustName("site", site)
 	return append(SiteWritePatterns(site),
-		"campaigns/*/spec.json",                        // SpecKey
-		"campaigns/*/round-*/aggregate/global.parquet", // AggregateKey(…, "global")
-		"campaigns/*/round-*/aggregate/"+n+".parquet",  // AggregateKey(…, site)
-		"campaigns/*/round-*/shared-state.parquet",     // SharedStateKey
-		"campaigns/*/initial-model.parquet",            // InitialModelKey
-		"campaigns/*/model-layout.json",                // ModelLayoutKey
+		"campaigns/*/spec.json",                         // SpecKey
+		"campaigns/*/round-*/aggregate/global.parquet",  // AggregateKey(…, "global")
+		"campaigns/*/round-*/aggregate/"+n+".parquet",   // AggregateKey(…, site)
+		"campaigns/*/round-*/shared-state.parquet",      // SharedStateKey
+		"campaigns/*/initial-model.parquet",             // InitialModelKey
+		"campaigns/*/model-layout.json",                 // ModelLayoutKey
+		"campaigns/*/round-*/secagg/*/view/"+n+".json",  // RoundKeys.SecAggView
+		"campaigns/*/round-*/secagg/*/inbox/"+n+".json", // RoundKeys.SecAggInbox
 	)
 }
 

@@ -81,6 +81,26 @@ func TestSitePatterns(t *testing.T) {
 		32: {RoundKeys{Campaign: c, Round: 4, Attempt: 2}.ServerState(), false, false},
 		33: {RoundKeys{Campaign: c, Round: 4, Attempt: 2}.Aggregate("a"), true, false},
 		34: {RoundKeys{Campaign: c, Round: 4, Attempt: 2}.Aggregate("b"), false, false},
+		// Secure aggregation: a site writes (and may read back) its own
+		// stage messages, and reads only what the server addressed to it.
+		35: {RoundKeys{Campaign: c, Round: 3}.SecAggShares("global", "a"), true, true},
+		36: {RoundKeys{Campaign: c, Round: 3}.SecAggMasked("cluster-1", "a"), true, true},
+		37: {RoundKeys{Campaign: c, Round: 3}.SecAggReveal("global", "a"), true, true},
+		38: {RoundKeys{Campaign: c, Round: 3}.SecAggView("global", "a"), true, false},
+		39: {RoundKeys{Campaign: c, Round: 3}.SecAggInbox("cluster-0", "a"), true, false},
+		40: {RoundKeys{Campaign: c, Round: 3}.SecAggShares("global", "b"), false, false}, // another site's encrypted shares
+		41: {RoundKeys{Campaign: c, Round: 3}.SecAggMasked("global", "b"), false, false}, // another site's masked input
+		42: {RoundKeys{Campaign: c, Round: 3}.SecAggReveal("global", "b"), false, false},
+		43: {RoundKeys{Campaign: c, Round: 3}.SecAggView("global", "b"), false, false},
+		44: {RoundKeys{Campaign: c, Round: 3}.SecAggInbox("global", "b"), false, false},
+		45: {RoundKeys{Campaign: c, Round: 3}.SecAggInbox("global", "xa"), false, false},
+		46: {RoundKeys{Campaign: c, Round: 3}.SecAggPublic("global"), false, false}, // every member's keys: the server's
+		47: {RoundKeys{Campaign: c, Round: 3}.SecAggSum("cluster-0"), false, false}, // a group's sum
+		48: {RoundKeys{Campaign: c, Round: 3, Attempt: 2}.SecAggInbox("global", "a"), true, false},
+		49: {RoundKeys{Campaign: c, Round: 3, Attempt: 2}.SecAggMasked("global", "a"), true, true},
+		// Someone else's masked input is its own site's: it cannot be the
+		// other's, whatever the pattern's '*' spans.
+		50: {RoundKeys{Campaign: c, Round: 3}.SecAggMasked("global", "a-2"), false, false},
 	}
 	read, write := SiteReadPatterns("a"), SiteWritePatterns("a")
 	for i, tc := range cases {

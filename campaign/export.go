@@ -61,12 +61,18 @@ func ExportRows(manifests []StoredManifest) ([]store.ExportRow, error) {
 }
 
 // ReleasedText is what a site released as "kind:numbers" separated by
-// spaces, in the manifest's order, and the total count of numbers.
+// spaces ("kind:numbers within <group>" for what reached the server only
+// inside a secure-aggregation group's sum), in the manifest's order, and
+// the total count of numbers.
 func ReleasedText(items []pipeline.Release) (string, int) {
 	parts := make([]string, len(items))
 	total := 0
 	for i, it := range items {
 		parts[i] = fmt.Sprintf("%s:%d", it.Kind, it.Numbers)
+		if it.Within != "" {
+			// Released only inside a secure-aggregation group's sum.
+			parts[i] += " within " + it.Within
+		}
 		total += it.Numbers
 	}
 	return strings.Join(parts, " "), total

@@ -121,6 +121,9 @@ func (h Hyperparameters) validateSecAgg(m learn.Method) error {
 		}
 		return fmt.Errorf("hyperparameters.secure_aggregation = %q: method %s is refused, since %s, and the server of a secure aggregation learns only each group's sum; use one of %v", SecAggPlus, m, why, SecAggMethods)
 	}
+	if h.IsExternal() && m == learn.PFedMe {
+		return fmt.Errorf("hyperparameters.secure_aggregation = %q: a site's own training program (model %q) scores pFedMe's personal model from the store, where secure aggregation keeps no site model; use model %q or %q", SecAggPlus, ModelExternal, ModelLogistic, ModelCNN)
+	}
 	if h.IsExternal() && h.IsDPSplit() {
 		return fmt.Errorf("hyperparameters.dp_noise_split = %q: a site's own training program (model %q) cannot take the clipped gradient step the split noise needs", DPSplitSum, ModelExternal)
 	}
@@ -148,4 +151,13 @@ func (h Hyperparameters) ValidateSecAggFederation(fewest int) error {
 		return fmt.Errorf("hyperparameters.secure_aggregation = %q: min_sites = %d, below secagg_min_group = %d: a round could aggregate fewer sites than a secure-aggregation group needs; raise min_sites to %d or more", SecAggPlus, fewest, least, least)
 	}
 	return nil
+}
+
+// SecAggMinGroupValue returns secagg_min_group in force (its default
+// when the spec leaves it out).
+func (h Hyperparameters) SecAggMinGroupValue() int {
+	if h.SecAggMinGroup == 0 {
+		return DefaultSecAggMinGroup
+	}
+	return h.SecAggMinGroup
 }

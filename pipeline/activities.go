@@ -156,6 +156,9 @@ type TrainLocalInput struct {
 	// its own update: EvaluatesOwnUpdate), sparing the round an evaluation
 	// fan-out.
 	Evaluate bool `json:"evaluate,omitempty"`
+	// SecAgg, under secure aggregation, names the site's group: it keeps
+	// what it trains and advertises its keys (nil otherwise).
+	SecAgg *SecAggTrain `json:"secagg,omitempty"`
 }
 
 // TrainLocalOutput: the local model is written to ModelKey(Campaign, Round, Site).
@@ -172,6 +175,9 @@ type TrainLocalOutput struct {
 	// accuracy that PyTorch federated-learning loops commonly report
 	// (issue 13's anchor). Deep sites fill it; tabular sites leave it nil.
 	UpdateEvaluation *EvaluateOutput `json:"update_evaluation,omitempty"`
+	// SecAgg is the site's advertised keys and what it keeps, under
+	// secure aggregation; Model is then zero.
+	SecAgg *SecAggAdvert `json:"secagg,omitempty"`
 	Spent
 	Released
 }

@@ -192,6 +192,10 @@ type RoundManifest struct {
 	// policy deletes nothing. The manifest that listed them keeps their
 	// sha256.
 	Pruned *Pruning `json:"pruned,omitempty"`
+	// SecAgg is the round's secure aggregation (secure_aggregation
+	// "secagg+"): per group, its members, survivors, dropped and
+	// threshold; absent otherwise.
+	SecAgg *RoundSecAgg `json:"secure_aggregation,omitempty"`
 }
 
 // SiteWeight is the weight a robust aggregation gave a site's update.

@@ -25,6 +25,11 @@ const (
 type Release struct {
 	Kind    string `json:"kind"`
 	Numbers int    `json:"numbers"`
+	// Within names the secure-aggregation group inside whose sum alone the
+	// release reached the server (secure_aggregation "secagg+": the
+	// site's weighted update, masked); absent for what a site releases on
+	// its own.
+	Within string `json:"within,omitempty"`
 }
 
 // SiteReleases is everything one site released in a round, in the order

@@ -67,13 +67,24 @@ func RoundWorkflow(ctx workflow.Context, in pipeline.RoundWorkflowInput) (pipeli
 			return pipeline.RoundWorkflowOutput{}, err
 		}
 	}
-	updates, err := r.train(ctx)
-	if err != nil {
-		return pipeline.RoundWorkflowOutput{}, err
+	// --- secure aggregation hook (issue 37): under secure_aggregation
+	// "secagg+" the training, the four SecAgg+ stages and the
+	// aggregation from the groups' sums (secagg.go) replace train and
+	// aggregate; a campaign without it takes the plain path, unchanged.
+	if in.Spec.Hyperparameters.IsSecAgg() {
+		if err := r.secureRound(ctx); err != nil {
+			return pipeline.RoundWorkflowOutput{}, err
+		}
+	} else {
+		updates, err := r.train(ctx)
+		if err != nil {
+			return pipeline.RoundWorkflowOutput{}, err
+		}
+		if err := r.aggregate(ctx, updates); err != nil {
+			return pipeline.RoundWorkflowOutput{}, err
+		}
 	}
-	if err := r.aggregate(ctx, updates); err != nil {
-		return pipeline.RoundWorkflowOutput{}, err
-	}
+	// --- end of the secure aggregation hook
 	if err := r.evaluate(ctx); err != nil {
 		return pipeline.RoundWorkflowOutput{}, err
 	}
@@ -128,6 +139,8 @@ type round struct {
 	// lifetime holds each site's lifetime privacy loss as its last
 	// activity of the round reported it (dp record).
 	lifetime map[string]*pipeline.SiteLifetime
+	// secure is the round's secure aggregation (secagg.go); nil without.
+	secure *secure
 }
 
 // evaluatesInTraining reports whether this round's sites score their model

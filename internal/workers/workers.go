@@ -38,12 +38,13 @@ type Options struct {
 	Faults Faults
 	// SecretDir is where a site worker keeps its secret, <site>.secret
 	// (created on first start with mode 0600 and reused after), which
-	// keys its noise and secret subsamples under dp record, and beside it
-	// its privacy ledger, <site>.ledger (siteledger.Open: every private
-	// release charged before it leaves; a ledger that records releases
-	// refuses a missing or other secret). "" starts the site without
-	// either: it refuses dp record campaigns. Ignored by the server
-	// worker.
+	// keys its noise and secret subsamples under dp record and its keys
+	// under secure aggregation, and beside it its privacy ledger,
+	// <site>.ledger (siteledger.Open: every private release charged
+	// before it leaves; a ledger that records releases refuses a missing
+	// or other secret), and its keep, <site>.keep (KeepDir). "" starts
+	// the site without them: it refuses dp record and secure-aggregation
+	// campaigns. Ignored by the server worker.
 	SecretDir string
 	// PrivacyBudget is the site operator's lifetime limit on the site's
 	// privacy loss (`worker --privacy-budget`): a task whose releases
@@ -82,6 +83,12 @@ func SecretFile(dir, site string) string { return siteledger.SecretFile(dir, sit
 
 // LedgerFile is the file of site's privacy ledger in dir.
 func LedgerFile(dir, site string) string { return siteledger.LedgerFile(dir, site) }
+
+// KeepDir is the directory in dir where site keeps what secure
+// aggregation must not send (its trained models, control-variate updates
+// and method state between activities, and its records of what it masked
+// and revealed): <dir>/<site>.keep, beside its secret.
+func KeepDir(dir, site string) string { return filepath.Join(dir, site+".keep") }
 
 // NewServer returns, not started, the server worker: CampaignWorkflow,
 // RoundWorkflow and SweepWorkflow under their pipeline names, and the
@@ -166,7 +173,7 @@ func siteActivities(st *store.Store, site, dataDir string, opts Options) (*activ
 		if err != nil {
 			return nil, fmt.Errorf("site worker %s: %w", site, err)
 		}
-		a.WithSecret(sl.Secret).WithLedger(sl.Ledger)
+		a.WithSecret(sl.Secret).WithLedger(sl.Ledger).WithKeep(KeepDir(opts.SecretDir, site))
 	} else if opts.PrivacyBudget != nil {
 		return nil, fmt.Errorf("site worker %s: a privacy budget needs a secret directory (--secret-dir), where the site's ledger is kept", site)
 	}

@@ -188,6 +188,19 @@ func (s Secret) ReleaseID(k Key) string {
 	return hex.EncodeToString(s.keyed("ptopofl/release/v1", k))
 }
 
+// Seed returns the 32-byte seed of a site's secret draw named by k for a
+// purpose outside this package's mechanisms: HMAC-SHA256(secret,
+// "ptopofl/seed/v1" ‖ k). A secure aggregation derives each run's keys
+// and masks from it (secagg.Group.Member), so a retried activity sends
+// the same bytes and the server, which never sees the secret, predicts
+// none of them. It is independent of Stream's and ReleaseID's outputs
+// for the same key (another label), and panics on the zero Secret.
+func (s Secret) Seed(k Key) [32]byte {
+	var seed [32]byte
+	copy(seed[:], s.keyed("ptopofl/seed/v1", k))
+	return seed
+}
+
 // Fingerprint identifies the secret without revealing it: the first 16
 // bytes of HMAC-SHA256(secret, "ptopofl/secret-fingerprint/v1") in hex.
 // The site's ledger records it, so that a worker started with another
