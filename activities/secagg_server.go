@@ -88,11 +88,7 @@ func (s *Server) secaggRoundInput(ctx context.Context, call pipeline.ServerCall,
 // secaggGroupConfig is the configuration of a group of n members under
 // cfg.
 func secaggGroupConfig(cfg method.Config, n int) secagg.Config {
-	gc := cfg.SecAgg.GroupConfig(n)
-	if cfg.DP.Split {
-		gc = splitGroupConfig(gc)
-	}
-	return gc
+	return cfg.SecAgg.GroupConfig(n)
 }
 
 // SecAggPlan plans the round's secure aggregation once its sites have
@@ -132,10 +128,6 @@ func (s *Server) SecAggPlan(ctx context.Context, in pipeline.SecAggPlanInput) (p
 	for _, k := range in.Advertised {
 		keys[k.Site] = k.Keys
 	}
-	split, err := s.splitPlan(ctx, in, rd, plan)
-	if err != nil {
-		return pipeline.SecAggPlanOutput{}, err
-	}
 	var out pipeline.SecAggPlanOutput
 	views := map[string]pipeline.ArtifactRef{}
 	for _, fg := range in.Groups {
@@ -144,7 +136,7 @@ func (s *Server) SecAggPlan(ctx context.Context, in pipeline.SecAggPlanInput) (p
 		if err != nil {
 			return pipeline.SecAggPlanOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "BadRequest", nil)
 		}
-		doc := pipeline.SecAggPublicDoc{Context: ctxG, Config: g.Config(), Members: g.Members(), Keys: map[string]secagg.PublicKeys{}, Split: split[fg.Name]}
+		doc := pipeline.SecAggPublicDoc{Context: ctxG, Config: g.Config(), Members: g.Members(), Keys: map[string]secagg.PublicKeys{}}
 		for _, m := range fg.Members {
 			if k, ok := keys[m]; ok {
 				doc.Keys[m] = k
@@ -154,7 +146,7 @@ func (s *Server) SecAggPlan(ctx context.Context, in pipeline.SecAggPlanInput) (p
 		if err != nil {
 			return pipeline.SecAggPlanOutput{}, err
 		}
-		out.Groups = append(out.Groups, pipeline.SecAggGroupPlan{Name: fg.Name, Members: fg.Members, Config: g.Config(), Public: pub, Split: split[fg.Name]})
+		out.Groups = append(out.Groups, pipeline.SecAggGroupPlan{Name: fg.Name, Members: fg.Members, Config: g.Config(), Public: pub})
 		for _, m := range fg.Members {
 			if _, ok := keys[m]; !ok {
 				continue // it did not train: no view

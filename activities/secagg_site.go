@@ -154,9 +154,6 @@ func (s *Site) secaggMember(ctx context.Context, call pipeline.SiteCall, group s
 	// group's size: a view that says otherwise (fewer share holders, a
 	// lower threshold) is refused.
 	gc := cfg.SecAgg.GroupConfig(v.Size)
-	if cfg.DP.Split {
-		gc = splitGroupConfig(gc)
-	}
 	if v.Config.Shares != gc.Shares || v.Config.Threshold != gc.Threshold || v.Config.Clip != gc.Clip ||
 		v.Config.QuantBits != gc.QuantBits || v.Config.ModulusBits != max(gc.ModulusBits, secagg.DefaultModulusBits) {
 		return nil, pipeline.SecAggViewDoc{}, s.secaggRefused(call, "group %s: the view's configuration %+v is not the campaign's for a group of %d (%+v)", group, v.Config, v.Size, gc)
@@ -221,9 +218,7 @@ func recordKey(call pipeline.SiteCall, kind, group string) string {
 // and descriptors, followed by its control-variate update times its
 // control weight (SCAFFOLD), quantised and masked
 // (secagg.Member.MaskInput), written to artifact.RoundKeys.SecAggMasked.
-// Under dp_noise_split "sum" the update is one clipped gradient step, on
-// the common grid, with the site's share of the noise (dpsplit.go). The
-// output's releases say that the model (and control variate) reached the
+// The output's releases say that the model (and control variate) reached the
 // server only inside the group's sum.
 func (s *Site) SecAggMask(ctx context.Context, in pipeline.SecAggMaskInput) (pipeline.SecAggMaskOutput, error) {
 	m, doc, err := s.secaggMember(ctx, in.SiteCall, in.Group, in.View)
@@ -254,12 +249,8 @@ func (s *Site) SecAggMask(ctx context.Context, in pipeline.SecAggMaskInput) (pip
 	}
 	slices.Sort(shared)
 	var out pipeline.SecAggMaskOutput
-	var y []uint64
-	if in.Split != nil {
-		y, out.Released, err = s.splitInput(ctx, in, m, doc, shared)
-	} else {
-		y, out.Released, err = s.weightedInput(ctx, in, m, doc, shared)
-	}
+	y, rel, err := s.weightedInput(ctx, in, m, doc, shared)
+	out.Released = rel
 	if err != nil {
 		return pipeline.SecAggMaskOutput{}, err
 	}
@@ -293,8 +284,7 @@ func (s *Site) SecAggMask(ctx context.Context, in pipeline.SecAggMaskInput) (pip
 	return out, nil
 }
 
-// weightedInput is the masked input of a campaign without split noise:
-// Weight·(θ − θ_start) and ControlWeight·Δc, quantised by the member.
+// weightedInput is the site's masked input: Weight·(θ − θ_start) and ControlWeight·Δc, quantised by the member.
 func (s *Site) weightedInput(ctx context.Context, in pipeline.SecAggMaskInput, m *secagg.Member, doc pipeline.SecAggViewDoc, shared []string) ([]uint64, pipeline.Released, error) {
 	var rel pipeline.Released
 	kept, err := s.keep.get(in.Model)

@@ -464,6 +464,9 @@ func VerifyRecord(ctx context.Context, st *store.Store, campaign string, paralle
 	for _, p := range checkPrivacy(objs.Manifests) {
 		add(p)
 	}
+	for _, p := range checkSecAgg(ctx, st, effective) {
+		add(p)
+	}
 
 	// Re-hash every distinct key once, a few at a time.
 	var keys []string

@@ -724,16 +724,19 @@ var Params = []Param{
 		},
 		field: func(h *Hyperparameters) any { return &h.SecAggQuantBits },
 		core:  func(v Value, c *Config) { c.SecAgg.QuantBits = int(v.Num) }},
-	{Name: "dp_noise_split", Doc: `under dp record and secagg+, who adds each round's training noise: "site", every site its whole noise to its own update (as without secure aggregation), or "sum", each site a 1/t share of it as discrete Gaussian integers on a common grid, so that a group's sum of at least t sites carries the whole noise (Kairouz, Liu and Steinke 2021's distributed discrete Gaussian); a site then takes one full-batch clipped gradient step per round (fedavg and ptopofl, logistic and deep models), and the guarantee holds against a server that colludes with no more than s − t of the s sites in a sum (docs/explanation/secure-aggregation.md)`, Kind: Text,
+	{Name: "dp_noise_split", Doc: `under secagg+, who adds each round's training noise under dp record: "site", every site its whole noise to its own update, as without secure aggregation (the only value implemented); "sum", each site a share of the noise that only a group's sum carries whole (distributed discrete Gaussian, Kairouz, Liu and Steinke 2021), is refused as not implemented (docs/explanation/privacy.md, "Secure aggregation")`, Kind: Text,
 		Quiet: true, Default: text(DPSplitSite),
 		Check: func(v Value) string {
-			if v.Text != DPSplitSite && v.Text != DPSplitSum {
-				return `must be "site" or "sum"`
+			switch v.Text {
+			case DPSplitSite:
+				return ""
+			case DPSplitSum:
+				return `"sum" (each site adding a share of the noise over the secure sum) is not implemented; use "site"`
 			}
-			return ""
+			return `must be "site"`
 		},
 		field: func(h *Hyperparameters) any { return &h.DPNoiseSplit },
-		core:  func(v Value, c *Config) { c.DP.Split = v.Text == DPSplitSum }},
+		core:  func(v Value, c *Config) {}},
 }
 
 // The values of topo_features.

@@ -54,10 +54,6 @@ type DPSettings struct {
 	// training budget those releases get when the noise is computed from
 	// Epsilon.
 	ValidationNoise, ValidationShare float64
-	// Split is dp_noise_split "sum": each site adds a share of every
-	// round's training noise to one clipped gradient step, and the secure
-	// sum carries it whole (dpsplit.go).
-	Split bool
 }
 
 // IsDP reports whether h asks for record-level differential privacy.

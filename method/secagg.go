@@ -26,9 +26,8 @@ const (
 
 	// DPSplitSite: under dp record every site adds its whole noise.
 	DPSplitSite = "site"
-	// DPSplitSum: under dp record and secagg+, each site adds a 1/t
-	// share of the noise, which a group's sum of at least t sites
-	// carries whole.
+	// DPSplitSum: each site would add a share of the noise that a
+	// group's sum carries whole; refused as not implemented.
 	DPSplitSum = "sum"
 )
 
@@ -51,20 +50,11 @@ type SecAggSettings struct {
 // IsSecAgg reports whether h asks for secure aggregation.
 func (h Hyperparameters) IsSecAgg() bool { return h.SecureAggregation == SecAggPlus }
 
-// IsDPSplit reports whether h asks the sites to split the training noise
-// over a secure sum (dp_noise_split "sum").
-func (h Hyperparameters) IsDPSplit() bool { return h.DPNoiseSplit == DPSplitSum }
-
 // SecAggMethods are the methods secure aggregation serves: those whose
 // server step is a weighted sum of the site models with weights known
 // before any model is read (aggregation.Streams), local training aside
 // (it aggregates nothing).
 var SecAggMethods = []learn.Method{learn.FedAvg, learn.FedProx, learn.PFedMe, learn.SCAFFOLD, learn.PTopoFL}
-
-// DPSplitMethods are the methods dp_noise_split "sum" serves: one
-// full-batch clipped gradient step per round is FedAvg's local update (and
-// pTopoFL's, whose weights are the server's).
-var DPSplitMethods = []learn.Method{learn.FedAvg, learn.PTopoFL}
 
 // GroupConfig returns the secagg.Config of a group of n members under s:
 // k = secagg.DefaultShares(n), t from Threshold (the default ⌈2k/3⌉, a
@@ -86,8 +76,7 @@ func (s SecAggSettings) GroupConfig(n int) secagg.Config {
 // validateSecAgg checks the secure-aggregation parameters together with
 // the others: off, none of them may be set; under secagg+, the method
 // must be one whose server step is a weighted sum (SecAggMethods, each
-// refused method named with the alternative), and dp_noise_split "sum"
-// needs dp record and one of DPSplitMethods.
+// refused method named with the alternative).
 func (h Hyperparameters) validateSecAgg(m learn.Method) error {
 	if !h.IsSecAgg() {
 		for _, f := range []struct {
@@ -123,17 +112,6 @@ func (h Hyperparameters) validateSecAgg(m learn.Method) error {
 	}
 	if h.IsExternal() && m == learn.PFedMe {
 		return fmt.Errorf("hyperparameters.secure_aggregation = %q: a site's own training program (model %q) scores pFedMe's personal model from the store, where secure aggregation keeps no site model; use model %q or %q", SecAggPlus, ModelExternal, ModelLogistic, ModelCNN)
-	}
-	if h.IsExternal() && h.IsDPSplit() {
-		return fmt.Errorf("hyperparameters.dp_noise_split = %q: a site's own training program (model %q) cannot take the clipped gradient step the split noise needs", DPSplitSum, ModelExternal)
-	}
-	if h.IsDPSplit() {
-		if !h.IsDP() {
-			return fmt.Errorf("hyperparameters.dp_noise_split = %q: applies only under dp %q", DPSplitSum, DPRecord)
-		}
-		if !contains(DPSplitMethods, m) {
-			return fmt.Errorf("hyperparameters.dp_noise_split = %q: method %s's local update is not one clipped gradient step; use one of %v", DPSplitSum, m, DPSplitMethods)
-		}
 	}
 	return nil
 }

@@ -11,8 +11,8 @@ import (
 
 // TestSecAggValidation: secure aggregation is refused, naming the method
 // and why, for the methods that read single models; its parameters are
-// refused without it; dp_noise_split "sum" needs dp record and a method
-// whose update is one gradient step.
+// refused without it; dp_noise_split "sum" is refused as not implemented,
+// with or without dp record.
 func TestSecAggValidation(t *testing.T) {
 	on := func(h Hyperparameters) Hyperparameters { h.SecureAggregation = SecAggPlus; return h }
 	base := Defaults(Default)
@@ -40,10 +40,11 @@ func TestSecAggValidation(t *testing.T) {
 		{learn.FedAvg, func() Hyperparameters { h := on(base); h.SecAggThreshold = 2.5; return h }(), "secagg_threshold = 2.5"}, // 13
 		{learn.FedAvg, func() Hyperparameters { h := on(base); h.SecAggThreshold = 1; return h }(), "secagg_threshold = 1"},
 		{learn.FedAvg, func() Hyperparameters { h := on(base); h.SecAggQuantBits = 32; return h }(), "between 8 and 31"}, // 15
-		{learn.FedAvg, func() Hyperparameters { h := on(base); h.DPNoiseSplit = DPSplitSum; return h }(), `applies only under dp "record"`},
-		{learn.SCAFFOLD, func() Hyperparameters { h := on(dp); h.DPNoiseSplit = DPSplitSum; return h }(), "method scaffold's local update is not one clipped gradient step"},
-		{learn.FedAvg, func() Hyperparameters { h := on(dp); h.DPNoiseSplit = DPSplitSum; return h }(), ""}, // 18
-		{learn.FedAvg, func() Hyperparameters { h := dp; h.DPNoiseSplit = DPSplitSum; return h }(), "applies only under secure_aggregation"},
+		{learn.FedAvg, func() Hyperparameters { h := on(base); h.DPNoiseSplit = DPSplitSum; return h }(), `dp_noise_split = "sum": "sum" (each site adding a share of the noise over the secure sum) is not implemented; use "site"`},
+		{learn.PTopoFL, func() Hyperparameters { h := on(dp); h.DPNoiseSplit = DPSplitSum; return h }(), "is not implemented"},
+		{learn.FedAvg, func() Hyperparameters { h := on(dp); h.DPNoiseSplit = DPSplitSite; return h }(), ""}, // 18
+		{learn.FedAvg, func() Hyperparameters { h := dp; h.DPNoiseSplit = DPSplitSum; return h }(), "is not implemented"},
+		{learn.FedAvg, func() Hyperparameters { h := dp; h.DPNoiseSplit = DPSplitSite; return h }(), "applies only under secure_aggregation"},
 		{learn.FedAvg, func() Hyperparameters { h := on(base); h.SecureAggregation = "secagg"; return h }(), `must be "off" or "secagg+"`}, // 20
 	} {
 		err := c.h.Validate(c.m)

@@ -134,9 +134,6 @@ type SecAggGroupPlan struct {
 	Members []string      `json:"members"`
 	Config  secagg.Config `json:"config"`
 	Public  ArtifactRef   `json:"public"`
-	// Split is the group's common grid under dp_noise_split "sum" (nil
-	// otherwise).
-	Split *SecAggSplit `json:"split,omitempty"`
 }
 
 // SecAggSitePlan is what the server decided for one site that trained:
@@ -209,9 +206,6 @@ type SecAggMaskInput struct {
 	StartModel *ArtifactRef `json:"start_model,omitempty"`
 	Model      ArtifactRef  `json:"model"`
 	Control    *ArtifactRef `json:"control,omitempty"`
-	// Split is the group's common grid under dp_noise_split "sum" (nil
-	// otherwise).
-	Split *SecAggSplit `json:"split,omitempty"`
 }
 
 // SecAggMaskOutput: the masked input is at artifact.RoundKeys.SecAggMasked.
@@ -304,22 +298,6 @@ type SecAggSumOutput struct {
 	Sums []NamedArtifact `json:"sums"`
 }
 
-// SecAggSplit is a group's common grid under dp_noise_split "sum",
-// decided by the server before any site masks: every member's weighted
-// one-step update has L2 sensitivity at most Sensitivity to one of its
-// records (each site checks its own), and is rounded to multiples of
-// Grid; each site adds discrete Gaussian noise of standard deviation Sigma
-// grid units, so that a sum of Divisor sites (the group's threshold t,
-// which every unmaskable sum reaches) carries noise of z·Sensitivity·
-// (1 + noise.GridSlack) at least, Noise being z.
-type SecAggSplit struct {
-	Sensitivity float64 `json:"sensitivity"`
-	Grid        float64 `json:"grid"`
-	Sigma       float64 `json:"sigma"`
-	Divisor     int     `json:"divisor"`
-	Noise       float64 `json:"noise"` // z
-}
-
 // RoundSecAgg is a round's secure aggregation in its manifest.
 type RoundSecAgg struct {
 	// Protocol is "secagg+".
@@ -335,13 +313,13 @@ type RoundSecAgg struct {
 // t of each member's secrets; the quantisation; and the weight the server
 // gave each survivor's update.
 type SecAggGroupRecord struct {
-	Name        string       `json:"name"`
-	Members     []string     `json:"members"`
-	Advertised  []string     `json:"advertised"`
-	Shared      []string     `json:"shared"`
-	Survivors   []string     `json:"survivors"`
-	Revealed    []string     `json:"revealed"`
-	Dropped     []string     `json:"dropped"`
+	Name       string   `json:"name"`
+	Members    []string `json:"members"`
+	Advertised []string `json:"advertised"`
+	Shared     []string `json:"shared"`
+	Survivors  []string `json:"survivors"`
+	Revealed   []string `json:"revealed"`
+	Dropped    []string `json:"dropped"`
 	// Shares, Threshold and the quantisation are absent when the round
 	// failed before they were decided (SecAggPlan).
 	Shares      int          `json:"shares,omitempty"`
@@ -350,8 +328,6 @@ type SecAggGroupRecord struct {
 	QuantBits   int          `json:"quant_bits,omitempty"`
 	ModulusBits int          `json:"modulus_bits,omitempty"`
 	Weights     []SiteWeight `json:"weights"`
-	// Split is the common grid of dp_noise_split "sum" (nil otherwise).
-	Split *SecAggSplit `json:"split,omitempty"`
 }
 
 // The JSON documents of a secure aggregation's objects in S3, read by the
@@ -365,8 +341,6 @@ type SecAggPublicDoc struct {
 	Config  secagg.Config                `json:"config"`
 	Members []string                     `json:"members"`
 	Keys    map[string]secagg.PublicKeys `json:"keys"`
-	// Split is the group's common grid under dp_noise_split "sum".
-	Split *SecAggSplit `json:"split,omitempty"`
 }
 
 // Group returns the run the record describes.
@@ -407,9 +381,7 @@ const (
 // UnmaskSum is a group's sum from its transcript (secagg.Group.
 // AggregateInts over the public record, the members that shared keys,
 // the senders of masked inputs read one at a time by load, and the
-// reveals), as real numbers: dequantised (secagg.Dequantize) for a
-// weighted sum, the integers times the grid under dp_noise_split "sum".
-// The server computes the sum with it, and verify recomputes it from what
+// reveals), dequantised (secagg.Dequantize) to real numbers. The server computes the sum with it, and verify recomputes it from what
 // is stored.
 func UnmaskSum(pub SecAggPublicDoc, shared, senders []string, load func(site string) ([]uint64, error), reveals []secagg.Reveal) ([]float64, error) {
 	g, err := pub.Group()
@@ -422,12 +394,5 @@ func UnmaskSum(pub SecAggPublicDoc, shared, senders []string, load func(site str
 		return nil, err
 	}
 	cfg := g.Config()
-	if pub.Split == nil {
-		return secagg.Dequantize(ints, len(tr.Survivors()), cfg.Clip, cfg.QuantBits), nil
-	}
-	out := make([]float64, len(ints))
-	for i, w := range ints {
-		out[i] = float64(secagg.Signed(w, cfg.ModulusBits)) * pub.Split.Grid
-	}
-	return out, nil
+	return secagg.Dequantize(ints, len(tr.Survivors()), cfg.Clip, cfg.QuantBits), nil
 }

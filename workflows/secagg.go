@@ -56,8 +56,8 @@ type secureGroup struct {
 
 // secure is the state of a round's secure aggregation.
 type secure struct {
-	all     []*secureGroup // every group formed, for the manifest
-	groups  []*secureGroup // those still summing
+	all     []*secureGroup          // every group formed, for the manifest
+	groups  []*secureGroup          // those still summing
 	groupOf map[string]*secureGroup // site → its group (lookups only)
 	plan    map[string]pipeline.SecAggSitePlan
 	kept    map[string]*pipeline.SecAggAdvert
@@ -280,11 +280,11 @@ func (r *round) secureMask(ctx workflow.Context, sa *secure) error {
 		Phase: pipeline.PhaseSecAggMask, Protocol: r.protocol, Colocated: r.colocated, Activity: pipeline.ActivitySecAggMask, Sites: r.active,
 		Progress: r.progress,
 		Input: func(site string) any {
-			sp, kept, g := sa.plan[site], sa.kept[site], sa.groupOf[site]
+			sp, kept := sa.plan[site], sa.kept[site]
 			return pipeline.SecAggMaskInput{
 				SiteCall: r.siteCall(site, pipeline.PurposeAggregate), Group: sp.Group, View: sp.View, Inbox: sa.inbox[site],
 				Weight: sp.Weight, ControlWeight: sp.ControlWeight,
-				StartModel: sa.starts[site], Model: kept.Model, Control: kept.Control, Split: g.plan.Split,
+				StartModel: sa.starts[site], Model: kept.Model, Control: kept.Control,
 			}
 		},
 	})
@@ -430,11 +430,8 @@ func (r *round) secureRecord(sa *secure) {
 		gr := pipeline.SecAggGroupRecord{
 			Name: g.formed.Name, Members: g.formed.Members, Advertised: nonNil(g.advertised), Shared: nonNil(g.shared),
 			Survivors: nonNil(g.survivors), Revealed: nonNil(g.revealed), Dropped: []string{},
-			Shares: c.Shares, Threshold: c.Threshold, ModulusBits: c.ModulusBits, Split: g.plan.Split,
+			Shares: c.Shares, Threshold: c.Threshold, ModulusBits: c.ModulusBits, Clip: c.Clip, QuantBits: c.QuantBits,
 			Weights: []pipeline.SiteWeight{},
-		}
-		if g.plan.Split == nil {
-			gr.Clip, gr.QuantBits = c.Clip, c.QuantBits
 		}
 		for _, m := range g.formed.Members {
 			if !contains(g.survivors, m) {

@@ -20,6 +20,10 @@ import (
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
+// ErrTypeInjectedDrop is the type of the non-retryable error every
+// attempt of Faults.Drop's activity fails with.
+const ErrTypeInjectedDrop = "InjectedDrop"
+
 // ErrTypeInjectedFault is the type of the retryable error a site activity
 // attempt fails with when Faults injects a failure.
 const ErrTypeInjectedFault = "InjectedFault"
@@ -49,12 +53,18 @@ const ErrTypeInjectedFault = "InjectedFault"
 //     ("charged", activities.HoldCharged), or to just after a model or
 //     descriptor was written and before the activity returns
 //     ("released"), so that a test can kill the worker there.
+//   - Drop: every attempt of that activity type in the rounds listed in
+//     Rounds (every round when empty) fails with a non-retryable
+//     ErrTypeInjectedDrop error, so the site leaves the round at that
+//     stage (a secure aggregation's stages: pipeline.ActivitySecAggShare,
+//     ActivitySecAggMask, ActivitySecAggUnmask).
 type Faults struct {
 	Rate   float64
 	Seed   uint64
 	Delay  time.Duration
 	Lose   string // an activity type (pipeline.ActivityEvaluate, ...)
 	Hold   string // "", activities.HoldCharged or activities.HoldReleased
+	Drop   string // an activity type
 	Rounds []int
 	// Log receives one line per injected failure ("fault: injected
 	// failure: ...") and per delayed attempt ("fault: delaying ..."), so a
@@ -63,7 +73,7 @@ type Faults struct {
 }
 
 // Enabled reports whether f injects anything.
-func (f Faults) Enabled() bool { return f.Rate > 0 || f.Delay > 0 || f.Lose != "" }
+func (f Faults) Enabled() bool { return f.Rate > 0 || f.Delay > 0 || f.Lose != "" || f.Drop != "" }
 
 // Validate checks the fault settings a user gave.
 func (f Faults) Validate() error {
@@ -103,6 +113,11 @@ func (f Faults) Fails(campaign string, round int, site, activityType string, att
 // loses reports whether the attempt of activityType in round is lost.
 func (f Faults) loses(round int, activityType string, attempt int) bool {
 	return f.Lose != "" && f.Lose == activityType && attempt == 1 && (len(f.Rounds) == 0 || slices.Contains(f.Rounds, round))
+}
+
+// drops reports whether the site leaves round at activityType.
+func (f Faults) drops(round int, activityType string) bool {
+	return f.Drop != "" && f.Drop == activityType && (len(f.Rounds) == 0 || slices.Contains(f.Rounds, round))
 }
 
 // delays reports whether attempts of round are held back.
@@ -151,6 +166,10 @@ func (a *faultActivity) ExecuteActivity(ctx context.Context, in *interceptor.Exe
 	if f.Fails(call.Campaign, call.Round, a.fi.site, name, attempt) {
 		a.fi.logf("injected failure: %s", what)
 		return nil, temporal.NewApplicationError("injected fault: "+what, ErrTypeInjectedFault)
+	}
+	if f.drops(call.Round, name) {
+		a.fi.logf("dropping %s", what)
+		return nil, temporal.NewNonRetryableApplicationError("injected drop: "+what, ErrTypeInjectedDrop, nil)
 	}
 	if f.loses(call.Round, name, attempt) {
 		a.fi.logf("losing %s", what)
