@@ -458,16 +458,24 @@ func startFaultWorkers(t *testing.T, s *stack, sites []pipeline.Site, secretDir 
 }
 
 // TestSecAggDropouts drops sites at each stage of a FedAvg campaign's
-// secure aggregation over the 8 golden sites (one group, k = 7 share
-// holders, threshold t = 5). Round 1: client1 leaves before sharing its
-// keys (it advertised them with its training), client2 after sharing
-// them, client3 after sending its masked input (it never reveals): the
-// round commits with the sum of the 6 survivors (client3's input is in
-// it), equal to the plain campaign's weighted updates of the same 6 within
-// the quantisation's error, recorded with its dropped, and verify
+// secure aggregation over the 8 golden sites: one group, k = 7 share
+// holders (each member and the 6 others within 3 places of it on the
+// ring; its opposite is not one), threshold t = 4 (secagg_threshold).
+// Round 1: client1 leaves before sharing its keys (it advertised them
+// with its training), client2 after sharing them, client3 after sending
+// its masked input (it never reveals): the round commits with the sum of
+// the 6 survivors (client3's input is in it; 4 of its share holders
+// reveal), equal to the plain campaign's weighted updates of the same 6
+// within the quantisation's error, recorded with its dropped, and verify
 // recomputes it. Round 2: clients 4 to 7 leave after sharing, leaving 4
-// masked inputs, fewer than t: the round fails under its quorum with the
-// reason, its manifest committed with the group's record.
+// masked inputs, among whose senders a secret to reconstruct (client0's:
+// its opposite client4 holds none, and 4 to 7 left) has only 3 share
+// holders, fewer than t: the round fails under its quorum at the mask stage with
+// the reason, its manifest committed with the group's record. A second
+// campaign with the default t = 5 and round 1's drops fails at the unmask
+// stage: client3's self-mask secret has 4 shares revealed (5 revealers
+// from 8 sites always include a pair of opposites, so some secret of
+// theirs misses a share).
 func TestSecAggDropouts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the local stack and runs two campaigns")
@@ -494,11 +502,13 @@ func TestSecAggDropouts(t *testing.T) {
 	}
 	spec := secaggSpec("drop-secagg", learn.FedAvg, sites, s.store.Bucket(), 2, true)
 	spec.MinSites = 3
+	spec.Hyperparameters.SecAggThreshold = 4
 	out, err := awaitCampaign(t, s, spec)
 	if err == nil {
-		t.Fatalf("the campaign ended %s after round 2 lost 4 of 8 masked inputs with threshold 5", out.State)
+		t.Fatalf("the campaign ended %s after round 2 lost 4 of 8 masked inputs with threshold 4", out.State)
 	}
-	if !strings.Contains(err.Error(), "round 2, secagg_mask phase: secure aggregation cannot go on") {
+	if !strings.Contains(err.Error(), "round 2, secagg_mask phase: secure aggregation cannot go on") ||
+		!strings.Contains(err.Error(), "fewer than the threshold 4") {
 		t.Errorf("round 2 failed with %v", err)
 	}
 	t.Logf("round 2: %v", err)
@@ -513,8 +523,8 @@ func TestSecAggDropouts(t *testing.T) {
 		Survivors: []string{"client0", "client3", "client4", "client5", "client6", "client7"},
 		Revealed:  []string{"client0", "client4", "client5", "client6", "client7"}, Dropped: []string{"client1", "client2"}}
 	if !slices.Equal(g.Shared, want.Shared) || !slices.Equal(g.Survivors, want.Survivors) || !slices.Equal(g.Revealed, want.Revealed) ||
-		!slices.Equal(g.Dropped, want.Dropped) || g.Threshold != 5 || g.Shares != 7 || len(g.Advertised) != 8 {
-		t.Errorf("round 1 group record %+v, want %+v with 8 advertised, k 7, t 5", g, want)
+		!slices.Equal(g.Dropped, want.Dropped) || g.Threshold != 4 || g.Shares != 7 || len(g.Advertised) != 8 {
+		t.Errorf("round 1 group record %+v, want %+v with 8 advertised, k 7, t 4", g, want)
 	}
 	phases := map[string]string{}
 	for _, d := range m1.Dropped {
@@ -540,5 +550,16 @@ func TestSecAggDropouts(t *testing.T) {
 	rep, err := campaign.VerifyRecord(ctx, s.store, spec.Campaign, 4)
 	if err != nil || !rep.OK {
 		t.Errorf("verify: %v, problems %+v", err, rep.Problems)
+	}
+
+	def := secaggSpec("drop-default", learn.FedAvg, sites, s.store.Bucket(), 1, true)
+	def.MinSites = 3
+	if out, err := awaitCampaign(t, s, def); err == nil ||
+		!strings.Contains(err.Error(), "round 1, secagg_unmask phase: secure aggregation cannot go on") ||
+		!strings.Contains(err.Error(), "fewer than the threshold 5") {
+		t.Errorf("default threshold with round 1's drops: %s, %v", out.State, err)
+	}
+	if m := manifestOf(t, s.store, def.Campaign, 1); m.Outcome != pipeline.OutcomeFailed || len(m.SecAgg.Groups[0].Revealed) != 5 {
+		t.Errorf("default threshold: round 1 %s, %+v", m.Outcome, m.SecAgg)
 	}
 }
