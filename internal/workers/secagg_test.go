@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +20,8 @@ import (
 
 	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/campaign"
+	"github.com/ptopofl/ptopofl/dataset"
+	"github.com/ptopofl/ptopofl/eval"
 	"github.com/ptopofl/ptopofl/internal/workers"
 	"github.com/ptopofl/ptopofl/learn"
 	"github.com/ptopofl/ptopofl/method"
@@ -269,7 +274,7 @@ func needles(theta []float64) [][]byte {
 	return out
 }
 
-// TestSecAggCampaign runs FedAvg, SCAFFOLD and pTopoFL campaigns of three
+// TestSecAggCampaign runs FedAvg, FedProx, SCAFFOLD and pTopoFL campaigns of three
 // rounds over the golden healthcare federation (8 sites) with and without
 // secure aggregation on the local stack, every site under its own S3
 // identity. In round 1 both campaigns' sites train the same models, so
@@ -300,7 +305,7 @@ func TestSecAggCampaign(t *testing.T) {
 	ctx := context.Background()
 	const rounds = 3
 	step := 2 * method.DefaultSecAggClip / float64(1<<method.DefaultSecAggQuantBits-1)
-	for _, m := range []learn.Method{learn.FedAvg, learn.SCAFFOLD, learn.PTopoFL} {
+	for _, m := range []learn.Method{learn.FedAvg, learn.FedProx, learn.SCAFFOLD, learn.PTopoFL} {
 		pname, sname := "plain-"+string(m), "secagg-"+string(m)
 		plain := runCampaign(t, s, secaggSpec(pname, m, sites, s.store.Bucket(), rounds, false))
 		sec := runCampaign(t, s, secaggSpec(sname, m, sites, s.store.Bucket(), rounds, true))
@@ -561,5 +566,131 @@ func TestSecAggDropouts(t *testing.T) {
 	}
 	if m := manifestOf(t, s.store, def.Campaign, 1); m.Outcome != pipeline.OutcomeFailed || len(m.SecAgg.Groups[0].Revealed) != 5 {
 		t.Errorf("default threshold: round 1 %s, %+v", m.Outcome, m.SecAgg)
+	}
+}
+
+// TestSecAggHeldOut runs FedAvg and pTopoFL for 5 rounds with and
+// without secure aggregation on a healthcare federation the golden tests
+// never read (eval.Healthcare, seed 137, 12 sites, 2 adversarial): each
+// secure campaign's round-1 sums equal the plain campaign's weighted
+// updates within the quantisation's error, and FedAvg's final AUC is
+// within 0.002 of the plain one's. pTopoFL's clustering here is 11 sites
+// and 1: the singleton is below secagg_min_group, and a global group of
+// it alone would show the server its update, so the cluster of 11 is
+// folded in with it (aggregation.FormGroups) and every site gets the
+// trust-weighted consensus; its final AUC is then not the plain
+// campaign's (the test logs both), and the test holds the grouping to
+// that rule. TestSecAggClusters covers clusters that sum on their own.
+func TestSecAggHeldOut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the local stack and runs four campaigns")
+	}
+	opts := eval.DefaultHealthcareOptions(137)
+	opts.Sites = 12
+	fed, err := eval.Healthcare(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := dataset.WriteFederation(dir, fed); err != nil {
+		t.Fatal(err)
+	}
+	var sites []pipeline.Site
+	for _, site := range fed.Sites {
+		sites = append(sites, pipeline.Site{Name: site.Name})
+	}
+	secaggParity(t, dir, sites, "heldout", []learn.Method{learn.FedAvg, learn.PTopoFL}, 5, map[learn.Method]bool{learn.PTopoFL: true})
+}
+
+// TestSecAggClusters runs pTopoFL for 5 rounds with and without secure
+// aggregation over the golden federation with client3 and client7 (its
+// second cluster) each given a twin (client8, client9: the same rows), so
+// that both clusters, of 6 and 4 sites, sum in their own groups: the
+// round-1 sums and every site's round-1 model equal the plain campaign's
+// within the quantisation's error, and the final AUC is within 0.002.
+func TestSecAggClusters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the local stack and runs two campaigns")
+	}
+	dir := t.TempDir()
+	var sites []pipeline.Site
+	for k := 0; k < 10; k++ {
+		from := k
+		switch k {
+		case 8:
+			from = 3
+		case 9:
+			from = 7
+		}
+		for _, part := range []string{"train", "test"} {
+			b, err := os.ReadFile(filepath.Join(federation, fmt.Sprintf("client%d_%s.csv", from, part)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("client%d_%s.csv", k, part)), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sites = append(sites, pipeline.Site{Name: fmt.Sprintf("client%d", k)})
+	}
+	secaggParity(t, dir, sites, "twins", []learn.Method{learn.PTopoFL}, 5, nil)
+}
+
+// secaggParity runs each of methods for rounds rounds with and without
+// secure aggregation over the federation in dir, and holds the secure
+// campaigns to the plain ones: round-1 sums within |S| rounding steps;
+// where no site of round 1 is folded into the global group, every
+// round-1 model within 8 steps and the final AUC within 0.002. A method
+// in folds must fold every site into the global group (a cluster below
+// secagg_min_group), and its AUC is only logged.
+func secaggParity(t *testing.T, dir string, sites []pipeline.Site, prefix string, methods []learn.Method, rounds int, folds map[learn.Method]bool) {
+	t.Helper()
+	s := startStackAt(t, dir)
+	startSecretWorkers(t, s, sites, t.TempDir())
+	step := 2 * method.DefaultSecAggClip / float64(1<<method.DefaultSecAggQuantBits-1)
+	for _, m := range methods {
+		pname, sname := prefix+"-plain-"+string(m), prefix+"-secagg-"+string(m)
+		plain := runCampaign(t, s, secaggSpec(pname, m, sites, s.store.Bucket(), rounds, false))
+		sec := runCampaign(t, s, secaggSpec(sname, m, sites, s.store.Bucket(), rounds, true))
+		if sec.State != pipeline.StateDone || plain.State != pipeline.StateDone {
+			t.Fatalf("%s: secure campaign %s, plain %s", m, sec.State, plain.State)
+		}
+		sm := manifestOf(t, s.store, sname, 1)
+		size := map[int]int{}
+		for _, c := range sm.Clusters {
+			size[c.Cluster]++
+		}
+		upd, ctl := plainUpdates(t, s.store, pname, 1, sites)
+		checkSums(t, s.store, m, sm, upd, ctl)
+		global := false
+		for _, g := range sm.SecAgg.Groups {
+			global = global || g.Name == "global"
+			t.Logf("%s round 1 (cluster sizes %v) group %s: %d members", m, size, g.Name, len(g.Members))
+		}
+		pa, sa := plain.AUCCurve[len(plain.AUCCurve)-1], sec.AUCCurve[len(sec.AUCCurve)-1]
+		t.Logf("%s: final AUC %.5f secure, %.5f plain (difference %+.5f)", m, sa, pa, sa-pa)
+		if folds[m] {
+			if len(sm.SecAgg.Groups) != 1 || !global {
+				t.Errorf("%s: round 1 groups %+v, want every site folded into the global group", m, sm.SecAgg.Groups)
+			}
+			continue
+		}
+		if m == learn.PTopoFL && (global || len(sm.SecAgg.Groups) != len(size)) {
+			t.Errorf("%s: round 1 groups %+v for clusters of %v, want one group per cluster", m, sm.SecAgg.Groups, size)
+		}
+		for _, site := range sites {
+			a := roundModel(t, s.store, pname, 1, site.Name)
+			b := roundModel(t, s.store, sname, 1, site.Name)
+			d := 0.0
+			for j := range a {
+				d = max(d, math.Abs(a[j]-b[j]))
+			}
+			if d > 8*step {
+				t.Errorf("%s: %s's round-1 model is %g from the plain campaign's, beyond 8 rounding steps %g", m, site.Name, d, 8*step)
+			}
+		}
+		if math.Abs(pa-sa) > 0.002 {
+			t.Errorf("%s: final AUC %.5f secure, %.5f plain", m, sa, pa)
+		}
 	}
 }
