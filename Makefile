@@ -4,7 +4,7 @@ GO       ?= go
 BIN      := bin
 export GOTOOLCHAIN := local
 
-.PHONY: all build run test reference console-screenshots test-faults test-deploy bench bench-tda bench-pipeline bench-search bench-trainers bench-deep bench-deep-anchor fashion-mnist lint fmt clean
+.PHONY: all build run test reference console-screenshots test-faults test-deploy bench bench-tda bench-pipeline bench-secagg bench-search bench-trainers bench-deep bench-deep-anchor fashion-mnist lint fmt clean
 
 all: build
 
@@ -62,6 +62,12 @@ bench-tda: build
 # stack and the wall time of the paper table through the pipeline.
 bench-pipeline: build
 	./scripts/bench-pipeline.sh
+
+# bench-secagg: a FedAvg round's wall time and bytes written to S3 with and
+# without secure_aggregation secagg+ at 8, 50 and 200 tiny sites on the
+# local stack (scripts/bench-secagg.sh).
+bench-secagg: build
+	./scripts/bench-secagg.sh
 
 # bench-search: adaptive sweeps against a 240-configuration grid (where
 # early stopping matters) and the 48-configuration grid of issue 23, on
