@@ -125,6 +125,20 @@ func (s *Site) getSiteState(ctx context.Context, ref *pipeline.ArtifactRef) (lea
 	return learn.SiteState{Local: v[vecLocal], Control: v[vecControl], Personal: v[vecPersonal]}, nil
 }
 
+// getDoc reads the JSON document at ref through the store's cache (its
+// sha256 checked on the first read): a site reads its view in each of the
+// three stages and its inbox in two.
+func (s *Site) getDoc(ctx context.Context, ref pipeline.ArtifactRef, v any) error {
+	b, err := s.store.GetCached(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", ref.Key, err)
+	}
+	return nil
+}
+
 // secaggMember reads the site's view of group's run (the server's
 // ArtifactRef, checked), holds it against the call and the campaign's
 // hyper-parameters, and returns the site's member of the run with its
@@ -138,7 +152,7 @@ func (s *Site) secaggMember(ctx context.Context, call pipeline.SiteCall, group s
 			fmt.Sprintf("site %s: asked to run for site %q; check the task queue routing", s.name, call.Site), "WrongSite", nil)
 	}
 	var doc pipeline.SecAggViewDoc
-	if err := s.store.GetJSON(ctx, viewRef, &doc); err != nil {
+	if err := s.getDoc(ctx, viewRef, &doc); err != nil {
 		return nil, pipeline.SecAggViewDoc{}, fmt.Errorf("site %s: its view of group %s: %w", s.name, group, err)
 	}
 	v := doc.View
@@ -237,7 +251,7 @@ func (s *Site) SecAggMask(ctx context.Context, in pipeline.SecAggMaskInput) (pip
 	// the server forwarded to this site: each pair of them masks with
 	// each other, and only with each other.
 	var inbox pipeline.SecAggInboxDoc
-	if err := s.store.GetJSON(ctx, in.Inbox, &inbox); err != nil {
+	if err := s.getDoc(ctx, in.Inbox, &inbox); err != nil {
 		return pipeline.SecAggMaskOutput{}, fmt.Errorf("site %s: its inbox: %w", s.name, err)
 	}
 	if inbox.To != s.name {
@@ -354,7 +368,7 @@ func (s *Site) SecAggUnmask(ctx context.Context, in pipeline.SecAggUnmaskInput) 
 		return pipeline.SecAggUnmaskOutput{}, err
 	}
 	var inbox pipeline.SecAggInboxDoc
-	if err := s.store.GetJSON(ctx, in.Inbox, &inbox); err != nil {
+	if err := s.getDoc(ctx, in.Inbox, &inbox); err != nil {
 		return pipeline.SecAggUnmaskOutput{}, fmt.Errorf("site %s: its inbox: %w", s.name, err)
 	}
 	if inbox.To != s.name {
