@@ -45,11 +45,13 @@ test-deploy: build
 # with -tags faults): S3 down 60 s mid-round, Temporal down 60 s mid-round,
 # a straggler site, a 200-site, 20-round campaign with 5 % of site
 # activity attempts failing, and sites' own training programs killed (a
-# worker, a serve-mode program) and kept from the worker's secrets.
+# worker, a serve-mode program) and kept from the worker's secrets, and
+# kill -9 of a site worker, the server worker and the devstack during each
+# stage of a secagg+ campaign (resumed manifests byte-identical).
 # Minutes, not seconds; CI runs it after test.
 test-faults:
 	$(GO) vet -tags faults ./e2e/
-	$(GO) test -tags faults -count=1 -timeout 75m -v -run '^(TestOutageS3|TestOutageTemporal|TestStraggler|TestRandomFaults200|TestTrainerWorkerKilled|TestTrainerServeKilled|TestTrainerEnvironmentSealed)$$' ./e2e/
+	$(GO) test -tags faults -count=1 -timeout 75m -v -run '^(TestOutageS3|TestOutageTemporal|TestStraggler|TestRandomFaults200|TestTrainerWorkerKilled|TestTrainerServeKilled|TestTrainerEnvironmentSealed|TestCrashRecoverySecAgg)$$' ./e2e/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./tda/... ./aggregation/... ./eval/... ./learn/... ./simulate/... ./nn/...
