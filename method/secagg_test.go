@@ -44,8 +44,8 @@ func TestSecAggValidation(t *testing.T) {
 		{learn.PTopoFL, func() Hyperparameters { h := on(dp); h.DPNoiseSplit = DPSplitSum; return h }(), "is not implemented"},
 		{learn.FedAvg, func() Hyperparameters { h := on(dp); h.DPNoiseSplit = DPSplitSite; return h }(), ""}, // 18
 		{learn.FedAvg, func() Hyperparameters { h := dp; h.DPNoiseSplit = DPSplitSum; return h }(), "is not implemented"},
-		{learn.FedAvg, func() Hyperparameters { h := dp; h.DPNoiseSplit = DPSplitSite; return h }(), "applies only under secure_aggregation"},
-		{learn.FedAvg, func() Hyperparameters { h := on(base); h.SecureAggregation = "secagg"; return h }(), `must be "off" or "secagg+"`}, // 20
+		{learn.FedAvg, func() Hyperparameters { h := dp; h.DPNoiseSplit = DPSplitSite; return h }(), "applies only under secure_aggregation"}, // 20
+		{learn.FedAvg, func() Hyperparameters { h := on(base); h.SecureAggregation = "secagg"; return h }(), `must be "off" or "secagg+"`},
 	} {
 		err := c.h.Validate(c.m)
 		switch {
