@@ -34,6 +34,10 @@ type HistoryRow struct {
 	// record), Privacy the ε each site spent under dp record.
 	Released []pipeline.SiteReleases `json:"released,omitempty"`
 	Privacy  *pipeline.RoundPrivacy  `json:"privacy,omitempty"`
+	// SecAgg is the round's secure aggregation under secure_aggregation
+	// "secagg+" (the manifest's record: per group, its members,
+	// survivors, dropped and threshold).
+	SecAgg *pipeline.RoundSecAgg `json:"secure_aggregation,omitempty"`
 }
 
 // HistoryArtifact is one artifact a round read or wrote, with its full sha256.
@@ -79,7 +83,7 @@ func HistoryOf(objs Objects, bucket string) ([]HistoryRow, error) {
 			Clusters: map[string]int{}, Trust: map[string]float64{}, Drift: map[string]float64{},
 			Flagged: m.Flagged, MeanAUC: m.Mean.AUC, MeanAcc: m.Mean.Accuracy,
 			Manifest: "s3://" + bucket + "/" + k, SHA256: sm.SHA256, PrevSHA256: m.PrevManifestSHA256,
-			Attempt: m.Attempt, Released: m.Released, Privacy: m.Privacy,
+			Attempt: m.Attempt, Released: m.Released, Privacy: m.Privacy, SecAgg: m.SecAgg,
 		}
 		for _, o := range superseded {
 			if o.Round == sm.Round {

@@ -74,9 +74,27 @@ func WriteHistory(stdout io.Writer, h History) {
 			fmt.Fprintln(stdout)
 		}
 		writeReleased(stdout, r)
+		writeSecAgg(stdout, r.SecAgg)
 		writeArtifactHashes(stdout, r.Artifacts)
 	}
 	fmt.Fprintf(stdout, "manifests  %s\n", h.Manifests)
+}
+
+// writeSecAgg prints each secure-aggregation group of the round on a line
+// ("secagg    global: 8 members, 6 in the sum, 5 revealed, dropped
+// client1,client2; k 7, t 4").
+func writeSecAgg(w io.Writer, s *pipeline.RoundSecAgg) {
+	if s == nil {
+		return
+	}
+	for _, g := range s.Groups {
+		dropped := "none"
+		if len(g.Dropped) > 0 {
+			dropped = strings.Join(g.Dropped, ",")
+		}
+		fmt.Fprintf(w, "       secagg    %s: %d members, %d in the sum, %d revealed, dropped %s; k %d, t %d\n",
+			g.Name, len(g.Members), len(g.Survivors), len(g.Revealed), dropped, g.Shares, g.Threshold)
+	}
 }
 
 // writeReleased prints what each site released in the round, grouped by
