@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -130,6 +131,11 @@ func (s *Server) SecAggPlan(ctx context.Context, in pipeline.SecAggPlanInput) (p
 	}
 	var out pipeline.SecAggPlanOutput
 	views := map[string]pipeline.ArtifactRef{}
+	type viewJob struct {
+		site, key string
+		doc       pipeline.SecAggViewDoc
+	}
+	var jobs []viewJob // written at once after the loop
 	for _, fg := range in.Groups {
 		ctxG := secagg.Context{Campaign: in.Campaign, Attempt: in.Attempt, Round: in.Round, Group: fg.Name}
 		g, err := secagg.NewGroup(ctxG, fg.Members, secaggGroupConfig(rd.cfg, len(fg.Members)))
@@ -161,10 +167,18 @@ func (s *Server) SecAggPlan(ctx context.Context, in pipeline.SecAggPlanInput) (p
 					vd.Keys[n.Name] = k
 				}
 			}
-			if views[m], err = s.store.PutJSON(ctx, in.Keys().SecAggView(fg.Name, m), vd); err != nil {
-				return pipeline.SecAggPlanOutput{}, err
-			}
+			jobs = append(jobs, viewJob{site: m, key: in.Keys().SecAggView(fg.Name, m), doc: vd})
 		}
+	}
+	refs := make([]pipeline.ArtifactRef, len(jobs))
+	if err := inParallel(len(jobs), func(i int) (err error) {
+		refs[i], err = s.store.PutJSON(ctx, jobs[i].key, jobs[i].doc)
+		return err
+	}); err != nil {
+		return pipeline.SecAggPlanOutput{}, err
+	}
+	for i, j := range jobs {
+		views[j.site] = refs[i]
 	}
 	for i, c := range in.Counts {
 		sp := pipeline.SecAggSitePlan{Site: c.Site, Group: assign[i], View: views[c.Site], Weight: plan.Weight[i]}
@@ -187,11 +201,12 @@ func (s *Server) SecAggRoute(ctx context.Context, in pipeline.SecAggRouteInput) 
 	var out pipeline.SecAggRouteOutput
 	for _, g := range in.Groups {
 		inbox := map[string]map[string][]byte{}
-		for _, sh := range g.Shares {
-			var doc pipeline.SecAggSharesDoc
-			if err := s.store.GetJSON(ctx, sh.Ref, &doc); err != nil {
-				return pipeline.SecAggRouteOutput{}, err
-			}
+		docs := make([]pipeline.SecAggSharesDoc, len(g.Shares))
+		if err := inParallel(len(g.Shares), func(i int) error { return s.store.GetJSON(ctx, g.Shares[i].Ref, &docs[i]) }); err != nil {
+			return pipeline.SecAggRouteOutput{}, err
+		}
+		for i, sh := range g.Shares {
+			doc := docs[i]
 			if doc.From != sh.Site {
 				return pipeline.SecAggRouteOutput{}, temporal.NewNonRetryableApplicationError(
 					fmt.Sprintf("group %s: %s holds the shares of %s", g.Name, sh.Ref.Key, doc.From), "BadRequest", nil)
@@ -203,16 +218,20 @@ func (s *Server) SecAggRoute(ctx context.Context, in pipeline.SecAggRouteInput) 
 				inbox[to][sh.Site] = ct
 			}
 		}
-		for _, sh := range g.Shares { // the senders, in spec order
+		refs := make([]pipeline.ArtifactRef, len(g.Shares))
+		if err := inParallel(len(g.Shares), func(i int) (err error) {
+			sh := g.Shares[i]
 			doc := pipeline.SecAggInboxDoc{To: sh.Site, From: inbox[sh.Site]}
 			if doc.From == nil {
 				doc.From = map[string][]byte{}
 			}
-			ref, err := s.store.PutJSON(ctx, in.Keys().SecAggInbox(g.Name, sh.Site), doc)
-			if err != nil {
-				return pipeline.SecAggRouteOutput{}, err
-			}
-			out.Inboxes = append(out.Inboxes, pipeline.SiteArtifact{Site: sh.Site, Ref: ref})
+			refs[i], err = s.store.PutJSON(ctx, in.Keys().SecAggInbox(g.Name, sh.Site), doc)
+			return err
+		}); err != nil {
+			return pipeline.SecAggRouteOutput{}, err
+		}
+		for i, sh := range g.Shares { // the senders, in spec order
+			out.Inboxes = append(out.Inboxes, pipeline.SiteArtifact{Site: sh.Site, Ref: refs[i]})
 		}
 	}
 	return out, nil
@@ -402,16 +421,14 @@ func (s *Server) groupSum(ctx context.Context, g pipeline.SecAggSumGroup) ([]flo
 		}
 		return y, nil
 	}
-	reveals := make([]secagg.Reveal, 0, len(g.Reveals))
-	for _, r := range g.Reveals {
-		var rv secagg.Reveal
-		if err := s.store.GetJSON(ctx, r.Ref, &rv); err != nil {
-			return nil, err
-		}
-		if rv.From != r.Site {
+	reveals := make([]secagg.Reveal, len(g.Reveals))
+	if err := inParallel(len(g.Reveals), func(i int) error { return s.store.GetJSON(ctx, g.Reveals[i].Ref, &reveals[i]) }); err != nil {
+		return nil, err
+	}
+	for i, r := range g.Reveals {
+		if rv := reveals[i]; rv.From != r.Site {
 			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("group %s: %s holds %s's reveal", g.Plan.Name, r.Ref.Key, rv.From), "BadRequest", nil)
 		}
-		reveals = append(reveals, rv)
 	}
 	sum, err := pipeline.UnmaskSum(pub, slices.Clone(g.Shared), senders, load, reveals)
 	if errors.Is(err, secagg.ErrTooFew) {
@@ -428,6 +445,37 @@ func (s *Server) groupSum(ctx context.Context, g pipeline.SecAggSumGroup) ([]flo
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("group %s: %v", g.Plan.Name, err), "AggregationFailed", nil)
 	}
 	return sum, nil
+}
+
+// secaggParallel is how many small objects the server reads or writes at
+// once in a secure aggregation's steps (views, shares, inboxes, reveals:
+// one of each per site).
+const secaggParallel = 16
+
+// inParallel runs fn(0), …, fn(n−1), secaggParallel at a time, and returns
+// the error of the lowest index that failed (nil when none did). Each fn
+// writes only its own index's results, so the outcome does not depend on
+// the order they finish in.
+func inParallel(n int, fn func(i int) error) error {
+	errs := make([]error, n)
+	sem := make(chan struct{}, secaggParallel)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = fn(i)
+		}(i)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readError is an error reading a stored object, which a retry may mend.
