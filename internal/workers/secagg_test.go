@@ -694,3 +694,65 @@ func secaggParity(t *testing.T, dir string, sites []pipeline.Site, prefix string
 		}
 	}
 }
+
+// TestSecAggPrivate runs pTopoFL under dp record (ε = 8 over 3 rounds)
+// with and without secure aggregation on the golden federation: the
+// secure campaign completes, each site's ε in every manifest is the
+// plain campaign's (secure aggregation adds no release of its own: the
+// noised model reaches the server only inside its group's sum, and the
+// released record says so), and verify recomputes every sum.
+func TestSecAggPrivate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the local stack and runs two campaigns")
+	}
+	s := startStack(t)
+	golden, _, _ := goldenSites(t, s.dataDir)
+	sites, recs := siteRecords(t, s.dataDir, golden)
+	startSecretWorkers(t, s, sites, t.TempDir())
+	const rounds = 3
+	h := method.Defaults(method.Default)
+	h.DP, h.DPEpsilon = method.DPRecord, 8
+	h, _, err := method.PlanPrivacy(learn.PTopoFL, method.Default, h, rounds, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps := map[bool][]float64{}
+	for _, on := range []bool{false, true} {
+		hh := h
+		name := "dp-plain"
+		if on {
+			hh.SecureAggregation, name = method.SecAggPlus, "dp-secagg"
+		}
+		spec := pipeline.CampaignSpec{Campaign: name, Method: learn.PTopoFL, Rounds: rounds, Seed: 11,
+			Sites: sites, Bucket: s.store.Bucket(), Hyperparameters: hh}.WithDefaults()
+		out := runCampaign(t, s, spec)
+		if out.State != pipeline.StateDone {
+			t.Fatalf("%s: %s", name, out.State)
+		}
+		for r := 1; r <= rounds; r++ {
+			m := manifestOf(t, s.store, name, r)
+			if m.Privacy == nil {
+				t.Fatalf("%s round %d: no privacy record", name, r)
+			}
+			for _, sp := range m.Privacy.Sites {
+				eps[on] = append(eps[on], sp.Epsilon)
+			}
+			for _, sr := range m.Released {
+				text, _ := campaign.ReleasedText(sr.Items)
+				if on != strings.Contains(text, "model:21 within ") {
+					t.Errorf("%s round %d site %s released %q", name, r, sr.Site, text)
+				}
+			}
+		}
+		if on {
+			rep, err := campaign.VerifyRecord(context.Background(), s.store, name, 4)
+			if err != nil || !rep.OK {
+				t.Errorf("verify: %v, problems %+v", err, rep.Problems)
+			}
+		}
+		t.Logf("%s: largest ε %.4f", name, out.Privacy.Epsilon())
+	}
+	if !slices.Equal(eps[false], eps[true]) || len(eps[true]) != rounds*len(sites) {
+		t.Errorf("ε per site and round: plain %v, secure %v", eps[false], eps[true])
+	}
+}
