@@ -351,7 +351,7 @@ func (s *Service) nextAttempt(ctx context.Context, spec pipeline.CampaignSpec, r
 	}
 	opts := client.StartWorkflowOptions{
 		ID:        id,
-		TaskQueue: pipeline.ServerTaskQueue,
+		TaskQueue: s.campaignQueue(),
 		// The closed run may have completed (stopped); a run started by
 		// another starter in the meantime is attached to instead.
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,

@@ -142,7 +142,7 @@ func ResultFromOutput(spec pipeline.CampaignSpec, bucket string, out pipeline.Ca
 // campaign afresh over a failed run, which would redo committed rounds
 // (and meet their manifests); StartAttempt starts the next attempt instead.
 func (s *Service) Start(ctx context.Context, spec pipeline.CampaignSpec) (client.WorkflowRun, error) {
-	return startOrAttach(ctx, s.Client, "campaign", spec.Campaign, pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: spec, ColocatedQueue: s.ColocatedQueue},
+	return startOrAttach(ctx, s.Client, "campaign", spec.Campaign, s.campaignQueue(), pipeline.CampaignWorkflowName, pipeline.CampaignWorkflowInput{Spec: spec, ColocatedQueue: s.ColocatedQueue},
 		enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE)
 }
 
@@ -153,14 +153,25 @@ func (s *Service) Attach(ctx context.Context, id string) client.WorkflowRun {
 	return s.Client.GetWorkflow(ctx, id, "")
 }
 
-// startOrAttach starts workflow under id on the server queue, or returns
-// the run already under that ID: a running one, or a closed one that reuse
-// does not allow to start again (ALLOW_DUPLICATE_FAILED_ONLY starts a
-// failed, terminated or timed-out run afresh; REJECT_DUPLICATE never does).
-func startOrAttach(ctx context.Context, c client.Client, kind, id, workflow string, input any, reuse enumspb.WorkflowIdReusePolicy) (client.WorkflowRun, error) {
+// campaignQueue is the task queue a campaign this Service starts runs on:
+// its colocated worker's when this process serves the sites
+// (ColocatedQueue), where the campaign runs its rounds as stages of its
+// own workflow (workflows.CampaignWorkflow), else the server's.
+func (s *Service) campaignQueue() string {
+	if s.ColocatedQueue != "" {
+		return s.ColocatedQueue
+	}
+	return pipeline.ServerTaskQueue
+}
+
+// startOrAttach starts workflow under id on queue, or returns the run
+// already under that ID: a running one, or a closed one that reuse does
+// not allow to start again (ALLOW_DUPLICATE_FAILED_ONLY starts a failed,
+// terminated or timed-out run afresh; REJECT_DUPLICATE never does).
+func startOrAttach(ctx context.Context, c client.Client, kind, id, queue, workflow string, input any, reuse enumspb.WorkflowIdReusePolicy) (client.WorkflowRun, error) {
 	opts := client.StartWorkflowOptions{
 		ID:                       id,
-		TaskQueue:                pipeline.ServerTaskQueue,
+		TaskQueue:                queue,
 		WorkflowIDReusePolicy:    reuse,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 	}

@@ -144,7 +144,13 @@ func (s *Service) workflowStatus(ctx context.Context, campaign, workflowID strin
 			return pipeline.CampaignStatus{Campaign: campaign, State: pipeline.StateRunning},
 				fmt.Errorf("campaign %s is running but did not answer the status query (is a server worker polling %s?): %w", campaign, pipeline.ServerTaskQueue, err)
 		}
-		st.Round = s.roundProgress(ctx, desc.GetPendingChildren(), time.Now())
+		if st.Round != nil {
+			// A round running as a stage of the campaign workflow: the
+			// status query answered its progress.
+			st.Round.DeadlineInSeconds = deadlineIn(st.Round.Deadline, time.Now())
+		} else {
+			st.Round = s.roundProgress(ctx, desc.GetPendingChildren(), time.Now())
+		}
 		return st, nil
 	}
 	st := pipeline.CampaignStatus{Campaign: campaign}
@@ -166,7 +172,7 @@ func (s *Service) workflowStatus(ctx context.Context, campaign, workflowID strin
 	return st, nil
 }
 
-// roundProgress asks the campaign's running round, among its pending
+// roundProgress asks the campaign's running child round, among its pending
 // children, where it stands (pipeline.QueryRoundProgress), and fills in
 // the time left until the round deadline as of now. Nil when no round is
 // running or it does not answer (a round of a version without the query,
@@ -183,12 +189,19 @@ func (s *Service) roundProgress(ctx context.Context, children []*workflowpb.Pend
 		if err != nil || v.Get(&p) != nil {
 			return nil
 		}
-		if !p.Deadline.IsZero() {
-			p.DeadlineInSeconds = max(p.Deadline.Sub(now).Seconds(), 0)
-		}
+		p.DeadlineInSeconds = deadlineIn(p.Deadline, now)
 		return &p
 	}
 	return nil
+}
+
+// deadlineIn is the seconds from now until deadline, never negative; 0
+// for no deadline.
+func deadlineIn(deadline, now time.Time) float64 {
+	if deadline.IsZero() {
+		return 0
+	}
+	return max(deadline.Sub(now).Seconds(), 0)
 }
 
 // Terminal reports whether a campaign in state will not change any more.

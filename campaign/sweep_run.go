@@ -23,7 +23,7 @@ func (s *Service) StartSweep(ctx context.Context, spec pipeline.SweepSpec) (clie
 	if err := s.CheckSweepSpec(ctx, spec); err != nil {
 		return nil, err
 	}
-	return startOrAttach(ctx, s.Client, "sweep", spec.Sweep, pipeline.SweepWorkflowName, pipeline.SweepWorkflowInput{Spec: spec, ColocatedQueue: s.ColocatedQueue},
+	return startOrAttach(ctx, s.Client, "sweep", spec.Sweep, pipeline.ServerTaskQueue, pipeline.SweepWorkflowName, pipeline.SweepWorkflowInput{Spec: spec, ColocatedQueue: s.ColocatedQueue},
 		enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY)
 }
 

@@ -2,7 +2,9 @@ package campaign
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -10,8 +12,11 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/ptopofl/ptopofl/artifact"
 	"github.com/ptopofl/ptopofl/pipeline"
 )
 
@@ -87,19 +92,32 @@ func (t RoundTiming) Split() (training, descriptors, evaluation, storage, orches
 }
 
 // Timings reads the histories of the campaign's first-attempt rounds 1 to
-// rounds and returns each one's RoundTiming.
+// rounds and returns each one's RoundTiming: a round's own RoundWorkflow
+// history or, for a round the campaign workflow ran as a stage of its own
+// (a campaign whose sites its process served), the history of the
+// campaign workflow's runs (InlineRoundTimingsOf).
 func (s *Service) Timings(ctx context.Context, campaign string, rounds int) ([]RoundTiming, error) {
 	var out []RoundTiming
+	var inline map[int]RoundTiming
 	for r := 1; r <= rounds; r++ {
 		id := pipeline.AttemptRoundWorkflowID(campaign, r, 1)
-		it := s.Client.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		var events []*historypb.HistoryEvent
-		for it.HasNext() {
-			ev, err := it.Next()
-			if err != nil {
-				return nil, fmt.Errorf("timings: history of %s: %w", id, err)
+		events, err := s.history(ctx, id, "")
+		var notFound *serviceerror.NotFound
+		if errors.As(err, &notFound) {
+			if inline == nil {
+				if inline, err = s.inlineTimings(ctx, campaign); err != nil {
+					return nil, err
+				}
 			}
-			events = append(events, ev)
+			t, ok := inline[r]
+			if !ok {
+				return nil, fmt.Errorf("timings: campaign %s: round %d has neither a round workflow (%s) nor a record in the campaign workflow's history", campaign, r, id)
+			}
+			out = append(out, t)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("timings: history of %s: %w", id, err)
 		}
 		t, err := RoundTimingOf(events, s.converter())
 		if err != nil {
@@ -107,6 +125,62 @@ func (s *Service) Timings(ctx context.Context, campaign string, rounds int) ([]R
 		}
 		t.Round = r
 		out = append(out, t)
+	}
+	return out, nil
+}
+
+// history reads the events of a workflow run (runID "" for the latest).
+func (s *Service) history(ctx context.Context, id, runID string) ([]*historypb.HistoryEvent, error) {
+	it := s.Client.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var events []*historypb.HistoryEvent
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, ev)
+	}
+	return events, nil
+}
+
+// inlineTimings reads every run of the campaign's workflow (its own, or
+// the sweep's child that ran it) and returns the timings of the rounds
+// they ran as stages of their own, by round.
+func (s *Service) inlineTimings(ctx context.Context, campaign string) (map[int]RoundTiming, error) {
+	id := campaign
+	if _, err := s.Client.DescribeWorkflowExecution(ctx, id, ""); err != nil {
+		sid, ok, serr := s.inSweep(ctx, campaign, err)
+		switch {
+		case serr != nil:
+			return nil, fmt.Errorf("timings: campaign %s: %w", campaign, serr)
+		case !ok:
+			return nil, fmt.Errorf("timings: campaign %s: %w", campaign, err)
+		}
+		id = sid
+	}
+	var runs []string
+	var token []byte
+	for {
+		resp, err := s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query: fmt.Sprintf("WorkflowId = '%s'", strings.ReplaceAll(id, "'", "\\'")), NextPageToken: token,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("timings: runs of %s: %w", id, err)
+		}
+		for _, e := range resp.GetExecutions() {
+			runs = append(runs, e.GetExecution().GetRunId())
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			break
+		}
+	}
+	out := map[int]RoundTiming{}
+	for _, run := range runs {
+		events, err := s.history(ctx, id, run)
+		if err != nil {
+			return nil, fmt.Errorf("timings: history of %s run %s: %w", id, run, err)
+		}
+		maps.Copy(out, InlineRoundTimingsOf(events, campaign, s.converter()))
 	}
 	return out, nil
 }
@@ -119,107 +193,190 @@ func (s *Service) Timings(ctx context.Context, campaign string, rounds int) ([]R
 func RoundTimingOf(events []*historypb.HistoryEvent, dc converter.DataConverter) (RoundTiming, error) {
 	var first, last time.Time
 	completed := false
-	types := map[int64]string{}          // scheduled event ID → activity type
-	starts := map[int64]time.Time{}      // scheduled event ID → start
-	spans := map[string][][2]time.Time{} // activity type → execution intervals
-	var all [][2]time.Time
-	busy, inStore := map[string]float64{}, map[string]float64{} // activity type → summed seconds
-	var serverStore float64
-	unknown := 0
-	spent := func(p *commonpb.Payloads) (pipeline.Spent, bool) {
-		var sp pipeline.Spent
-		if p == nil || dc.FromPayloads(p, &sp) != nil {
-			return pipeline.Spent{}, false
-		}
-		return sp, true
-	}
-	wfts, acts, locals := 0, 0, 0
+	a := newTimingAcc(dc)
 	for _, ev := range events {
 		at := ev.GetEventTime().AsTime()
 		switch ev.GetEventType() {
-		case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-			wfts++
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
 			first = at
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
 			last, completed = at, true
-		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-			types[ev.GetEventId()] = ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
-		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-			acts++
-			starts[ev.GetActivityTaskStartedEventAttributes().GetScheduledEventId()] = at
-		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED,
-			enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT, enumspb.EVENT_TYPE_ACTIVITY_TASK_CANCELED:
-			id := closedScheduledID(ev)
-			st, ok := starts[id]
-			if !ok {
-				continue // closed before it started (a schedule-to-start timeout)
-			}
-			iv := [2]time.Time{st, at}
-			spans[types[id]] = append(spans[types[id]], iv)
-			all = append(all, iv)
-			busy[types[id]] += at.Sub(st).Seconds()
-			if ev.GetEventType() == enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED {
-				sp, ok := spent(ev.GetActivityTaskCompletedEventAttributes().GetResult())
-				if !ok {
-					unknown++
-				}
-				inStore[types[id]] += sp.StoreSeconds
-			}
-		case enumspb.EVENT_TYPE_MARKER_RECORDED:
-			// A local activity's marker: the SDK's "data" (its type) and
-			// "result" payloads.
-			m := ev.GetMarkerRecordedEventAttributes()
-			if m.GetMarkerName() != "LocalActivity" || m.GetFailure() != nil {
-				continue
-			}
-			locals++
-			sp, ok := spent(m.GetDetails()["result"])
-			if !ok {
-				unknown++
-				continue
-			}
-			if typ := colocatedType(m.GetDetails()["data"], dc); typ != "" && !sp.Started.IsZero() {
-				// A colocated site activity: its own clock says when it ran.
-				iv := [2]time.Time{sp.Started, sp.Started.Add(time.Duration(sp.Seconds * float64(time.Second)))}
-				spans[typ] = append(spans[typ], iv)
-				all = append(all, iv)
-				busy[typ] += sp.Seconds
-				inStore[typ] += sp.StoreSeconds
-				continue
-			}
-			serverStore += sp.StoreSeconds
 		}
+		a.add(ev)
 	}
 	if first.IsZero() || !completed {
 		return RoundTiming{}, fmt.Errorf("round workflow has not completed")
 	}
-	t := RoundTiming{WallSeconds: last.Sub(first).Seconds(), ActivitySeconds: map[string]float64{},
-		Events: len(events), WorkflowTasks: wfts, ActivityTasks: acts, LocalActivities: locals}
-	for typ, ivs := range spans {
-		t.ActivitySeconds[typ] = unionSeconds(ivs)
-	}
-	t.OrchestrationSeconds = t.WallSeconds - unionSeconds(all)
-	t.StoreShare = map[string]float64{}
-	for typ, b := range busy {
-		if b > 0 {
-			t.StoreShare[typ] = min(inStore[typ]/b, 1)
-		}
-	}
-	t.ServerStoreSeconds, t.StoreUnknown = min(serverStore, t.OrchestrationSeconds), unknown
-	return t, nil
+	return a.timing(first, last), nil
 }
 
-// colocatedType is the site activity type (pipeline.ActivityTrainLocal, …)
-// of a local activity marker's "data" payload when it names a colocated
-// site activity (pipeline.ColocatedActivity), "" otherwise.
-func colocatedType(p *commonpb.Payloads, dc converter.DataConverter) string {
+// InlineRoundTimingsOf computes the timing of every round that one run of
+// a campaign workflow ran as a stage of its own (a campaign whose sites its
+// process served), from the run's history events, by round; only rounds
+// of the campaign's first attempt, whose manifests are at
+// artifact.ManifestKey, are returned. A round ends when its CommitRound
+// local activity ended (its own clock, pipeline.Spent) and begins where
+// the run's previous round ended, or where the run began: its wall time
+// holds what the campaign workflow did between two rounds (a privacy
+// charge, the workflow task that ends a yield). Events, WorkflowTasks and
+// LocalActivities count what the history records between those two
+// points, so a workflow task that completed several rounds at once counts
+// in the round it ends in.
+func InlineRoundTimingsOf(events []*historypb.HistoryEvent, campaign string, dc converter.DataConverter) map[int]RoundTiming {
+	out := map[int]RoundTiming{}
+	a := newTimingAcc(dc)
+	var start time.Time
+	for _, ev := range events {
+		if ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED {
+			start = ev.GetEventTime().AsTime()
+		}
+		commit, ok := a.add(ev)
+		if !ok {
+			continue
+		}
+		end := commit.Started.Add(time.Duration(commit.Seconds * float64(time.Second)))
+		if round, attempt, ok := artifact.ParseManifestKey(campaign, commit.Manifest.Key); ok && attempt == 1 && !start.IsZero() {
+			t := a.timing(start, end)
+			t.Round = round
+			out[round] = t
+		}
+		a, start = newTimingAcc(dc), end
+	}
+	return out
+}
+
+// timingAcc gathers what the events of one round say: the site
+// activities' execution intervals and store time, the server's local
+// activities' store time, and the counts of events, workflow tasks,
+// activity tasks and local activities.
+type timingAcc struct {
+	dc          converter.DataConverter
+	types       map[int64]string          // scheduled event ID → activity type
+	starts      map[int64]time.Time       // scheduled event ID → start
+	spans       map[string][][2]time.Time // activity type → execution intervals
+	all         [][2]time.Time
+	busy        map[string]float64 // activity type → summed seconds
+	inStore     map[string]float64
+	serverStore float64
+	unknown     int
+	events      int
+	wfts, acts  int
+	locals      int
+}
+
+func newTimingAcc(dc converter.DataConverter) *timingAcc {
+	return &timingAcc{dc: dc, types: map[int64]string{}, starts: map[int64]time.Time{}, spans: map[string][][2]time.Time{},
+		busy: map[string]float64{}, inStore: map[string]float64{}}
+}
+
+func (a *timingAcc) spent(p *commonpb.Payloads) (pipeline.Spent, bool) {
+	var sp pipeline.Spent
+	if p == nil || a.dc.FromPayloads(p, &sp) != nil {
+		return pipeline.Spent{}, false
+	}
+	return sp, true
+}
+
+// add counts ev; for the marker of a CommitRound local activity it also
+// returns that activity's output, and true.
+func (a *timingAcc) add(ev *historypb.HistoryEvent) (pipeline.CommitRoundOutput, bool) {
+	a.events++
+	at := ev.GetEventTime().AsTime()
+	switch ev.GetEventType() {
+	case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+		a.wfts++
+	case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+		a.types[ev.GetEventId()] = ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
+	case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+		a.acts++
+		a.starts[ev.GetActivityTaskStartedEventAttributes().GetScheduledEventId()] = at
+	case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED,
+		enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT, enumspb.EVENT_TYPE_ACTIVITY_TASK_CANCELED:
+		id := closedScheduledID(ev)
+		st, ok := a.starts[id]
+		if !ok {
+			break // closed before it started (a schedule-to-start timeout)
+		}
+		iv := [2]time.Time{st, at}
+		a.spans[a.types[id]] = append(a.spans[a.types[id]], iv)
+		a.all = append(a.all, iv)
+		a.busy[a.types[id]] += at.Sub(st).Seconds()
+		if ev.GetEventType() == enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED {
+			sp, ok := a.spent(ev.GetActivityTaskCompletedEventAttributes().GetResult())
+			if !ok {
+				a.unknown++
+			}
+			a.inStore[a.types[id]] += sp.StoreSeconds
+		}
+	case enumspb.EVENT_TYPE_MARKER_RECORDED:
+		// A local activity's marker: the SDK's "data" (its type) and
+		// "result" payloads.
+		m := ev.GetMarkerRecordedEventAttributes()
+		if m.GetMarkerName() != "LocalActivity" || m.GetFailure() != nil {
+			break
+		}
+		a.locals++
+		sp, ok := a.spent(m.GetDetails()["result"])
+		if !ok {
+			a.unknown++
+			break
+		}
+		typ := localActivityType(m.GetDetails()["data"], a.dc)
+		if site := colocatedType(typ); site != "" && !sp.Started.IsZero() {
+			// A colocated site activity: its own clock says when it ran.
+			iv := [2]time.Time{sp.Started, sp.Started.Add(time.Duration(sp.Seconds * float64(time.Second)))}
+			a.spans[site] = append(a.spans[site], iv)
+			a.all = append(a.all, iv)
+			a.busy[site] += sp.Seconds
+			a.inStore[site] += sp.StoreSeconds
+			break
+		}
+		a.serverStore += sp.StoreSeconds
+		if typ == pipeline.ActivityCommitRound {
+			var out pipeline.CommitRoundOutput
+			if a.dc.FromPayloads(m.GetDetails()["result"], &out) == nil && out.Manifest.Key != "" {
+				return out, true
+			}
+		}
+	}
+	return pipeline.CommitRoundOutput{}, false
+}
+
+// timing is the RoundTiming of what was added, for a round that ran from
+// first to last.
+func (a *timingAcc) timing(first, last time.Time) RoundTiming {
+	t := RoundTiming{WallSeconds: last.Sub(first).Seconds(), ActivitySeconds: map[string]float64{},
+		Events: a.events, WorkflowTasks: a.wfts, ActivityTasks: a.acts, LocalActivities: a.locals}
+	for typ, ivs := range a.spans {
+		t.ActivitySeconds[typ] = unionSeconds(ivs)
+	}
+	t.OrchestrationSeconds = max(t.WallSeconds-unionSeconds(a.all), 0)
+	t.StoreShare = map[string]float64{}
+	for typ, b := range a.busy {
+		if b > 0 {
+			t.StoreShare[typ] = min(a.inStore[typ]/b, 1)
+		}
+	}
+	t.ServerStoreSeconds, t.StoreUnknown = min(a.serverStore, t.OrchestrationSeconds), a.unknown
+	return t
+}
+
+// localActivityType is the activity type a local activity marker's "data"
+// payload names, "" when it cannot be read.
+func localActivityType(p *commonpb.Payloads, dc converter.DataConverter) string {
 	var data struct{ ActivityType string }
 	if p == nil || dc.FromPayloads(p, &data) != nil {
 		return ""
 	}
-	parts := strings.Split(data.ActivityType, "/")
-	if len(parts) != 3 || pipeline.ColocatedActivity(parts[1], parts[2]) != data.ActivityType {
+	return data.ActivityType
+}
+
+// colocatedType is the site activity type (pipeline.ActivityTrainLocal, …)
+// of a local activity type that names a colocated site activity
+// (pipeline.ColocatedActivity), "" otherwise.
+func colocatedType(typ string) string {
+	parts := strings.Split(typ, "/")
+	if len(parts) != 3 || pipeline.ColocatedActivity(parts[1], parts[2]) != typ {
 		return ""
 	}
 	return parts[2]

@@ -144,7 +144,7 @@ func Resolve(m learn.Method, preset string, h Hyperparameters) (Config, error) {
 	}
 	for _, p := range Params {
 		if p.core != nil {
-			p.core(p.Get(h), &c)
+			p.core(p.get(&h), &c)
 		}
 	}
 	if !c.DP.On {

@@ -824,9 +824,15 @@ func (p Param) DefaultFor(preset string) Value {
 }
 
 // Get returns the parameter's value in h.
-func (p Param) Get(h Hyperparameters) Value {
+func (p Param) Get(h Hyperparameters) Value { return p.get(&h) }
+
+// get is Get of *h. A loop over Params calls it with its own h, which then
+// moves to the heap once for the loop instead of once for every parameter
+// (the field accessor is a function value, so escape analysis cannot keep
+// a pointer given to it on the stack).
+func (p Param) get(h *Hyperparameters) Value {
 	var v Value
-	switch f := p.field(&h).(type) {
+	switch f := p.field(h).(type) {
 	case *int:
 		v = Value{Num: float64(*f)}
 	case *float64:
@@ -901,7 +907,7 @@ func (h Hyperparameters) WithDefaults(preset string) Hyperparameters {
 		if p.ZeroIsSetting {
 			continue
 		}
-		if v := p.Get(h); v.Num == 0 && v.Text == "" {
+		if v := p.get(&h); v.Num == 0 && v.Text == "" {
 			fill := p.DefaultFor(preset)
 			if p.Absent != nil {
 				fill = *p.Absent
@@ -945,7 +951,7 @@ func (h Hyperparameters) Validate(m learn.Method) error {
 		if !p.Applies(m) || p.Check == nil || (p.Deep && !h.IsDeep()) {
 			continue
 		}
-		v := p.Get(h)
+		v := p.get(&h)
 		if msg := p.Check(v); msg != "" {
 			return fmt.Errorf("hyperparameters.%s = %s: %s", p.Name, quoteText(v), msg)
 		}
@@ -1064,7 +1070,7 @@ func (h Hyperparameters) Apply(set []ParamValue) (Hyperparameters, error) {
 func Changes(from, to Hyperparameters) []ParamValue {
 	var out []ParamValue
 	for _, p := range Params {
-		if a, b := p.Get(from), p.Get(to); a != b {
+		if a, b := p.get(&from), p.get(&to); a != b {
 			out = append(out, ParamValue{Name: p.Name, Value: b.Num, Text: b.Text})
 		}
 	}

@@ -181,10 +181,12 @@ type CampaignStatus struct {
 	FailureReason string        `json:"failure_reason,omitempty"`
 	// Privacy is the ε spent so far under dp record; nil otherwise.
 	Privacy *RoundPrivacy `json:"privacy,omitempty"`
-	// Round is where the running round stands, from its own workflow's
-	// QueryRoundProgress; filled by the client that asked for the
-	// status (campaign.Service.Status), never by the campaign workflow,
-	// and nil between rounds or when the round did not answer.
+	// Round is where the running round stands: for a round that runs as
+	// a stage of the campaign workflow, from the campaign's own status
+	// query; for a child round workflow, from that workflow's
+	// QueryRoundProgress, filled by the client that asked for the status
+	// (campaign.Service.Status). Nil between rounds or when the round did
+	// not answer.
 	Round *RoundProgress `json:"round,omitempty"`
 }
 

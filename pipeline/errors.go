@@ -72,7 +72,13 @@ func DescribeFailure(campaign string, err error) Failure {
 			}
 			boundary = child
 		case errors.As(e, &act) && act == e:
-			f.Step = activityStep(prev, act)
+			var r int
+			f.Step, r = activityStep(prev, act)
+			if f.Round == 0 {
+				// A round run as a stage of the campaign workflow has no
+				// workflow ID of its own: its step's context names it.
+				f.Round = r
+			}
 			boundary = act
 		case errors.As(e, &wf) && wf == e:
 			boundary = wf
@@ -101,20 +107,32 @@ func DescribeFailure(campaign string, err error) Failure {
 
 // activityStep names the step whose activity failed: the context the
 // workflow gave the activity's error ("round 3: aggregate: %w" gives
-// "aggregate"), read from wrapper, the error above act in the chain; else
-// the activity type. (A local activity's type is its function's name, not
-// the name it runs under, so the workflow's words are the reliable ones.)
-func activityStep(wrapper error, act *temporal.ActivityError) string {
+// "aggregate", and round 3), read from wrapper, the error above act in
+// the chain (an ApplicationError once it crossed Temporal, the workflow's
+// own wrapping inside it); else the activity type and round 0. (A local
+// activity's type is its function's name, not the name it runs under, so
+// the workflow's words are the reliable ones.)
+func activityStep(wrapper error, act *temporal.ActivityError) (string, int) {
+	if wrapper == nil {
+		return act.ActivityType().GetName(), 0
+	}
+	msg := wrapper.Error()
 	var app *temporal.ApplicationError
 	if errors.As(wrapper, &app) && app == wrapper {
-		if context, ok := strings.CutSuffix(app.Message(), ": "+act.Error()); ok {
-			if _, rest, ok := strings.Cut(context, ": "); ok && strings.HasPrefix(context, "round ") {
-				context = rest
-			}
-			return context
-		}
+		msg = app.Message()
 	}
-	return act.ActivityType().GetName()
+	context, ok := strings.CutSuffix(msg, ": "+act.Error())
+	if !ok {
+		return act.ActivityType().GetName(), 0
+	}
+	round := 0
+	if head, rest, ok := strings.Cut(context, ": "); ok && strings.HasPrefix(head, "round ") {
+		if n, err := strconv.Atoi(strings.TrimPrefix(head, "round ")); err == nil && n > 0 {
+			round = n
+		}
+		context = rest
+	}
+	return context, round
 }
 
 // roundOfWorkflowID is n for an AttemptRoundWorkflowID

@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -11,7 +12,10 @@ import (
 )
 
 // CampaignWorkflow runs a federated campaign: one child RoundWorkflow per
-// round, with workflow ID pipeline.RoundWorkflowID (`<campaign>/round-0007`).
+// round, with workflow ID pipeline.RoundWorkflowID (`<campaign>/round-0007`),
+// or, for a campaign whose sites this process serves and that runs on
+// their colocated worker (inlineRounds), each round as a stage of the
+// campaign workflow itself.
 //
 // Control. The "status" query returns a pipeline.CampaignStatus. "pause",
 // "resume" and "stop" are Updates rather than signals so that the CLI gets
@@ -69,6 +73,20 @@ func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (
 	if err := c.registerHandlers(ctx); err != nil {
 		return pipeline.CampaignWorkflowOutput{}, err
 	}
+	if c.inline = c.inlineRounds(ctx); c.inline {
+		// The running round's progress, under the query a child round
+		// answers: a query handler adds nothing to the history.
+		err := workflow.SetQueryHandler(ctx, pipeline.QueryRoundProgress, func() (pipeline.RoundProgress, error) {
+			if c.progress == nil {
+				return pipeline.RoundProgress{}, fmt.Errorf("campaign %s runs no round now", spec.Campaign)
+			}
+			return c.progress.snapshot(), nil
+		})
+		if err != nil {
+			return pipeline.CampaignWorkflowOutput{}, err
+		}
+		c.lastYield = workflow.Now(ctx)
+	}
 	if in.State == nil && in.ResumeFrom != nil {
 		// A promoted trial of an adaptive sweep: go on from the state its
 		// paused run saved.
@@ -83,6 +101,9 @@ func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (
 	held := func() bool { return in.StopAfterRound > 0 && c.st.NextRound > in.StopAfterRound }
 	roundsThisRun := 0
 	for c.st.NextRound <= spec.Rounds {
+		if roundsThisRun > 0 {
+			c.yield(ctx)
+		}
 		// Pause acts between rounds; a stop also releases a paused campaign.
 		if err := workflow.Await(ctx, func() bool { return !c.st.Paused || c.st.Stopping }); err != nil {
 			return pipeline.CampaignWorkflowOutput{}, err
@@ -175,6 +196,13 @@ type campaign struct {
 	failedManifest *pipeline.ArtifactRef
 	// colocatedQueue is the input's ColocatedQueue, where every round runs.
 	colocatedQueue string
+	// inline: the rounds run as stages of this workflow (inlineRounds);
+	// progress is the running inline round's, for the progress and status
+	// queries (nil between rounds), and lastYield when this run last let
+	// its workflow task end (yield).
+	inline    bool
+	progress  *roundProgress
+	lastYield time.Time
 }
 
 func (c *campaign) runRound(ctx workflow.Context) error {
@@ -195,20 +223,26 @@ func (c *campaign) runRound(ctx workflow.Context) error {
 	}
 	c.currentRound = n
 	defer func() { c.currentRound = 0 }()
-	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		// A deterministic ID per round: a replayed or continued campaign finds
-		// its round again instead of starting a second one, and operators can
-		// find a round by name.
-		// A later attempt's rounds get IDs of their own, so they never meet
-		// the earlier attempt's workflow of the same round.
-		WorkflowID: pipeline.AttemptRoundWorkflowID(c.spec.Campaign, n, c.attempt),
-		TaskQueue:  c.roundQueue(),
-	})
-	var out pipeline.RoundWorkflowOutput
-	err := workflow.ExecuteChildWorkflow(cctx, RoundWorkflow, pipeline.RoundWorkflowInput{
+	rin := pipeline.RoundWorkflowInput{
 		Spec: c.spec, Round: n, Carry: c.st.Carry, Protocol: pipeline.RoundProtocolCurrent,
 		Attempt: c.attempt, Supersedes: c.supersedes, Privacy: privacy, ColocatedQueue: c.colocatedQueue,
-	}).Get(ctx, &out)
+	}
+	var out pipeline.RoundWorkflowOutput
+	var err error
+	if c.inline {
+		out, err = c.runInline(ctx, rin)
+	} else {
+		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+			// A deterministic ID per round: a replayed or continued campaign finds
+			// its round again instead of starting a second one, and operators can
+			// find a round by name.
+			// A later attempt's rounds get IDs of their own, so they never meet
+			// the earlier attempt's workflow of the same round.
+			WorkflowID: pipeline.AttemptRoundWorkflowID(c.spec.Campaign, n, c.attempt),
+			TaskQueue:  c.roundQueue(),
+		})
+		err = workflow.ExecuteChildWorkflow(cctx, RoundWorkflow, rin).Get(ctx, &out)
+	}
 	if err != nil {
 		return c.fail(n, err)
 	}
@@ -230,6 +264,61 @@ func (c *campaign) runRound(ctx workflow.Context) error {
 	c.st.LastMetrics = &mean
 	c.lastDropped = out.Dropped
 	return nil
+}
+
+// inlineRounds reports whether this run runs its rounds as stages of its
+// own instead of as child RoundWorkflows: when it runs on its
+// ColocatedQueue, whose worker serves every site in its own process, and
+// under versionInlineRounds. A campaign started on the server queue
+// (every campaign begun before, and one whose sites run workers of their
+// own) keeps its child rounds, and so do its replays; no version marker
+// is recorded for it.
+//
+// What a child round costs that an inline one does not: the child's start
+// and close (its execution, history and visibility records, the
+// transfer tasks that start it and report its end), the parent's events
+// and workflow tasks that learn of both, and the round's input and output
+// sent through the server twice. The round's steps, their local
+// activities, inputs, outputs and artifacts are the same (round.run), so
+// the manifests are the same bytes.
+func (c *campaign) inlineRounds(ctx workflow.Context) bool {
+	if c.colocatedQueue == "" || workflow.GetInfo(ctx).TaskQueueName != c.colocatedQueue {
+		return false
+	}
+	return workflow.GetVersion(ctx, versionInlineRounds, workflow.DefaultVersion, 1) >= 1
+}
+
+// runInline runs round in.Round as a stage of this workflow, its progress
+// answered by the campaign's progress and status queries.
+func (c *campaign) runInline(ctx workflow.Context, in pipeline.RoundWorkflowInput) (pipeline.RoundWorkflowOutput, error) {
+	r := newRound(ctx, in)
+	c.progress = r.progress
+	defer func() { c.progress = nil }()
+	return r.run(ctx)
+}
+
+// inlineYieldAfter is how long a run with inline rounds may go on in one
+// workflow task before it ends the task at the next round boundary
+// (yield).
+const inlineYieldAfter = time.Second
+
+// yield ends the workflow task between two inline rounds when the run
+// has gone on for inlineYieldAfter or longer since it last did: a
+// workflow task whose local activities keep coming back never ends on
+// its own (the SDK only heartbeats it, after 80 % of its timeout), and
+// while it runs the server holds every query (`starter status`, the
+// progress of `starter run`) and every update (pause, stop) until it
+// ends. A timer of a millisecond ends it, and its firing starts the
+// next. The time is workflow.Now, which the local activities' markers
+// advance as they complete, so a replay decides as the run did. Rounds
+// shorter than inlineYieldAfter share a workflow task (and a timer); a
+// longer round has one to itself, as a child round had.
+func (c *campaign) yield(ctx workflow.Context) {
+	if !c.inline || workflow.Now(ctx).Sub(c.lastYield) < inlineYieldAfter {
+		return
+	}
+	_ = workflow.Sleep(ctx, time.Millisecond) // fails only when cancelled: the loop then ends the run
+	c.lastYield = workflow.Now(ctx)
 }
 
 // fail ends the campaign after round n failed. A quorum failure keeps its
@@ -274,6 +363,12 @@ func (c *campaign) status() pipeline.CampaignStatus {
 	}
 	if c.failedManifest != nil {
 		s.LastManifest = c.failedManifest
+	}
+	if c.progress != nil {
+		// The inline round's progress, which a child round answers
+		// through its own query.
+		p := c.progress.snapshot()
+		s.Round = &p
 	}
 	return s
 }

@@ -182,3 +182,12 @@ const versionSearchVirtualCut = "sweep-virtual-cut"
 // resume (version 1), as a campaign's pause acts at its next round; at
 // workflow.DefaultVersion they ran on and only new campaigns waited.
 const versionPauseChildren = "sweep-pause-children"
+
+// versionInlineRounds is the workflow.GetVersion change ID of a campaign
+// that runs its rounds as stages of its own workflow (version 1) instead
+// of as child RoundWorkflows: one that runs on the colocated worker of the
+// process serving its sites (campaign.inlineRounds). It is asked only
+// there, so a campaign on the server queue records no marker; histories
+// recorded before it (every colocated campaign ran on the server queue
+// then) replay with their child rounds.
+const versionInlineRounds = "inline-rounds"

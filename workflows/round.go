@@ -50,61 +50,111 @@ func RoundWorkflow(ctx workflow.Context, in pipeline.RoundWorkflowInput) (pipeli
 	if err := registerProgressQuery(ctx, r.progress); err != nil {
 		return pipeline.RoundWorkflowOutput{}, err
 	}
+	return r.run(ctx)
+}
+
+// roundStep is one step of a round: it reads and extends the round's
+// state (carry, manifest, the sites still in it) and returns an error
+// that ends the round.
+type roundStep struct {
+	name string
+	run  func(*round, workflow.Context) error
+}
+
+// roundSteps are a round's steps in order (DESIGN §3), after the initial
+// model of a campaign of model "external" and the reissue of what a
+// campaign written before sites read only their own objects starts from.
+// A step that a method does not use returns at once without a command
+// (descriptors for methods without them, pruning without a retention
+// policy), so a history records only the steps that ran. A new stage goes
+// between two of them (one between training, which leaves the sites'
+// updates in round.updates, and aggregation, which reads them) and is
+// introduced behind a workflow.GetVersion of its own so that the
+// histories of rounds begun before it still replay.
+var roundSteps = []roundStep{
+	{"external-model", (*round).externalModel},
+	{"reissue", (*round).reissueStep},
+	{"descriptors", (*round).descriptorStep},
+	{"train", (*round).trainStep},
+	{"aggregate", (*round).aggregateStep},
+	{"evaluate", (*round).evaluate},
+	{"commit", (*round).commitStep},
+	{"prune", (*round).pruneStep},
+}
+
+// run runs the round's steps, in a RoundWorkflow of its own or as a stage
+// of the campaign workflow (campaign.runInline), and returns what the
+// campaign carries to the next round.
+func (r *round) run(ctx workflow.Context) (pipeline.RoundWorkflowOutput, error) {
 	// Rounds begun before sites read only their own objects replay as
 	// they ran (versionOwnReads).
 	r.ownReads = workflow.GetVersion(ctx, versionOwnReads, workflow.DefaultVersion, 1) >= 1
-
-	if err := r.externalModel(ctx); err != nil {
-		return pipeline.RoundWorkflowOutput{}, err
-	}
-	if r.ownReads {
-		if err := r.reissue(ctx); err != nil {
+	for _, st := range roundSteps {
+		if err := st.run(r, ctx); err != nil {
 			return pipeline.RoundWorkflowOutput{}, err
 		}
 	}
-	if method.NeedsDescriptors(in.Spec.Method) {
-		if err := r.descriptors(ctx); err != nil {
-			return pipeline.RoundWorkflowOutput{}, err
-		}
-	}
-	// --- secure aggregation hook (issue 37): under secure_aggregation
-	// "secagg+" the training, the four SecAgg+ stages and the
-	// aggregation from the groups' sums (secagg.go) replace train and
-	// aggregate; a campaign without it takes the plain path, unchanged.
-	if in.Spec.Hyperparameters.IsSecAgg() {
-		if err := r.secureRound(ctx); err != nil {
-			return pipeline.RoundWorkflowOutput{}, err
-		}
-	} else {
-		updates, err := r.train(ctx)
-		if err != nil {
-			return pipeline.RoundWorkflowOutput{}, err
-		}
-		if err := r.aggregate(ctx, updates); err != nil {
-			return pipeline.RoundWorkflowOutput{}, err
-		}
-	}
-	// --- end of the secure aggregation hook
-	if err := r.evaluate(ctx); err != nil {
-		return pipeline.RoundWorkflowOutput{}, err
-	}
-	pruning := r.retention(ctx)
-	ref, err := r.commit(ctx)
-	if err != nil {
-		return pipeline.RoundWorkflowOutput{}, err
-	}
-	if err := r.prune(ctx, pruning); err != nil {
-		return pipeline.RoundWorkflowOutput{}, err
-	}
-	r.carry.PrevManifestSHA256 = ref.SHA256
+	r.carry.PrevManifestSHA256 = r.committed.SHA256
 	return pipeline.RoundWorkflowOutput{
-		Manifest:     ref,
+		Manifest:     r.committed,
 		Mean:         r.m.Mean,
 		Participants: r.m.Participants,
 		Dropped:      r.m.Dropped,
 		Carry:        r.carry,
 	}, nil
 }
+
+// reissueStep is reissue for a round whose sites read only their own
+// objects; nothing for a round begun before.
+func (r *round) reissueStep(ctx workflow.Context) error {
+	if !r.ownReads {
+		return nil
+	}
+	return r.reissue(ctx)
+}
+
+// descriptorStep is descriptors for a method that uses them.
+func (r *round) descriptorStep(ctx workflow.Context) error {
+	if !method.NeedsDescriptors(r.spec.Method) {
+		return nil
+	}
+	return r.descriptors(ctx)
+}
+
+// trainStep is train, leaving the sites' updates in r.updates; under
+// secure_aggregation "secagg+" the training, the four SecAgg+ stages and
+// the aggregation from the groups' sums (secureRound, secagg.go) instead
+// (issue 37's hook: a campaign without it takes the plain path,
+// unchanged).
+func (r *round) trainStep(ctx workflow.Context) error {
+	if r.spec.Hyperparameters.IsSecAgg() {
+		return r.secureRound(ctx)
+	}
+	updates, err := r.train(ctx)
+	r.updates = updates
+	return err
+}
+
+// aggregateStep is aggregate over r.updates; nothing under secure
+// aggregation, whose trainStep aggregated the groups' sums.
+func (r *round) aggregateStep(ctx workflow.Context) error {
+	if r.spec.Hyperparameters.IsSecAgg() {
+		return nil
+	}
+	return r.aggregate(ctx, r.updates)
+}
+
+// commitStep records in the manifest what the retention policy prunes
+// (retention), then commits it; r.committed is its reference.
+func (r *round) commitStep(ctx workflow.Context) error {
+	r.pruning = r.retention(ctx)
+	ref, err := r.commit(ctx)
+	r.committed = ref
+	return err
+}
+
+// pruneStep deletes what the committed manifest says the policy prunes.
+func (r *round) pruneStep(ctx workflow.Context) error { return r.prune(ctx, r.pruning) }
 
 // round is the state of one RoundWorkflow execution. Lookups by site go
 // through maps; every walk goes through r.active or r.spec.Sites, which are
@@ -141,6 +191,12 @@ type round struct {
 	lifetime map[string]*pipeline.SiteLifetime
 	// secure is the round's secure aggregation (secagg.go); nil without.
 	secure *secure
+	// updates are the sites' updates, from training to aggregation.
+	updates []pipeline.SiteUpdate
+	// pruning is what the retention policy deletes after the commit (nil:
+	// nothing); committed is the committed manifest's reference.
+	pruning   *pipeline.Pruning
+	committed pipeline.ArtifactRef
 }
 
 // evaluatesInTraining reports whether this round's sites score their model

@@ -191,7 +191,7 @@ func (s *sweep) launch(ctx workflow.Context, c pipeline.SweepCampaign, in pipeli
 		// promoted trial's campaign starts a new run under the ID of
 		// the one that paused (closed by then).
 		WorkflowID: c.WorkflowID,
-		TaskQueue:  pipeline.ServerTaskQueue,
+		TaskQueue:  s.campaignQueue(ctx),
 	})
 	fut := workflow.ExecuteChildWorkflow(cctx, pipeline.CampaignWorkflowName, in)
 	s.children[c.Index] = fut
@@ -221,6 +221,18 @@ func (s *sweep) launch(ctx workflow.Context, c pipeline.SweepCampaign, in pipeli
 		delete(s.children, c.Index)
 		done(o, out)
 	})
+}
+
+// campaignQueue is the task queue the sweep's campaigns run on: the
+// colocated worker's, whose process serves the sites, so that they run
+// their rounds inline (CampaignWorkflow), under versionInlineRounds; the
+// server's for a sweep whose sites run workers of their own, and in the
+// replay of a sweep begun before.
+func (s *sweep) campaignQueue(ctx workflow.Context) string {
+	if s.colocatedQueue != "" && workflow.GetVersion(ctx, versionInlineRounds, workflow.DefaultVersion, 1) >= 1 {
+		return s.colocatedQueue
+	}
+	return pipeline.ServerTaskQueue
 }
 
 // stopChildren signals every running campaign to stop after its running

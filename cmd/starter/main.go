@@ -42,6 +42,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"syscall"
+	"time"
 
 	"github.com/ptopofl/ptopofl/campaign"
 )
@@ -138,6 +139,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
 			defer func() { pprof.StopCPUProfile(); f.Close() }()
 		}
+	}
+	// PTOPOFL_HEAPPROFILE=FILE writes the heap profile (what the last
+	// collection found live, and every allocation so far) every two seconds
+	// while the command runs, so that the file holds the heap of its last
+	// seconds of work, before the stack stops.
+	if path := os.Getenv("PTOPOFL_HEAPPROFILE"); path != "" {
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			t := time.NewTicker(2 * time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					if f, err := os.Create(path); err == nil {
+						_ = pprof.Lookup("heap").WriteTo(f, 0)
+						f.Close()
+					}
+				}
+			}
+		}()
+		defer func() { close(stop); <-done }()
 	}
 	err := cmd(ctx, args[1:], stdout, stderr)
 	switch {

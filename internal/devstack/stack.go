@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -259,6 +258,10 @@ func Start(ctx context.Context, cfg Config) (s *Stack, err error) {
 	if err := writeFileAtomic(filepath.Join(dir, file), mustJSON(s.ep), 0o644); err != nil {
 		return nil, fmt.Errorf("devstack: write %s: %w", file, err)
 	}
+	// What starting the process and the stack touched of the executable
+	// once and will not touch again goes back to the kernel (see
+	// releaseStartupPages).
+	releaseStartupPages()
 	return s, nil
 }
 
@@ -297,29 +300,6 @@ func (s *Stack) startS3(ctx context.Context, cfg Config, dir, bucket string) err
 		return fmt.Errorf("devstack: %w", err)
 	}
 	return nil
-}
-
-// gcPercent replaces Go's default GOGC of 100 in a process that runs the
-// stack. The embedded Temporal server allocates a great deal of short-lived
-// memory for every request while its live heap stays around a hundred
-// megabytes, so at the default the collector runs very often: about a
-// tenth of all CPU time of a local campaign. At 300 the paper table through
-// the pipeline ran 8-14 % faster here, for a few hundred megabytes more.
-const gcPercent = 300
-
-// gcMemoryLimit is a soft limit that makes the collector work harder again
-// if the heap ever grows large, so the higher GOGC cannot run away.
-const gcMemoryLimit = 2 << 30
-
-// tuneGC applies gcPercent and gcMemoryLimit unless the user set GOGC or
-// GOMEMLIMIT: the process's collector settings are theirs to choose.
-func tuneGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(gcPercent)
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(gcMemoryLimit)
-	}
 }
 
 // Endpoints says where the running stack is.

@@ -56,6 +56,15 @@ const Region = "us-east-1"
 // can take seconds to schedule a new listener.
 const DefaultReadyTimeout = 60 * time.Second
 
+// ioBufferSize is the copy buffer of the gateway's object reads and
+// writes, 64 KiB instead of its 1 MiB: a round's objects are mostly a few
+// kilobytes, every request in flight holds a buffer (pooled, but the pool
+// empties at each garbage collection, so they were allocated and zeroed
+// again all along: 11 MiB of the live heap of a local `starter experiment
+// table1` and 2 % of what it allocated), and a deep model of tens of
+// megabytes copies in 64 KiB steps as fast.
+const ioBufferSize = 64 << 10
+
 // copyObjectThreshold is the largest source object CopyObject accepts. Set
 // explicitly: a zero threshold rejects every CopyObject in some versitygw
 // versions. 5 GiB is the S3 specification's limit.
@@ -169,7 +178,7 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	// absent) are made atomic by a lock inside this gateway process instead
 	// of a lock file opened and flocked on every put. That is enough
 	// because one process serves a data directory (the devstack lock).
-	opts := posix.PosixOpts{CopyObjectThreshold: copyObjectThreshold, ForceNoObjLockFile: true}
+	opts := posix.PosixOpts{CopyObjectThreshold: copyObjectThreshold, ForceNoObjLockFile: true, IOBufferSize: ioBufferSize}
 	metaNote := "xattr"
 	if xerr := (meta.XattrMeta{}).Test(dir); xerr != nil {
 		sidecar := filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+"-s3meta")
