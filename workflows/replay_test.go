@@ -43,6 +43,13 @@ const (
 	// reissue.
 	roundOwnReadsReissueFile = "round_history_own_reads_reissue.json"
 	roundOwnReadsFile        = "round_history_own_reads.json"
+	// campaignInlineHistoryFile is the first run of replayColocatedSpec's
+	// campaign started on its colocated queue: its rounds run inline
+	// (version "inline-rounds" 1), yield between rounds, and the run
+	// continues as new after round 2; sweepInlineHistoryFile a colocated
+	// sweep that starts its campaigns on the colocated queue.
+	campaignInlineHistoryFile = "campaign_inline_history.json"
+	sweepInlineHistoryFile    = "sweep_inline_history.json"
 )
 
 // Histories recorded by earlier versions of the workflows, which the
@@ -61,6 +68,13 @@ const (
 	// trials before continuing as new.
 	searchSweepFirstV0File = "sweep_search_history_first_v0.json"
 	searchSweepLastV0File  = "sweep_search_history_last_v0.json"
+	// The same colocated campaign (and its round 1) and sweep as the code
+	// of commit 3832f74 ran them, before rounds ran inline: the campaign
+	// and the sweep on the server queue, the rounds child workflows on the
+	// colocated queue.
+	campaignColocatedHistoryV0File = "campaign_colocated_history_v0.json"
+	roundColocatedHistoryV0File    = "round_colocated_history_v0.json"
+	sweepColocatedHistoryV0File    = "sweep_colocated_history_v0.json"
 )
 
 // replaySpec is the campaign of the golden histories. Changing it changes
@@ -94,6 +108,13 @@ func replayRetentionSpec() pipeline.CampaignSpec {
 func replayOwnReadsSpec() pipeline.CampaignSpec {
 	s := replaySpec()
 	s.Campaign, s.Rounds = "golden-own-reads", 3
+	return s
+}
+
+// replayColocatedSpec is the campaign of the golden colocated histories.
+func replayColocatedSpec() pipeline.CampaignSpec {
+	s := replaySpec()
+	s.Campaign, s.Rounds, s.ContinueAsNewEvery = "golden-colocated", 3, 2
 	return s
 }
 
@@ -163,6 +184,11 @@ func TestReplayGoldenHistories(t *testing.T) {
 		{roundRetentionHistoryFile, pipeline.RoundWorkflowID(replayRetentionSpec().Campaign, 2)},
 		{roundOwnReadsReissueFile, pipeline.RoundWorkflowID(replayOwnReadsSpec().Campaign, 2)},
 		{roundOwnReadsFile, pipeline.RoundWorkflowID(replayOwnReadsSpec().Campaign, 3)},
+		{campaignColocatedHistoryV0File, replayColocatedSpec().Campaign},
+		{roundColocatedHistoryV0File, pipeline.RoundWorkflowID(replayColocatedSpec().Campaign, 1)},
+		{sweepColocatedHistoryV0File, replaySweepSpec().Sweep},
+		{campaignInlineHistoryFile, replayColocatedSpec().Campaign},
+		{sweepInlineHistoryFile, replaySweepSpec().Sweep},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := filepath.Join("testdata", tc.file)
