@@ -10,7 +10,8 @@ package workflows
 //
 // TestGenerateGoldenColocated* start the campaign and the sweep on the
 // server queue, as every starter did before rounds ran inline; the files
-// they wrote at commit 3832f74 (this file copied into a checkout of it)
+// they wrote at commit c7d6f8d (this file, with replayColocatedSpec and
+// the file names of replay_test.go, copied into a checkout of it)
 // are the "_v0" histories the current code must replay. The
 // TestGenerateGoldenInline* start them as the starter now does.
 

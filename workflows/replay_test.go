@@ -69,7 +69,7 @@ const (
 	searchSweepFirstV0File = "sweep_search_history_first_v0.json"
 	searchSweepLastV0File  = "sweep_search_history_last_v0.json"
 	// The same colocated campaign (and its round 1) and sweep as the code
-	// of commit 3832f74 ran them, before rounds ran inline: the campaign
+	// of commit c7d6f8d ran them, before rounds ran inline: the campaign
 	// and the sweep on the server queue, the rounds child workflows on the
 	// colocated queue.
 	campaignColocatedHistoryV0File = "campaign_colocated_history_v0.json"
