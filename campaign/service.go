@@ -142,7 +142,7 @@ func (s *Service) workflowStatus(ctx context.Context, campaign, workflowID strin
 		st, err := s.queryStatus(ctx, workflowID)
 		if err != nil {
 			return pipeline.CampaignStatus{Campaign: campaign, State: pipeline.StateRunning},
-				fmt.Errorf("campaign %s is running but did not answer the status query (is a server worker polling %s?): %w", campaign, pipeline.ServerTaskQueue, err)
+				fmt.Errorf("campaign %s is running but did not answer the status query (is a worker polling %s?): %w", campaign, queueOf(info), err)
 		}
 		if st.Round != nil {
 			// A round running as a stage of the campaign workflow: the
@@ -170,6 +170,17 @@ func (s *Service) workflowStatus(ctx context.Context, campaign, workflowID strin
 		st.LastMetrics = &pipeline.RoundMetrics{Round: n, AUC: out.AUCCurve[n-1], Accuracy: out.AccCurve[n-1]}
 	}
 	return st, nil
+}
+
+// queueOf is the task queue a workflow runs on: the server's for a
+// campaign whose sites run workers of their own (and every campaign begun
+// before rounds ran inline), the colocated worker's of the starter serving
+// its sites otherwise.
+func queueOf(info *workflowpb.WorkflowExecutionInfo) string {
+	if q := info.GetTaskQueue(); q != "" {
+		return q
+	}
+	return pipeline.ServerTaskQueue
 }
 
 // roundProgress asks the campaign's running child round, among its pending

@@ -10,8 +10,14 @@
 #     both `starter table` commands (stack start included, warm build), and
 #     the AUC of each row beside the authors' value; then the command
 #     users run, `starter experiment table1 --local --seeds 1 --preset
-#     paper` (12 campaigns × 15 rounds, the table as a sweep), T1_RUNS
-#     times on fresh data directories: its median wall time.
+#     paper` (12 campaigns × 15 rounds, the table as a sweep) in one
+#     alternating timing run (T1_WARMUP warm-ups, then T1_RUNS runs of
+#     each, fresh data directories) beside the base code and, with
+#     AUTHORS set, the authors' in-memory script (scripts/bench-table1.py:
+#     medians of wall, CPU and peak memory, ratios, the issue's targets);
+#     then the round's cost split from a CPU profile of one more run
+#     (scripts/profile-split.py: SQLite, Temporal, gRPC, S3, parquet,
+#     training; seconds, share, ms per round, time in system calls).
 #  3. A 200-round campaign completes inside Temporal's history limits
 #     (continue-as-new), checked from the visibility store.
 #  4. The deep rows: deep-small FedAvg, and pTopoFL with descriptors every
@@ -51,7 +57,11 @@
 # devstack, worker and gendata are), DEEP_ROUNDS (5), MEM_ROUNDS (2),
 # BENCH_FROM (1: the first part to run; 4 runs the deep parts only, 5 the
 # memory part only, 6 the trainers), BENCH_TO (6: the last part to run), T1_RUNS (3: runs
-# of `starter experiment table1` for each code in part 2).
+# of `starter experiment table1` for each code in part 2), T1_WARMUP (1),
+# AUTHORS (unset: the path of a copy of MorillaLab/TopoFederatedL at commit
+# c027eae, e.g. from `git -C MIRROR archive c027eae | tar -x -C DIR`; it
+# adds the authors' column to part 2 and needs Debian's python3-numpy,
+# python3-scipy and python3-sklearn).
 #
 # The machine's load is printed before each part: on 2 cores anything else
 # running shifts these figures by tens of per cent.
@@ -260,28 +270,59 @@ print(line)
 PY
 fi
 # The experiment table1 command users run (12 campaigns × 15 rounds, one
-# seed), T1_RUNS times each for the new and the base code, in turn, on a
-# fresh data directory each time: the median wall time.
+# seed), against the base code and, when AUTHORS is the path of a copy of
+# the authors' code (commit c027eae of MorillaLab/TopoFederatedL), their
+# in-memory script producing the same table (scripts/authors-table1.py):
+# one alternating timing run, T1_WARMUP warm-ups then T1_RUNS runs of each
+# in turn, each of ours on a fresh data directory; medians of wall, CPU
+# and the largest process's peak memory, the ratios and the issue's targets
+# (scripts/bench-table1.py).
 T1_RUNS=${T1_RUNS:-3}
-t1new=() t1base=()
-for i in $(seq "$T1_RUNS"); do
-	d="$OUT/t1-$i"
-	x=$(timed "$BIN/starter" experiment table1 --local --seeds 1 --preset paper --data-dir "$d/new" --out "$d/new-out" 2>/dev/null)
-	t1new+=("$x")
-	if [ -n "$BASEBIN" ]; then
-		x=$(timed "$BASEBIN/starter" experiment table1 --local --seeds 1 --preset paper --data-dir "$d/base" --out "$d/base-out" 2>/dev/null)
-		t1base+=("$x")
-	fi
-	rm -rf "$d"
-done
-python3 - "${t1new[*]}" "${t1base[*]:-}" <<'PY'
-import statistics, sys
-new = [float(x) for x in sys.argv[1].split()]
-base = [float(x) for x in sys.argv[2].split()] if len(sys.argv) > 2 and sys.argv[2] else []
-line = f"experiment table1 --seeds 1 --preset paper: median {statistics.median(new):.2f} s of {len(new)} ({', '.join(f'{x:.1f}' for x in new)}; target <= 16.4 s)"
-if base:
-    line += f"; base code median {statistics.median(base):.2f} s ({', '.join(f'{x:.1f}' for x in base)}), ratio {statistics.median(new) / statistics.median(base):.2f}"
-print(line)
+T1_WARMUP=${T1_WARMUP:-1}
+t1args=(--starter "$BIN/starter" --runs "$T1_RUNS" --warmup "$T1_WARMUP" --dir "$OUT/t1" --json "$OUT/table1-timing.json")
+[ -n "$BASEBIN" ] && t1args+=(--base "$BASEBIN/starter")
+if [ -n "${AUTHORS:-}" ]; then
+	/usr/bin/python3 -c "import numpy, scipy, sklearn" 2>/dev/null || {
+		echo "bench-pipeline: the authors' code needs Debian's python3-numpy, python3-scipy and python3-sklearn (apt-get install -y python3-scipy python3-sklearn)" >&2
+		exit 1
+	}
+	t1args+=(--authors "$AUTHORS")
+else
+	echo "(AUTHORS unset: the authors' column is left out; AUTHORS=PATH of a copy of MorillaLab/TopoFederatedL at c027eae adds it)"
+fi
+echo
+echo "experiment table1 --local --seeds 1 --preset paper, side by side:"
+python3 scripts/bench-table1.py "${t1args[@]}"
+
+# Where a round's time goes: one more run of the same command under a CPU
+# profile of the whole process (stack, workers, activities), split by
+# scripts/profile-split.py into the pipeline's parts (SQLite, Temporal
+# server and SDK, gRPC, the S3 server and client, parquet, training), in
+# seconds for the run and milliseconds per round (12 campaigns × 15
+# rounds). The profile is kept in $OUT/table1.pprof.
+echo
+echo "cost split of experiment table1 (CPU profile of one run, per round = / 180 rounds):"
+PTOPOFL_CPUPROFILE="$OUT/table1.pprof" "$BIN/starter" experiment table1 --local --seeds 1 --preset paper \
+	--data-dir "$OUT/t1-prof/data" --out "$OUT/t1-prof/out" --format json >/dev/null 2>"$OUT/t1-prof.log"
+rm -rf "$OUT/t1-prof/data"
+go tool pprof -traces "$BIN/starter" "$OUT/table1.pprof" 2>/dev/null | python3 scripts/profile-split.py --json >"$OUT/table1-split.json"
+python3 - "$OUT/table1-split.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+rounds = 12 * 15
+# What each part is for: durability is Temporal's history (SQLite) and the
+# artifacts in S3; the rest is orchestration, encoding or the work itself.
+need = {"sqlite": "durability: history", "temporal persistence (sql)": "durability: history",
+        "temporal server": "orchestration", "temporal sdk": "orchestration", "temporal api": "orchestration",
+        "grpc": "orchestration", "s3 server": "durability: artifacts", "s3 client": "durability: artifacts",
+        "parquet": "artifact encoding", "store (cache, keys, hashing)": "artifact encoding",
+        "training and evaluation": "the round's work", "data generation and report": "the experiment's work"}
+total = d["total_seconds"]
+print(f"| {'part':34s} | {'CPU s':>7s} | {'share':>6s} | {'ms/round':>8s} | {'in syscalls s':>13s} | what for |")
+print("|---|---:|---:|---:|---:|---|")
+for k, v in d["parts"].items():
+    print(f"| {k:34s} | {v['seconds']:7.2f} | {100 * v['seconds'] / total:5.1f}% | {1000 * v['seconds'] / rounds:8.1f} | {v['syscall_seconds']:13.2f} | {need.get(k, 'runtime and other')} |")
+print(f"| {'total':34s} | {total:7.2f} | 100.0% | {1000 * total / rounds:8.1f} | {sum(v['syscall_seconds'] for v in d['parts'].values()):13.2f} | |")
 PY
 
 fi
