@@ -63,7 +63,15 @@ func (s *Server) Register(r interface {
 	r.RegisterActivityWithOptions(heartbeating(s.RecordSearch), activity.RegisterOptions{Name: pipeline.ActivityRecordSearch})
 	r.RegisterActivityWithOptions(heartbeating(s.SaveCampaignState), activity.RegisterOptions{Name: pipeline.ActivitySaveState})
 	r.RegisterActivityWithOptions(heartbeating(s.LoadCampaignState), activity.RegisterOptions{Name: pipeline.ActivityLoadState})
+	r.RegisterActivityWithOptions(RoundBoundary, activity.RegisterOptions{Name: pipeline.ActivityRoundBoundary})
 }
+
+// RoundBoundary is pipeline.ActivityRoundBoundary: it does nothing, and
+// completes at once. A campaign that runs its rounds as stages of its own
+// workflow schedules it before each round so that the workflow task ends
+// there (a timer would too, but the server fires timers about a second
+// late).
+func RoundBoundary(context.Context) error { return nil }
 
 func (s *Server) checkBucket(bucket string) error {
 	if bucket != "" && bucket != s.store.Bucket() {

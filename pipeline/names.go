@@ -52,6 +52,11 @@ const (
 	ActivityAggregate    = "Aggregate"    // AggregateInput → AggregateOutput
 	ActivityCommitRound  = "CommitRound"  // CommitRoundInput → CommitRoundOutput
 	ActivityPruneRound   = "PruneRound"   // PruneRoundInput → PruneRoundOutput (retention policy)
+	// ActivityRoundBoundary does nothing: a campaign whose rounds run as
+	// stages of its workflow runs it on its colocated queue before each
+	// round, so that the workflow task ends there and the history records
+	// every round before the next begins (workflows campaign.boundary).
+	ActivityRoundBoundary = "RoundBoundary" // no input → no output
 	// ActivityAdoptInitialModel copies the initial model one site's
 	// program made to the campaign's keys every site may read.
 	ActivityAdoptInitialModel = "AdoptInitialModel" // AdoptInitialModelInput → AdoptInitialModelOutput

@@ -85,7 +85,6 @@ func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (
 		if err != nil {
 			return pipeline.CampaignWorkflowOutput{}, err
 		}
-		c.lastYield = workflow.Now(ctx)
 	}
 	if in.State == nil && in.ResumeFrom != nil {
 		// A promoted trial of an adaptive sweep: go on from the state its
@@ -101,8 +100,8 @@ func CampaignWorkflow(ctx workflow.Context, in pipeline.CampaignWorkflowInput) (
 	held := func() bool { return in.StopAfterRound > 0 && c.st.NextRound > in.StopAfterRound }
 	roundsThisRun := 0
 	for c.st.NextRound <= spec.Rounds {
-		if roundsThisRun > 0 {
-			c.yield(ctx)
+		if err := c.boundary(ctx); err != nil {
+			return pipeline.CampaignWorkflowOutput{}, err
 		}
 		// Pause acts between rounds; a stop also releases a paused campaign.
 		if err := workflow.Await(ctx, func() bool { return !c.st.Paused || c.st.Stopping }); err != nil {
@@ -198,11 +197,9 @@ type campaign struct {
 	colocatedQueue string
 	// inline: the rounds run as stages of this workflow (inlineRounds);
 	// progress is the running inline round's, for the progress and status
-	// queries (nil between rounds), and lastYield when this run last let
-	// its workflow task end (yield).
-	inline    bool
-	progress  *roundProgress
-	lastYield time.Time
+	// queries (nil between rounds).
+	inline   bool
+	progress *roundProgress
 }
 
 func (c *campaign) runRound(ctx workflow.Context) error {
@@ -297,28 +294,27 @@ func (c *campaign) runInline(ctx workflow.Context, in pipeline.RoundWorkflowInpu
 	return r.run(ctx)
 }
 
-// inlineYieldAfter is how long a run with inline rounds may go on in one
-// workflow task before it ends the task at the next round boundary
-// (yield).
-const inlineYieldAfter = time.Second
-
-// yield ends the workflow task between two inline rounds when the run
-// has gone on for inlineYieldAfter or longer since it last did: a
-// workflow task whose local activities keep coming back never ends on
-// its own (the SDK only heartbeats it, after 80 % of its timeout), and
-// while it runs the server holds every query (`starter status`, the
-// progress of `starter run`) and every update (pause, stop) until it
-// ends. A timer of a millisecond ends it, and its firing starts the
-// next. The time is workflow.Now, which the local activities' markers
-// advance as they complete, so a replay decides as the run did. Rounds
-// shorter than inlineYieldAfter share a workflow task (and a timer); a
-// longer round has one to itself, as a child round had.
-func (c *campaign) yield(ctx workflow.Context) {
-	if !c.inline || workflow.Now(ctx).Sub(c.lastYield) < inlineYieldAfter {
-		return
+// boundary ends the workflow task before an inline round, as starting
+// a child round did: the history then records the campaign's state and
+// every round before it (the resume point a restart after a termination
+// reads, pipeline.QueryResume, exists only once a workflow task has
+// completed), queries and updates held while the task ran are answered,
+// and pause and stop act here. Without it a run of inline rounds is one
+// workflow task whose local activities keep coming back (the SDK only
+// heartbeats it, after 80 % of its timeout). It runs
+// pipeline.ActivityRoundBoundary, which does nothing, on the colocated
+// queue; a timer would end the task as well, but the server fires timers
+// about a second late, which would cost more than the child round saves.
+func (c *campaign) boundary(ctx workflow.Context) error {
+	if !c.inline {
+		return nil
 	}
-	_ = workflow.Sleep(ctx, time.Millisecond) // fails only when cancelled: the loop then ends the run
-	c.lastYield = workflow.Now(ctx)
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           c.colocatedQueue,
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
+	})
+	return workflow.ExecuteActivity(actx, pipeline.ActivityRoundBoundary).Get(ctx, nil)
 }
 
 // fail ends the campaign after round n failed. A quorum failure keeps its

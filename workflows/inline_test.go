@@ -32,10 +32,11 @@ func colocatedEnv(fed *fakeFederation, queue string) *testsuite.TestWorkflowEnvi
 	env.RegisterWorkflow(CampaignWorkflow)
 	env.RegisterWorkflow(RoundWorkflow)
 	for name, fn := range map[string]any{
-		pipeline.ActivityClusterSites: fed.ClusterSites,
-		pipeline.ActivityAggregate:    fed.Aggregate,
-		pipeline.ActivityCommitRound:  fed.CommitRound,
-		pipeline.ActivityPruneRound:   fed.PruneRound,
+		pipeline.ActivityClusterSites:  fed.ClusterSites,
+		pipeline.ActivityAggregate:     fed.Aggregate,
+		pipeline.ActivityCommitRound:   fed.CommitRound,
+		pipeline.ActivityPruneRound:    fed.PruneRound,
+		pipeline.ActivityRoundBoundary: func(context.Context) error { return nil },
 	} {
 		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
@@ -111,9 +112,10 @@ func TestInlineRoundProgress(t *testing.T) {
 	env.RegisterWorkflow(CampaignWorkflow)
 	spec := testSpec(2)
 	for name, fn := range map[string]any{
-		pipeline.ActivityClusterSites: fed.ClusterSites,
-		pipeline.ActivityAggregate:    fed.Aggregate,
-		pipeline.ActivityCommitRound:  fed.CommitRound,
+		pipeline.ActivityClusterSites:  fed.ClusterSites,
+		pipeline.ActivityAggregate:     fed.Aggregate,
+		pipeline.ActivityCommitRound:   fed.CommitRound,
+		pipeline.ActivityRoundBoundary: func(context.Context) error { return nil },
 	} {
 		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
@@ -180,37 +182,48 @@ func TestInlineRoundProgress(t *testing.T) {
 	}
 }
 
-// TestInlineRoundsYield: inline rounds end their workflow task, with a
-// timer of a millisecond between two rounds, only once the run has gone
-// on for inlineYieldAfter since the last such point: rounds that take no
-// time (the local activities of the mock clock complete at once) share
-// one workflow task, and rounds whose training takes a minute each yield
-// before every next round; pause and stop act at those points. The
-// manifests are the same either way.
-func TestInlineRoundsYield(t *testing.T) {
+// TestInlineRoundBoundaries: before each inline round the campaign ends
+// its workflow task with pipeline.ActivityRoundBoundary on its colocated
+// queue (one per round, whatever the rounds take), so that the history
+// records every round before the next begins; a campaign with child
+// rounds runs none. The manifests are the same either way.
+func TestInlineRoundBoundaries(t *testing.T) {
 	for i, tc := range []struct {
-		train      time.Duration
-		wantTimers int
+		queue string
+		train time.Duration
+		want  int
 	}{
-		{0, 0},           // 0: instantaneous rounds: one workflow task
-		{time.Minute, 3}, // 1: a minute each: a timer before rounds 2, 3 and 4
+		{inlineQueue, 0, 4},                        // 0: instantaneous rounds
+		{inlineQueue, time.Minute, 4},              // 1: a minute each
+		{pipeline.ServerTaskQueue, time.Minute, 0}, // 2: child rounds
 	} {
 		fed := newFakeFederation()
-		env := colocatedEnv(fed, inlineQueue)
+		env := colocatedEnv(fed, tc.queue)
 		if tc.train > 0 {
 			for _, s := range []string{"c0", "c1", "c2"} {
 				env.OnActivity(pipeline.ColocatedActivity(s, pipeline.ActivityTrainLocal), mock.Anything, mock.Anything).
 					Return(fed.TrainLocal).After(tc.train)
 			}
 		}
-		timers := 0
-		env.SetOnTimerScheduledListener(func(string, time.Duration) { timers++ })
+		boundaries := 0
+		var queues []string
+		env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+			if info.ActivityType.Name == pipeline.ActivityRoundBoundary {
+				boundaries++
+				queues = append(queues, info.TaskQueue)
+			}
+		})
 		env.ExecuteWorkflow(CampaignWorkflow, pipeline.CampaignWorkflowInput{Spec: testSpec(4), ColocatedQueue: inlineQueue})
 		if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 			t.Fatalf("%d: campaign did not complete: %v", i, env.GetWorkflowError())
 		}
-		if timers != tc.wantTimers {
-			t.Errorf("%d: %d timers, want %d", i, timers, tc.wantTimers)
+		if boundaries != tc.want {
+			t.Errorf("%d: %d round boundaries, want %d", i, boundaries, tc.want)
+		}
+		for _, q := range queues {
+			if q != inlineQueue {
+				t.Errorf("%d: a round boundary ran on %s, want %s", i, q, inlineQueue)
+			}
 		}
 		if n := len(fed.committed()); n != 4 {
 			t.Errorf("%d: %d rounds committed, want 4", i, n)

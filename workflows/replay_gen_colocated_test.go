@@ -47,6 +47,7 @@ func startColocatedFederation(t *testing.T, c client.Client, fed *fakeFederation
 		w.RegisterActivityWithOptions(fed.Aggregate, activity.RegisterOptions{Name: pipeline.ActivityAggregate})
 		w.RegisterActivityWithOptions(fed.Reissue, activity.RegisterOptions{Name: pipeline.ActivityReissue})
 		w.RegisterActivityWithOptions(fed.CommitRound, activity.RegisterOptions{Name: pipeline.ActivityCommitRound})
+		w.RegisterActivityWithOptions(func(context.Context) error { return nil }, activity.RegisterOptions{Name: pipeline.ActivityRoundBoundary})
 		if extra != nil {
 			extra(w)
 		}
@@ -144,10 +145,10 @@ func TestGenerateGoldenColocatedSweepHistory(t *testing.T) {
 
 // TestGenerateGoldenInlineHistory records a colocated campaign started on
 // its colocated queue, whose rounds run inline (version "inline-rounds"
-// 1), each training taking 1.2 s so that the run yields between rounds,
-// and continuing as new after two of its three rounds.
+// 1), each after a round boundary, continuing as new after two of its
+// three rounds.
 func TestGenerateGoldenInlineHistory(t *testing.T) {
-	goldenColocatedCampaign(t, goldenColocatedQueue, 1200*time.Millisecond, campaignInlineHistoryFile, "")
+	goldenColocatedCampaign(t, goldenColocatedQueue, 0, campaignInlineHistoryFile, "")
 }
 
 // TestGenerateGoldenInlineSweepHistory records a colocated sweep that

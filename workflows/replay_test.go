@@ -45,7 +45,7 @@ const (
 	roundOwnReadsFile        = "round_history_own_reads.json"
 	// campaignInlineHistoryFile is the first run of replayColocatedSpec's
 	// campaign started on its colocated queue: its rounds run inline
-	// (version "inline-rounds" 1), yield between rounds, and the run
+	// (version "inline-rounds" 1), each after a round boundary, and the run
 	// continues as new after round 2; sweepInlineHistoryFile a colocated
 	// sweep that starts its campaigns on the colocated queue.
 	campaignInlineHistoryFile = "campaign_inline_history.json"
