@@ -650,17 +650,7 @@ func (r *round) aggregate(ctx workflow.Context, updates []pipeline.SiteUpdate) e
 	if out.ServerState != nil {
 		r.carry.ServerState = out.ServerState
 	}
-	models := siteRefs(r.carry.Models)
-	for _, m := range out.Models {
-		ref := m.Ref
-		models[m.Site] = &ref
-	}
-	r.carry.Models = r.ordered(models)
-	for _, m := range r.carry.Models {
-		if contains(r.active, m.Site) {
-			r.output(pipeline.RoleSiteModel, m.Site, &m.Ref)
-		}
-	}
+	r.adoptModels(out.Models)
 	return nil
 }
 
@@ -913,4 +903,22 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// adoptModels records which model each site now holds after the round's
+// aggregation (the plain or the secure one): models replaces the carried
+// entries of its sites, and every active site's model is an output of
+// the round.
+func (r *round) adoptModels(models []pipeline.SiteArtifact) {
+	held := siteRefs(r.carry.Models)
+	for _, m := range models {
+		ref := m.Ref
+		held[m.Site] = &ref
+	}
+	r.carry.Models = r.ordered(held)
+	for _, m := range r.carry.Models {
+		if contains(r.active, m.Site) {
+			r.output(pipeline.RoleSiteModel, m.Site, &m.Ref)
+		}
+	}
 }

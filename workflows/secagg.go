@@ -402,17 +402,7 @@ func (r *round) secureSum(ctx workflow.Context, sa *secure) error {
 	if out.ServerState != nil {
 		r.carry.ServerState = out.ServerState
 	}
-	models := siteRefs(r.carry.Models)
-	for _, m := range out.Models {
-		ref := m.Ref
-		models[m.Site] = &ref
-	}
-	r.carry.Models = r.ordered(models)
-	for _, m := range r.carry.Models {
-		if contains(r.active, m.Site) {
-			r.output(pipeline.RoleSiteModel, m.Site, &m.Ref)
-		}
-	}
+	r.adoptModels(out.Models)
 	return nil
 }
 
